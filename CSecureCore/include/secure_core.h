@@ -1,0 +1,288 @@
+/*
+ * secure_core.h — the whole public C surface of SecurePIN's audited core.
+ *
+ * Conventions (every function below follows them):
+ *  - Every function returns a status: SPC_OK (0) or a negative SPC_E_* code.
+ *  - Output parameters are cleared on entry and left cleared on failure.
+ *  - Secret bytes only ever live in memory allocated by this library
+ *    (spc_buffer, spc_password). They are wiped before being released.
+ *  - All functions are thread-safe with respect to *different* objects.
+ *    One object must not be used from two threads at once; the Swift layer
+ *    serialises access.
+ *  - spc_init() must succeed before anything else is called.
+ */
+#ifndef SECURE_CORE_H
+#define SECURE_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SPC_MUST_CHECK __attribute__((warn_unused_result))
+#define SPC_NONNULL(...) __attribute__((nonnull(__VA_ARGS__)))
+#else
+#define SPC_MUST_CHECK
+#define SPC_NONNULL(...)
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                              */
+/* ------------------------------------------------------------------------ */
+
+#define SPC_OK 0
+#define SPC_E_INIT (-1)      /* spc_init() was not called or failed        */
+#define SPC_E_NOMEM (-2)     /* the kernel refused memory (not memlock)     */
+#define SPC_E_ARGUMENT (-3)  /* a size or argument outside its contract     */
+#define SPC_E_RANGE (-4)     /* an index outside the password               */
+#define SPC_E_CODEPOINT (-5) /* a surrogate or a value above U+10FFFF       */
+#define SPC_E_TOO_LONG (-6)  /* the password would exceed SPC_PASSWORD_MAX  */
+#define SPC_E_UTF8 (-7)      /* bytes that are not well-formed UTF-8        */
+#define SPC_E_CALLBACK (-8)  /* the caller's callback returned non-zero     */
+
+/* ------------------------------------------------------------------------ */
+/* Library                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Initialise libsodium and the secure-page pool. Idempotent, thread-safe.
+ * Returns: SPC_OK, or SPC_E_INIT if libsodium cannot initialise (no entropy).
+ * Security: never changes process limits (RLIMIT_CORE, RLIMIT_MEMLOCK).
+ */
+SPC_MUST_CHECK int spc_init(void);
+
+/** Human-readable name of a status code (static string, never NULL). */
+const char *spc_status_name(int status);
+
+/* ------------------------------------------------------------------------ */
+/* Protection report                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* What an allocation actually got. Each bit is set only after the kernel
+ * accepted the corresponding call; nothing is claimed on faith. */
+#define SPC_PROT_LOCKED 0x01      /* pages cannot be swapped (mlock or secretmem)    */
+#define SPC_PROT_DONTDUMP 0x02    /* MADV_DONTDUMP: excluded from core dumps          */
+#define SPC_PROT_WIPEONFORK 0x04  /* MADV_WIPEONFORK: a forked child reads zeros      */
+#define SPC_PROT_DONTFORK 0x08    /* MADV_DONTFORK: a forked child has no mapping     */
+#define SPC_PROT_SECRETMEM 0x10   /* memfd_secret: the kernel itself cannot read it   */
+#define SPC_PROT_GUARDPAGES 0x20  /* no-access pages before and after the slab        */
+#define SPC_PROT_NOACCESS_IDLE 0x40 /* pages are PROT_NONE while no object is open   */
+
+/** Pool statistics (for diagnostics and tests). */
+typedef struct spc_pool_stats {
+    size_t slabs;          /* mappings currently held by the pool            */
+    size_t slabs_locked;   /* of which locked (mlock or secretmem)           */
+    size_t slabs_secretmem;/* of which backed by memfd_secret                */
+    size_t slots_in_use;   /* live allocations                               */
+    size_t locked_bytes;   /* bytes of locked pages held                     */
+} spc_pool_stats;
+
+/**
+ * Snapshot of the pool's statistics.
+ * Returns: SPC_OK; SPC_E_INIT before spc_init().
+ */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_pool_stats_get(spc_pool_stats *out);
+
+/**
+ * Disable memfd_secret for allocations made from now on (slabs already made
+ * keep their backing). For tests of the fallback path and for deployments
+ * that must not use secret memory (it is not visible to hibernation).
+ * Returns: SPC_OK; SPC_E_INIT before spc_init().
+ */
+SPC_MUST_CHECK int spc_pool_set_secretmem(int enabled);
+
+/* ------------------------------------------------------------------------ */
+/* Secure buffers (keys, revealed passwords, any fixed-size secret)          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct spc_buffer spc_buffer;
+
+/** Largest size one spc_buffer may have (16 MiB). */
+#define SPC_BUFFER_MAX 16777216 /* 16 MiB */
+
+/**
+ * Allocate a zero-filled secure buffer of `size` bytes (1 ... SPC_BUFFER_MAX).
+ * Small buffers share locked slabs (guard pages at both ends, a canary after
+ * each slot); large ones get a slab of their own. When the locked-memory
+ * budget is exhausted the buffer is still allocated, unlocked, and the
+ * protection report says so.
+ * Returns: SPC_OK; SPC_E_ARGUMENT for size 0 or above the maximum;
+ *          SPC_E_NOMEM when mmap fails; SPC_E_INIT before spc_init().
+ * Security: the buffer is no-access until spc_buffer_open().
+ */
+SPC_MUST_CHECK SPC_NONNULL(2) int spc_buffer_new(size_t size, spc_buffer **out);
+
+/**
+ * Wipe and release a buffer. NULL is accepted and ignored. Aborts the
+ * process if the slot's canary was overwritten (a heap overflow into a secret
+ * must never be survived silently).
+ * Security: the slot is zeroed before the slot returns to the pool; a slab
+ * whose last slot is freed is unmapped.
+ */
+void spc_buffer_free(spc_buffer *buf);
+
+/** Size in bytes (not secret). */
+SPC_NONNULL(1) size_t spc_buffer_size(const spc_buffer *buf);
+
+/** Protection bits actually obtained for this buffer (SPC_PROT_*). */
+SPC_NONNULL(1) unsigned spc_buffer_protection(const spc_buffer *buf);
+
+/**
+ * Make the buffer readable and writable and return its address. Opens nest;
+ * every open must be paired with spc_buffer_close().
+ * Returns: SPC_OK; SPC_E_NOMEM if mprotect fails.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_buffer_open(spc_buffer *buf, uint8_t **data);
+
+/** End an open. The pages return to no-access when nothing in them is open. */
+SPC_NONNULL(1) void spc_buffer_close(spc_buffer *buf);
+
+/**
+ * Fill the buffer with bytes from the operating system's CSPRNG.
+ * Returns: SPC_OK; SPC_E_NOMEM if the buffer cannot be opened.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_buffer_randomize(spc_buffer *buf);
+
+/**
+ * Compare two buffers.
+ * Returns: 1 if the sizes and contents are equal, 0 if not, negative status
+ *          if either cannot be opened.
+ * Security: constant time in the contents (sodium_memcmp); sizes are public.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_buffer_equal(spc_buffer *a, spc_buffer *b);
+
+/* ------------------------------------------------------------------------ */
+/* Passwords                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct spc_password spc_password;
+
+/** Longest password, in Unicode code points. */
+#define SPC_PASSWORD_MAX 1024
+
+/**
+ * Create an empty password. Its code points are stored XORed with a random
+ * pad that lives in a separate allocation (a separate slab pool).
+ * Returns: SPC_OK; SPC_E_NOMEM; SPC_E_INIT.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_new(spc_password **out);
+
+/** Wipe and release. NULL is accepted and ignored. */
+void spc_password_free(spc_password *pw);
+
+/** Length in code points (not secret: the UI shows one dot per character). */
+SPC_NONNULL(1) size_t spc_password_length(const spc_password *pw);
+
+/** Protection bits common to the password's data and pad allocations. */
+SPC_NONNULL(1) unsigned spc_password_protection(const spc_password *pw);
+
+/**
+ * Insert code point `cp` before position `index` (0 ... length).
+ * Every edit draws a fresh pad for every position and re-scrambles the
+ * content without forming a plaintext copy in memory; positions past the
+ * end hold zeros in both data and pad.
+ * Returns: SPC_OK; SPC_E_RANGE (index > length); SPC_E_CODEPOINT
+ *          (surrogate or > 0x10FFFF); SPC_E_TOO_LONG; SPC_E_NOMEM.
+ *          On any error the password is unchanged.
+ * Security: validity of `cp` is computed without branches; the single
+ *           branch is on the resulting accept/reject bit.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_insert(spc_password *pw, size_t index, uint32_t cp);
+
+/** Append `cp`: spc_password_insert(pw, length, cp). Same statuses. */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_add(spc_password *pw, uint32_t cp);
+
+/**
+ * Remove the code point at `index` (0 ... length-1), re-scrambling as for
+ * insert and zeroing the vacated tail position.
+ * Returns: SPC_OK; SPC_E_RANGE; SPC_E_NOMEM. On error nothing changes.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_remove(spc_password *pw, size_t index);
+
+/** Remove the last code point. Returns SPC_E_RANGE when empty. */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_remove_last(spc_password *pw);
+
+/**
+ * Wipe the content (data and pad zeroed) and set the length to 0.
+ * Returns: SPC_OK; SPC_E_NOMEM if the pages cannot be opened.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_clear(spc_password *pw);
+
+/**
+ * Make an independent copy with a fresh pad.
+ * Returns: SPC_OK; SPC_E_NOMEM.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_copy(spc_password *pw, spc_password **out);
+
+/**
+ * Compare two passwords.
+ * Returns: 1 equal, 0 different, negative status if pages cannot be opened.
+ * Security: constant time in the content; the loop runs over the shorter
+ *           length (lengths are public, see spc_password_length).
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_equal(spc_password *a, spc_password *b);
+
+/**
+ * Reveal the password as UTF-8 into a new secure buffer of exactly the
+ * encoded size. The caller owns *out and must spc_buffer_free() it as soon as
+ * possible. An empty password yields *out == NULL and *len == 0.
+ * Returns: SPC_OK; SPC_E_NOMEM.
+ * Security: encoding and byte placement use masks only (no branch or memory
+ *           index depends on a code point); cost is quadratic in the length,
+ *           bounded by SPC_PASSWORD_MAX. The total byte length is revealed.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_password_reveal(spc_password *pw, spc_buffer **out, size_t *len);
+
+/** Callback for spc_password_with_utf8: return 0 on success. */
+typedef int (*spc_reveal_fn)(const uint8_t *utf8, size_t len, void *ctx);
+
+/**
+ * Reveal as UTF-8, call `fn` with the bytes, wipe them, and return.
+ * Returns: SPC_OK; SPC_E_CALLBACK if `fn` returned non-zero; SPC_E_NOMEM.
+ * Security: the revealed bytes exist only for the duration of `fn`.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_with_utf8(spc_password *pw, spc_reveal_fn fn, void *ctx);
+
+/**
+ * Build a password from UTF-8 bytes held in a secure buffer.
+ * Returns: SPC_OK; SPC_E_UTF8 for malformed input (overlong forms,
+ *          surrogates, values above U+10FFFF, truncated sequences);
+ *          SPC_E_TOO_LONG; SPC_E_NOMEM.
+ * Security: the decoder branches on the byte-length class of each character
+ *           (1 to 4 bytes), never on its value.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 3) int spc_password_from_utf8(spc_buffer *utf8, size_t len, spc_password **out);
+
+/* ------------------------------------------------------------------------ */
+/* Machine report (for `securepin doctor`)                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct spc_machine_report {
+    int secretmem_available;   /* memfd_secret(2) works right now           */
+    int secretmem_errno;       /* errno when it does not (0 otherwise)      */
+    int wipeonfork_available;  /* MADV_WIPEONFORK accepted                  */
+    int dontdump_available;    /* MADV_DONTDUMP accepted                    */
+    uint64_t memlock_soft;     /* RLIMIT_MEMLOCK soft limit, bytes; UINT64_MAX = unlimited */
+    uint64_t memlock_hard;
+    uint64_t core_soft;        /* RLIMIT_CORE soft limit                    */
+    int dumpable;              /* prctl(PR_GET_DUMPABLE)                    */
+    int aesni;                 /* AES-256-GCM hardware support (libsodium)  */
+    int can_ipc_lock;          /* effective uid 0 / CAP_IPC_LOCK: limit not enforced */
+    const char *sodium_version;/* libsodium's version string                */
+    unsigned argon2_version;   /* Argon2 version implemented by libargon2 (0x13) */
+} spc_machine_report;
+
+/**
+ * Probe the machine (each probe maps and unmaps one page).
+ * Returns: SPC_OK; SPC_E_INIT before spc_init().
+ */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_machine_report_get(spc_machine_report *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SECURE_CORE_H */

@@ -1,0 +1,35 @@
+/* internal.h — declarations shared between the core's .c files, never exported. */
+#ifndef SPC_INTERNAL_H
+#define SPC_INTERNAL_H
+
+#include "secure_core.h"
+
+/* Two slab pools keep a password's scrambled data and its pad on different
+ * pages, so a single leaked page never holds both halves. */
+enum { SPC_POOL_DATA = 0, SPC_POOL_PAD = 1, SPC_POOL_COUNT = 2 };
+
+/* spc_buffer_new, but from a chosen pool. */
+SPC_MUST_CHECK int spc__buffer_new_in(int pool, size_t size, spc_buffer **out);
+
+/* Usable bytes of the slot the buffer occupies (>= its size). */
+size_t spc__buffer_slot_capacity(size_t size);
+
+/* Nonzero after a successful spc_init(). */
+int spc__ready(void);
+
+/* Branch-free helpers: all return 0 or all-ones (uint32_t). */
+static inline uint32_t spc__mask_lt(uint64_t a, uint64_t b) { return (uint32_t)0 - (uint32_t)((a - b) >> 63); }
+static inline uint32_t spc__mask_eq(uint64_t a, uint64_t b) { return ~(spc__mask_lt(a, b) | spc__mask_lt(b, a)); }
+
+/* 1 when cp is a Unicode scalar value (not a surrogate, <= U+10FFFF), branch-free. */
+static inline uint32_t spc__scalar_ok(uint32_t cp) {
+    uint32_t above = (uint32_t)(((uint64_t)0x10FFFF - cp) >> 63);
+    uint32_t surrogate = (uint32_t)(((uint64_t)((cp >> 11) ^ 0x1Bu) - 1) >> 63);
+    return 1u & ~(above | surrogate);
+}
+
+/* Hand every code point, in order, to `sink` (the value lives in a register
+ * and in the sink's own secure scratch only). */
+SPC_MUST_CHECK int spc__password_read_all(spc_password *pw, void (*sink)(uint32_t cp, size_t k, void *ctx), void *ctx);
+
+#endif

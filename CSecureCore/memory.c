@@ -1,0 +1,327 @@
+/* memory.c — the secure-page pool behind every secret allocation.
+ *
+ * A slab is one mapping: [guard page][data pages][guard page]. The data pages
+ * are backed by memfd_secret(2) when the kernel allows it (the kernel itself
+ * cannot read them: /proc/PID/mem and core dumps get EIO), otherwise by
+ * private anonymous memory with mlock, MADV_DONTDUMP and MADV_WIPEONFORK.
+ * Small buffers share a slab (one locked page holds up to 32 secrets: a 64 KiB
+ * `ulimit -l` then still locks hundreds of passwords); a buffer larger than a
+ * slot class gets a slab of its own. The data pages are PROT_NONE whenever no
+ * buffer in the slab is open.
+ *
+ * Deliberate global state: the pool itself. Locked pages are a per-process
+ * resource (RLIMIT_MEMLOCK), so one process-wide pool guarded by one mutex is
+ * the honest model of it.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#define CANARY_SIZE 16
+#define CLASS_COUNT 5
+#define MAX_SLOTS 64
+
+/* Slot strides; a slot holds size + CANARY_SIZE bytes. */
+static const size_t class_stride[CLASS_COUNT] = {128, 256, 512, 1024, 2048};
+
+struct slab {
+    struct slab *next;
+    uint8_t *map;       /* start of the mapping (the leading guard page) */
+    size_t map_len;     /* guard + data + guard                          */
+    uint8_t *data;      /* first data page                               */
+    size_t data_len;
+    size_t stride;      /* slot stride; data_len for a dedicated slab    */
+    unsigned nslots, used, open_count;
+    unsigned prot;      /* SPC_PROT_* actually obtained                  */
+    uint64_t used_mask;
+};
+
+struct spc_buffer {
+    struct slab *slab;
+    uint8_t *ptr;
+    size_t size;
+    unsigned slot;
+};
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+/* lists[pool][class]; index CLASS_COUNT holds dedicated slabs. */
+static struct slab *lists[SPC_POOL_COUNT][CLASS_COUNT + 1];
+static uint8_t canary[CANARY_SIZE];
+static size_t page_size;
+static int ready;
+static int secretmem_enabled = 1;
+
+int spc__ready(void) { return __atomic_load_n(&ready, __ATOMIC_ACQUIRE); }
+
+int spc_init(void) {
+    pthread_mutex_lock(&pool_lock);
+    if (!ready) {
+        if (sodium_init() < 0) {
+            pthread_mutex_unlock(&pool_lock);
+            return SPC_E_INIT;
+        }
+        page_size = (size_t)sysconf(_SC_PAGESIZE);
+        randombytes_buf(canary, sizeof canary);
+        __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return SPC_OK;
+}
+
+int spc_pool_set_secretmem(int enabled) {
+    if (!spc__ready()) return SPC_E_INIT;
+    pthread_mutex_lock(&pool_lock);
+    secretmem_enabled = enabled != 0;
+    pthread_mutex_unlock(&pool_lock);
+    return SPC_OK;
+}
+
+/* mlock through the raw system call: sanitizer runtimes intercept mlock(3)
+ * and report success without locking anything, which would make the
+ * protection report lie. */
+static int raw_mlock(void *addr, size_t len) { return (int)syscall(SYS_mlock, addr, len); }
+
+/* Back [at, at+len) with secret memory. Returns 0 and sets *prot, or -1. */
+static int map_secretmem(uint8_t *at, size_t len, unsigned *prot) {
+#ifdef SYS_memfd_secret
+    int fd = (int)syscall(SYS_memfd_secret, (unsigned long)O_CLOEXEC);
+    if (fd < 0) return -1;
+    void *p = MAP_FAILED;
+    if (ftruncate(fd, (off_t)len) == 0)
+        p = mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    close(fd); /* the mapping keeps the memory alive */
+    if (p == MAP_FAILED) return -1;
+    /* The kernel marks secret memory locked and excluded from dumps itself;
+     * MADV_DONTFORK because WIPEONFORK applies to private memory only. */
+    *prot = SPC_PROT_SECRETMEM | SPC_PROT_LOCKED;
+    if (madvise(at, len, MADV_DONTDUMP) == 0) *prot |= SPC_PROT_DONTDUMP;
+    if (madvise(at, len, MADV_DONTFORK) == 0) *prot |= SPC_PROT_DONTFORK;
+    return 0;
+#else
+    (void)at; (void)len; (void)prot;
+    return -1;
+#endif
+}
+
+static int map_anonymous(uint8_t *at, size_t len, unsigned *prot) {
+    void *p = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (p == MAP_FAILED) return -1;
+    *prot = 0;
+    if (raw_mlock(at, len) == 0) *prot |= SPC_PROT_LOCKED;
+    if (madvise(at, len, MADV_DONTDUMP) == 0) *prot |= SPC_PROT_DONTDUMP;
+#ifdef MADV_WIPEONFORK
+    if (madvise(at, len, MADV_WIPEONFORK) == 0) *prot |= SPC_PROT_WIPEONFORK;
+#endif
+    return 0;
+}
+
+static struct slab *slab_create(size_t data_len, size_t stride) {
+    struct slab *s = calloc(1, sizeof *s);
+    if (s == NULL) return NULL;
+    s->data_len = data_len;
+    s->map_len = data_len + 2 * page_size;
+    s->stride = stride;
+    s->nslots = (unsigned)(data_len / stride);
+    if (s->nslots > MAX_SLOTS) s->nslots = MAX_SLOTS;
+    s->map = mmap(NULL, s->map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (s->map == MAP_FAILED) {
+        free(s);
+        return NULL;
+    }
+    s->data = s->map + page_size;
+    if (!(secretmem_enabled && map_secretmem(s->data, data_len, &s->prot) == 0) &&
+        map_anonymous(s->data, data_len, &s->prot) != 0) {
+        munmap(s->map, s->map_len);
+        free(s);
+        return NULL;
+    }
+    s->prot |= SPC_PROT_GUARDPAGES;
+    if (mprotect(s->data, data_len, PROT_NONE) == 0) s->prot |= SPC_PROT_NOACCESS_IDLE;
+    return s;
+}
+
+/* Data pages readable/writable while open_count > 0. Caller holds the lock. */
+static int slab_open(struct slab *s) {
+    if (s->open_count == 0 && mprotect(s->data, s->data_len, PROT_READ | PROT_WRITE) != 0)
+        return SPC_E_NOMEM;
+    s->open_count++;
+    return SPC_OK;
+}
+
+static void slab_close(struct slab *s) {
+    if (--s->open_count == 0 && mprotect(s->data, s->data_len, PROT_NONE) != 0)
+        s->prot &= ~(unsigned)SPC_PROT_NOACCESS_IDLE; /* report the truth */
+}
+
+static int class_for(size_t size) {
+    for (int c = 0; c < CLASS_COUNT; c++)
+        if (size + CANARY_SIZE <= class_stride[c]) return c;
+    return CLASS_COUNT;
+}
+
+size_t spc__buffer_slot_capacity(size_t size) {
+    int c = class_for(size);
+    return c < CLASS_COUNT ? class_stride[c] - CANARY_SIZE : size;
+}
+
+static struct slab *slab_with_free_slot(int pool, int c, size_t size) {
+    if (c < CLASS_COUNT)
+        for (struct slab *s = lists[pool][c]; s != NULL; s = s->next)
+            if (s->used < s->nslots) return s;
+    size_t data_len = c < CLASS_COUNT ? page_size : ((size + CANARY_SIZE + page_size - 1) / page_size) * page_size;
+    struct slab *s = slab_create(data_len, c < CLASS_COUNT ? class_stride[c] : data_len);
+    if (s == NULL) return NULL;
+    s->next = lists[pool][c];
+    lists[pool][c] = s;
+    return s;
+}
+
+int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) {
+    *out = NULL;
+    if (!spc__ready()) return SPC_E_INIT;
+    if (size == 0 || size > SPC_BUFFER_MAX || pool < 0 || pool >= SPC_POOL_COUNT) return SPC_E_ARGUMENT;
+    spc_buffer *b = calloc(1, sizeof *b);
+    if (b == NULL) return SPC_E_NOMEM;
+    pthread_mutex_lock(&pool_lock);
+    struct slab *s = slab_with_free_slot(pool, class_for(size), size);
+    if (s == NULL || slab_open(s) != SPC_OK) {
+        pthread_mutex_unlock(&pool_lock);
+        free(b);
+        return SPC_E_NOMEM;
+    }
+    unsigned slot = (unsigned)__builtin_ctzll(~s->used_mask);
+    s->used_mask |= (uint64_t)1 << slot;
+    s->used++;
+    b->slab = s;
+    b->slot = slot;
+    b->size = size;
+    b->ptr = s->data + (size_t)slot * s->stride;
+    memcpy(b->ptr + size, canary, CANARY_SIZE);
+    slab_close(s);
+    pthread_mutex_unlock(&pool_lock);
+    *out = b;
+    return SPC_OK;
+}
+
+int spc_buffer_new(size_t size, spc_buffer **out) { return spc__buffer_new_in(SPC_POOL_DATA, size, out); }
+
+static void slab_unlink_and_unmap(struct slab *s) {
+    for (int p = 0; p < SPC_POOL_COUNT; p++)
+        for (int c = 0; c <= CLASS_COUNT; c++)
+            for (struct slab **link = &lists[p][c]; *link != NULL; link = &(*link)->next)
+                if (*link == s) {
+                    *link = s->next;
+                    munmap(s->map, s->map_len);
+                    free(s);
+                    return;
+                }
+}
+
+void spc_buffer_free(spc_buffer *b) {
+    if (b == NULL) return;
+    pthread_mutex_lock(&pool_lock);
+    struct slab *s = b->slab;
+    if (slab_open(s) != SPC_OK) abort(); /* cannot wipe: never release a secret unwiped */
+    if (sodium_memcmp(b->ptr + b->size, canary, CANARY_SIZE) != 0) abort(); /* overflow into a secret */
+    sodium_memzero(b->ptr, b->size + CANARY_SIZE);
+    slab_close(s);
+    s->used_mask &= ~((uint64_t)1 << b->slot);
+    /* Keep partly used slabs; unmap empty ones so freed secrets leave no pages behind. */
+    if (--s->used == 0) slab_unlink_and_unmap(s);
+    pthread_mutex_unlock(&pool_lock);
+    free(b);
+}
+
+size_t spc_buffer_size(const spc_buffer *b) { return b->size; }
+
+unsigned spc_buffer_protection(const spc_buffer *b) {
+    pthread_mutex_lock(&pool_lock);
+    unsigned p = b->slab->prot;
+    pthread_mutex_unlock(&pool_lock);
+    return p;
+}
+
+int spc_buffer_open(spc_buffer *b, uint8_t **data) {
+    *data = NULL;
+    pthread_mutex_lock(&pool_lock);
+    int rc = slab_open(b->slab);
+    pthread_mutex_unlock(&pool_lock);
+    if (rc == SPC_OK) *data = b->ptr;
+    return rc;
+}
+
+void spc_buffer_close(spc_buffer *b) {
+    pthread_mutex_lock(&pool_lock);
+    slab_close(b->slab);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+int spc_buffer_randomize(spc_buffer *b) {
+    uint8_t *p;
+    int rc = spc_buffer_open(b, &p);
+    if (rc != SPC_OK) return rc;
+    randombytes_buf(p, b->size);
+    spc_buffer_close(b);
+    return SPC_OK;
+}
+
+int spc_buffer_equal(spc_buffer *a, spc_buffer *b) {
+    if (a->size != b->size) return 0;
+    uint8_t *pa, *pb;
+    int rc = spc_buffer_open(a, &pa);
+    if (rc != SPC_OK) return rc;
+    rc = spc_buffer_open(b, &pb);
+    if (rc != SPC_OK) {
+        spc_buffer_close(a);
+        return rc;
+    }
+    int eq = sodium_memcmp(pa, pb, a->size) == 0;
+    spc_buffer_close(b);
+    spc_buffer_close(a);
+    return eq;
+}
+
+int spc_pool_stats_get(spc_pool_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!spc__ready()) return SPC_E_INIT;
+    pthread_mutex_lock(&pool_lock);
+    for (int p = 0; p < SPC_POOL_COUNT; p++)
+        for (int c = 0; c <= CLASS_COUNT; c++)
+            for (struct slab *s = lists[p][c]; s != NULL; s = s->next) {
+                out->slabs++;
+                out->slots_in_use += s->used;
+                if (s->prot & SPC_PROT_LOCKED) {
+                    out->slabs_locked++;
+                    out->locked_bytes += s->data_len;
+                }
+                if (s->prot & SPC_PROT_SECRETMEM) out->slabs_secretmem++;
+            }
+    pthread_mutex_unlock(&pool_lock);
+    return SPC_OK;
+}
+
+const char *spc_status_name(int status) {
+    switch (status) {
+    case SPC_OK: return "ok";
+    case SPC_E_INIT: return "library not initialised";
+    case SPC_E_NOMEM: return "out of memory";
+    case SPC_E_ARGUMENT: return "invalid argument";
+    case SPC_E_RANGE: return "index out of range";
+    case SPC_E_CODEPOINT: return "invalid code point";
+    case SPC_E_TOO_LONG: return "password too long";
+    case SPC_E_UTF8: return "malformed UTF-8";
+    case SPC_E_CALLBACK: return "callback failed";
+    default: return "unknown status";
+    }
+}

@@ -1,0 +1,43 @@
+/* check.h — a minimal test harness for the C core's tests. */
+#ifndef SPC_CHECK_H
+#define SPC_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int check_passed, check_failed;
+
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        if (cond) {                                                              \
+            check_passed++;                                                      \
+        } else {                                                                 \
+            check_failed++;                                                      \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                        \
+    } while (0)
+
+#define CHECK_EQ(a, b) CHECK((long long)(a) == (long long)(b))
+
+#define REQUIRE_OK(expr)                                                         \
+    do {                                                                         \
+        int rc_ = (expr);                                                        \
+        if (rc_ != 0) {                                                          \
+            fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #expr, rc_); \
+            exit(1);                                                             \
+        }                                                                        \
+    } while (0)
+
+#define RUN(test)                                                                \
+    do {                                                                         \
+        int before_ = check_failed;                                              \
+        test();                                                                  \
+        printf("%-44s %s\n", #test, check_failed == before_ ? "ok" : "FAILED");  \
+    } while (0)
+
+static int check_summary(const char *suite) {
+    printf("%s: %d passed, %d failed\n", suite, check_passed, check_failed);
+    return check_failed == 0 ? 0 : 1;
+}
+
+#endif

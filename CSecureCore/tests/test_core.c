@@ -1,0 +1,327 @@
+/* test_core.c — black-box tests of the public C API (secure_core.h).
+ * Run with secret memory on and, with argument "--no-secretmem", off. */
+#define _GNU_SOURCE
+#include "secure_core.h"
+#include "check.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Reference UTF-8 encoder (plain, branching: test code only). */
+static size_t ref_utf8(const uint32_t *cps, size_t n, uint8_t *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c = cps[i];
+        if (c < 0x80) out[o++] = (uint8_t)c;
+        else if (c < 0x800) { out[o++] = (uint8_t)(0xC0 | c >> 6); out[o++] = (uint8_t)(0x80 | (c & 0x3F)); }
+        else if (c < 0x10000) { out[o++] = (uint8_t)(0xE0 | c >> 12); out[o++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F)); out[o++] = (uint8_t)(0x80 | (c & 0x3F)); }
+        else { out[o++] = (uint8_t)(0xF0 | c >> 18); out[o++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F)); out[o++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F)); out[o++] = (uint8_t)(0x80 | (c & 0x3F)); }
+    }
+    return o;
+}
+
+/* Reveal pw and compare with the reference encoding of cps. */
+static int reveals_as(spc_password *pw, const uint32_t *cps, size_t n) {
+    uint8_t want[4 * SPC_PASSWORD_MAX];
+    size_t wlen = ref_utf8(cps, n, want);
+    spc_buffer *b;
+    size_t len;
+    if (spc_password_reveal(pw, &b, &len) != SPC_OK) return 0;
+    if (n == 0) return b == NULL && len == 0;
+    uint8_t *p;
+    int ok = spc_buffer_open(b, &p) == SPC_OK;
+    ok = ok && len == wlen && memcmp(p, want, len) == 0;
+    spc_buffer_close(b);
+    spc_buffer_free(b);
+    return ok;
+}
+
+static spc_password *make(const uint32_t *cps, size_t n) {
+    spc_password *pw;
+    REQUIRE_OK(spc_password_new(&pw));
+    for (size_t i = 0; i < n; i++) REQUIRE_OK(spc_password_add(pw, cps[i]));
+    return pw;
+}
+
+static void test_buffer_basics(void) {
+    spc_buffer *a, *b;
+    CHECK_EQ(spc_buffer_new(0, &a), SPC_E_ARGUMENT);
+    CHECK(a == NULL);
+    CHECK_EQ(spc_buffer_new(SPC_BUFFER_MAX + 1, &a), SPC_E_ARGUMENT);
+    REQUIRE_OK(spc_buffer_new(32, &a));
+    REQUIRE_OK(spc_buffer_new(32, &b));
+    CHECK_EQ(spc_buffer_size(a), 32);
+    CHECK(spc_buffer_protection(a) & SPC_PROT_GUARDPAGES);
+    CHECK(spc_buffer_protection(a) & SPC_PROT_DONTDUMP);
+    CHECK_EQ(spc_buffer_equal(a, b), 1); /* both zero-filled */
+    REQUIRE_OK(spc_buffer_randomize(a));
+    CHECK_EQ(spc_buffer_equal(a, b), 0);
+    uint8_t *pa, *pb;
+    REQUIRE_OK(spc_buffer_open(a, &pa));
+    REQUIRE_OK(spc_buffer_open(b, &pb));
+    memcpy(pb, pa, 32);
+    spc_buffer_close(b);
+    spc_buffer_close(a);
+    CHECK_EQ(spc_buffer_equal(a, b), 1);
+    spc_buffer_free(a);
+    spc_buffer_free(b);
+    spc_buffer_free(NULL);
+    /* A large buffer gets a dedicated slab. */
+    REQUIRE_OK(spc_buffer_new(100000, &a));
+    REQUIRE_OK(spc_buffer_open(a, &pa));
+    memset(pa, 0x5a, 100000);
+    spc_buffer_close(a);
+    spc_buffer_free(a);
+}
+
+static void test_add_remove_reveal(void) {
+    const uint32_t abc[] = {'a', 'b', 'c'};
+    spc_password *pw = make(abc, 3);
+    CHECK_EQ(spc_password_length(pw), 3);
+    CHECK(reveals_as(pw, abc, 3));
+    REQUIRE_OK(spc_password_remove_last(pw));
+    CHECK(reveals_as(pw, abc, 2));
+    REQUIRE_OK(spc_password_clear(pw));
+    CHECK_EQ(spc_password_length(pw), 0);
+    CHECK(reveals_as(pw, abc, 0));
+    CHECK_EQ(spc_password_remove_last(pw), SPC_E_RANGE);
+    spc_password_free(pw);
+}
+
+static void test_insert_positions(void) {
+    const uint32_t base[] = {'1', '2', '3'};
+    spc_password *pw = make(base, 3);
+    REQUIRE_OK(spc_password_insert(pw, 0, 'x'));
+    const uint32_t w1[] = {'x', '1', '2', '3'};
+    CHECK(reveals_as(pw, w1, 4));
+    REQUIRE_OK(spc_password_insert(pw, 4, 'y'));
+    const uint32_t w2[] = {'x', '1', '2', '3', 'y'};
+    CHECK(reveals_as(pw, w2, 5));
+    REQUIRE_OK(spc_password_insert(pw, 2, 'z'));
+    const uint32_t w3[] = {'x', '1', 'z', '2', '3', 'y'};
+    CHECK(reveals_as(pw, w3, 6));
+    CHECK_EQ(spc_password_insert(pw, 7, 'q'), SPC_E_RANGE);
+    CHECK(reveals_as(pw, w3, 6)); /* unchanged after the error */
+    REQUIRE_OK(spc_password_remove(pw, 0));
+    REQUIRE_OK(spc_password_remove(pw, 1));
+    const uint32_t w4[] = {'1', '2', '3', 'y'};
+    CHECK(reveals_as(pw, w4, 4));
+    CHECK_EQ(spc_password_remove(pw, 4), SPC_E_RANGE);
+    CHECK(reveals_as(pw, w4, 4));
+    spc_password_free(pw);
+}
+
+static void test_code_points(void) {
+    spc_password *pw;
+    REQUIRE_OK(spc_password_new(&pw));
+    const uint32_t bad[] = {0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0x110000, 0xFFFFFFFF, 0x7FFFFFFF};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_EQ(spc_password_add(pw, bad[i]), SPC_E_CODEPOINT);
+    CHECK_EQ(spc_password_length(pw), 0);
+    const uint32_t good[] = {0, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) REQUIRE_OK(spc_password_add(pw, good[i]));
+    CHECK(reveals_as(pw, good, sizeof good / sizeof good[0]));
+    spc_password_free(pw);
+}
+
+static void test_growth_and_limit(void) {
+    static uint32_t cps[SPC_PASSWORD_MAX];
+    spc_password *pw;
+    REQUIRE_OK(spc_password_new(&pw));
+    for (size_t i = 0; i < SPC_PASSWORD_MAX; i++) {
+        cps[i] = 0x20 + (uint32_t)(i * 7919 % 0x10000);
+        if (cps[i] >= 0xD800 && cps[i] <= 0xDFFF) cps[i] = 'S';
+        REQUIRE_OK(spc_password_add(pw, cps[i]));
+    }
+    CHECK_EQ(spc_password_add(pw, 'x'), SPC_E_TOO_LONG);
+    CHECK_EQ(spc_password_length(pw), SPC_PASSWORD_MAX);
+    CHECK(reveals_as(pw, cps, SPC_PASSWORD_MAX));
+    spc_password_free(pw);
+}
+
+static void test_equality(void) {
+    const uint32_t a[] = {'1', '2', '3', '4'}, b[] = {'1', '2', '3', '5'}, c[] = {'1', '2', '3'};
+    spc_password *pa = make(a, 4), *pa2 = make(a, 4), *pb = make(b, 4), *pc = make(c, 3);
+    spc_password *empty1 = make(a, 0), *empty2 = make(a, 0);
+    CHECK_EQ(spc_password_equal(pa, pa2), 1);
+    CHECK_EQ(spc_password_equal(pa, pb), 0);
+    CHECK_EQ(spc_password_equal(pa, pc), 0); /* prefix, different length */
+    CHECK_EQ(spc_password_equal(pc, pa), 0);
+    CHECK_EQ(spc_password_equal(empty1, empty2), 1);
+    CHECK_EQ(spc_password_equal(empty1, pa), 0);
+    CHECK_EQ(spc_password_equal(pa, pa), 1);
+    spc_password *copy;
+    REQUIRE_OK(spc_password_copy(pa, &copy));
+    CHECK_EQ(spc_password_equal(pa, copy), 1);
+    REQUIRE_OK(spc_password_clear(pa)); /* the copy is independent */
+    CHECK(reveals_as(copy, a, 4));
+    spc_password_free(copy);
+    spc_password_free(pa);
+    spc_password_free(pa2);
+    spc_password_free(pb);
+    spc_password_free(pc);
+    spc_password_free(empty1);
+    spc_password_free(empty2);
+}
+
+static int collect_cb(const uint8_t *utf8, size_t len, void *ctx) {
+    uint8_t *sum = ctx;
+    for (size_t i = 0; i < len; i++) *sum = (uint8_t)(*sum + utf8[i]);
+    return 0;
+}
+static int failing_cb(const uint8_t *utf8, size_t len, void *ctx) {
+    (void)utf8; (void)len; (void)ctx;
+    return 7;
+}
+
+static void test_with_utf8(void) {
+    const uint32_t a[] = {'1', '2'};
+    spc_password *pw = make(a, 2);
+    uint8_t sum = 0;
+    REQUIRE_OK(spc_password_with_utf8(pw, collect_cb, &sum));
+    CHECK_EQ(sum, '1' + '2');
+    CHECK_EQ(spc_password_with_utf8(pw, failing_cb, NULL), SPC_E_CALLBACK);
+    spc_password_free(pw);
+}
+
+static int from_bytes(const uint8_t *bytes, size_t n, spc_password **out) {
+    spc_buffer *b;
+    REQUIRE_OK(spc_buffer_new(n == 0 ? 1 : n, &b));
+    uint8_t *p;
+    REQUIRE_OK(spc_buffer_open(b, &p));
+    if (n) memcpy(p, bytes, n);
+    spc_buffer_close(b);
+    int rc = spc_password_from_utf8(b, n, out);
+    spc_buffer_free(b);
+    return rc;
+}
+
+static void test_from_utf8(void) {
+    const uint8_t ok[] = {'a', 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xF0, 0x9F, 0x98, 0x80};
+    const uint32_t want[] = {'a', 0xE9, 0x20AC, 0x1F600};
+    spc_password *pw;
+    REQUIRE_OK(from_bytes(ok, sizeof ok, &pw));
+    CHECK(reveals_as(pw, want, 4));
+    spc_password_free(pw);
+    REQUIRE_OK(from_bytes(ok, 0, &pw));
+    CHECK_EQ(spc_password_length(pw), 0);
+    spc_password_free(pw);
+    const uint8_t *bad[] = {
+        (const uint8_t *)"\xC0\xAF",         /* overlong '/' */
+        (const uint8_t *)"\xE0\x80\xAF",     /* overlong */
+        (const uint8_t *)"\xED\xA0\x80",     /* surrogate D800 */
+        (const uint8_t *)"\xF4\x90\x80\x80", /* above U+10FFFF */
+        (const uint8_t *)"\xE2\x82",         /* truncated */
+        (const uint8_t *)"\x80",             /* stray continuation */
+        (const uint8_t *)"\xC3\x28",         /* bad continuation */
+        (const uint8_t *)"\xFF",
+    };
+    const size_t lens[] = {2, 3, 3, 4, 2, 1, 2, 1};
+    for (size_t i = 0; i < 8; i++) {
+        CHECK_EQ(from_bytes(bad[i], lens[i], &pw), SPC_E_UTF8);
+        CHECK(pw == NULL);
+    }
+}
+
+/* A forked child must not see the parent's secret. */
+static void test_fork(void) {
+    spc_buffer *b;
+    REQUIRE_OK(spc_buffer_new(64, &b));
+    uint8_t *p;
+    REQUIRE_OK(spc_buffer_open(b, &p));
+    memset(p, 0xA5, 64);
+    spc_buffer_close(b);
+    unsigned prot = spc_buffer_protection(b);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Child: the slab is either gone (DONTFORK) or zero (WIPEONFORK). */
+        uintptr_t page = (uintptr_t)p & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
+        if (mprotect((void *)page, (size_t)sysconf(_SC_PAGESIZE), PROT_READ) != 0) _exit(prot & SPC_PROT_DONTFORK ? 0 : 2);
+        for (int i = 0; i < 64; i++)
+            if (p[i] != 0) _exit(3);
+        _exit(prot & (SPC_PROT_WIPEONFORK) ? 0 : 4);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* The parent still has its secret. */
+    REQUIRE_OK(spc_buffer_open(b, &p));
+    CHECK_EQ(p[0], 0xA5);
+    spc_buffer_close(b);
+    spc_buffer_free(b);
+}
+
+/* The kernel's own record (VmFlags in smaps) must agree with the report. */
+static void test_smaps_agree(void) {
+    spc_buffer *b;
+    REQUIRE_OK(spc_buffer_new(64, &b));
+    uint8_t *p;
+    REQUIRE_OK(spc_buffer_open(b, &p));
+    unsigned prot = spc_buffer_protection(b);
+    FILE *f = fopen("/proc/self/smaps", "r");
+    CHECK(f != NULL);
+    if (f == NULL) return;
+    char line[512];
+    int in_range = 0, found = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') == line + strcspn(line, "-")) {
+            in_range = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (in_range && strncmp(line, "VmFlags:", 8) == 0) {
+            found = 1;
+            CHECK(((prot & SPC_PROT_LOCKED) != 0) == (strstr(line, " lo") != NULL));
+            CHECK(((prot & SPC_PROT_DONTDUMP) != 0) == (strstr(line, " dd") != NULL));
+            CHECK(((prot & SPC_PROT_WIPEONFORK) != 0) == (strstr(line, " wf") != NULL));
+            CHECK(((prot & SPC_PROT_DONTFORK) != 0) == (strstr(line, " dc") != NULL));
+        }
+    }
+    fclose(f);
+    CHECK(found);
+    spc_buffer_close(b);
+    spc_buffer_free(b);
+}
+
+static void test_pool_accounting(void) {
+    spc_pool_stats before, during, after;
+    REQUIRE_OK(spc_pool_stats_get(&before));
+    spc_password *pws[100];
+    for (int i = 0; i < 100; i++) REQUIRE_OK(spc_password_new(&pws[i]));
+    REQUIRE_OK(spc_pool_stats_get(&during));
+    CHECK_EQ(during.slots_in_use, before.slots_in_use + 200);
+    /* 100 passwords (data + pad, 128-byte slots) fit in a handful of pages. */
+    CHECK(during.slabs - before.slabs <= 8);
+    for (int i = 0; i < 100; i++) spc_password_free(pws[i]);
+    REQUIRE_OK(spc_pool_stats_get(&after));
+    CHECK_EQ(after.slots_in_use, before.slots_in_use);
+}
+
+static void test_machine_report(void) {
+    spc_machine_report r;
+    REQUIRE_OK(spc_machine_report_get(&r));
+    CHECK(r.sodium_version != NULL);
+    CHECK_EQ(r.argon2_version, 0x13);
+    CHECK(r.dontdump_available);
+    CHECK_EQ(strcmp(spc_status_name(SPC_E_RANGE), "index out of range"), 0);
+}
+
+int main(int argc, char **argv) {
+    REQUIRE_OK(spc_init());
+    int secretmem = !(argc > 1 && strcmp(argv[1], "--no-secretmem") == 0);
+    REQUIRE_OK(spc_pool_set_secretmem(secretmem));
+    printf("secret memory: %s\n", secretmem ? "requested" : "disabled");
+    RUN(test_buffer_basics);
+    RUN(test_add_remove_reveal);
+    RUN(test_insert_positions);
+    RUN(test_code_points);
+    RUN(test_growth_and_limit);
+    RUN(test_equality);
+    RUN(test_with_utf8);
+    RUN(test_from_utf8);
+    RUN(test_fork);
+    RUN(test_smaps_agree);
+    RUN(test_pool_accounting);
+    RUN(test_machine_report);
+    return check_summary(secretmem ? "c-core" : "c-core (no secretmem)");
+}

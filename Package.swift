@@ -1,0 +1,65 @@
+// swift-tools-version:6.0
+// SecurePIN: handling a user's PIN or password safely, from the keystroke to the cryptography.
+import PackageDescription
+
+/// Hardening for the audited C core: warnings are errors, and the objects get
+/// a stack protector, fortified libc calls and stack-clash protection.
+let cHardening: [CSetting] = [
+    .unsafeFlags([
+        "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-D_FORTIFY_SOURCE=2",
+        "-fstack-protector-strong", "-fstack-clash-protection",
+    ])
+]
+
+/// Full RELRO and a non-executable stack for every binary that links the core.
+let linkHardening: [LinkerSetting] = [
+    .unsafeFlags(["-Xlinker", "-z", "-Xlinker", "relro", "-Xlinker", "-z", "-Xlinker", "now"], .when(platforms: [.linux]))
+]
+
+let package = Package(
+    name: "SecurePIN",
+    products: [
+        .library(name: "SecureCore", targets: ["SecureCore"]),
+        .executable(name: "securepin", targets: ["securepin"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(
+            name: "CArgon2", path: "Sources/CArgon2", pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"])]),
+        .target(
+            name: "CSecureCore",
+            dependencies: ["CSodium", "CArgon2"],
+            path: "CSecureCore",
+            exclude: ["tests"],
+            publicHeadersPath: "include",
+            cSettings: cHardening,
+            linkerSettings: linkHardening),
+        .target(
+            name: "SecureCore",
+            dependencies: ["CSecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "securepin",
+            dependencies: ["SecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            linkerSettings: linkHardening),
+        .executableTarget(
+            name: "spc-test-helper",
+            dependencies: ["SecureCore"],
+            path: "Tests/Helpers/spc-test-helper",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "securepin-bench",
+            dependencies: ["SecureCore", "CSodium"],
+            path: "Benchmarks/securepin-bench",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            linkerSettings: linkHardening),
+        .testTarget(
+            name: "SecureCoreTests",
+            dependencies: ["SecureCore", "spc-test-helper"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+    ]
+)

@@ -1,0 +1,138 @@
+internal import CSecureCore
+import Synchronization
+
+/// A fixed-size secret (a key, a revealed password, a seed) held in memory
+/// from the C core's secure-page pool: locked where the budget allows,
+/// excluded from core dumps, hidden from forked children, guarded, and
+/// no-access between uses. Wiped when destroyed or deinitialised.
+///
+/// The bytes are reachable only inside ``withUnsafeBytes(_:)`` and
+/// ``withUnsafeMutableBytes(_:)``; there is no `Data` or `Array` getter, and
+/// the type is neither `Codable` nor `Hashable`. Compare with
+/// ``isEqual(to:)``, which runs in constant time.
+///
+/// Concurrency: `Sendable`. An internal lock serialises every use, so two
+/// tasks may share one instance; the closures run while the lock is held, so
+/// a closure must not call back into the same instance.
+public final class SecureBytes: @unchecked Sendable {
+    private let handle: Mutex<LockedHandle>
+
+    /// The size in bytes (not secret). Unchanged by ``destroy()``.
+    public let count: Int
+
+    /// Creates `count` zero bytes in secure memory.
+    /// - Parameter count: 1 byte to 16 MiB.
+    /// - Throws: ``SecureCoreError/invalidSize(_:)``, ``SecureCoreError/outOfMemory``.
+    public init(count: Int) throws(SecureCoreError) {
+        try CoreRuntime.ensureReady()
+        guard count > 0, count <= Int(SPC_BUFFER_MAX) else { throw .invalidSize(count) }
+        var buffer: OpaquePointer?
+        try check(spc_buffer_new(count, &buffer), length: count)
+        self.count = count
+        self.handle = Mutex(LockedHandle(pointer: buffer))
+    }
+
+    /// Creates `count` bytes from the operating system's CSPRNG.
+    /// - Throws: as ``init(count:)``.
+    public static func random(count: Int) throws(SecureCoreError) -> SecureBytes {
+        let bytes = try SecureBytes(count: count)
+        try bytes.withHandle { buffer throws(SecureCoreError) in try check(spc_buffer_randomize(buffer)) }
+        return bytes
+    }
+
+    /// Copies bytes the caller already holds (test vectors, a key read from a
+    /// file). The caller remains responsible for wiping its own copy.
+    /// - Throws: as ``init(count:)``.
+    public convenience init(copying source: UnsafeRawBufferPointer) throws(SecureCoreError) {
+        try self.init(count: source.count)
+        try withHandle { buffer throws(SecureCoreError) in
+            var data: UnsafeMutablePointer<UInt8>?
+            try check(spc_buffer_open(buffer, &data))
+            defer { spc_buffer_close(buffer) }
+            UnsafeMutableRawBufferPointer(start: data, count: source.count).copyMemory(from: source)
+        }
+    }
+
+    deinit {
+        handle.withLock { buffer in
+            spc_buffer_free(buffer.pointer)
+            buffer.pointer = nil
+        }
+    }
+
+    /// Wipes and releases the memory now. Later uses throw
+    /// ``SecureCoreError/destroyed``. Calling it twice is harmless.
+    public func destroy() {
+        handle.withLock { buffer in
+            spc_buffer_free(buffer.pointer)
+            buffer.pointer = nil
+        }
+    }
+
+    /// Whether ``destroy()`` has been called.
+    public var isDestroyed: Bool { handle.withLock { $0.pointer == nil } }
+
+    /// What the operating system granted this buffer (empty once destroyed).
+    public var protection: MemoryProtection {
+        handle.withLock { buffer in
+            buffer.pointer.map { MemoryProtection(rawValue: UInt32(spc_buffer_protection($0))) } ?? []
+        }
+    }
+
+    /// Runs `body` with read access to the bytes; the pages return to
+    /// no-access when it returns. Do not let the pointer escape.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``SecureCoreError/destroyed``, ``SecureCoreError/outOfMemory``,
+    ///   or what `body` throws.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try withUnsafeMutableBytes { try body(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Runs `body` with read-write access to the bytes.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``SecureCoreError/destroyed``, ``SecureCoreError/outOfMemory``,
+    ///   or what `body` throws.
+    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) throws -> R {
+        try handle.withLock { locked throws -> R in
+            guard let buffer = locked.pointer else { throw SecureCoreError.destroyed }
+            var data: UnsafeMutablePointer<UInt8>?
+            try check(spc_buffer_open(buffer, &data))
+            defer { spc_buffer_close(buffer) }
+            return try body(UnsafeMutableRawBufferPointer(start: data, count: count))
+        }
+    }
+
+    /// Compares contents in constant time.
+    /// - Returns: `true` when both have the same size and the same bytes.
+    /// - Throws: ``SecureCoreError/destroyed`` if either was destroyed.
+    public func isEqual(to other: SecureBytes) throws(SecureCoreError) -> Bool {
+        if other === self { return try withHandle { _ throws(SecureCoreError) in true } }
+        return try withHandle { (mine) throws(SecureCoreError) -> Bool in
+            try other.withHandle { (theirs) throws(SecureCoreError) -> Bool in
+                let result = spc_buffer_equal(mine, theirs)
+                if result < 0 { throw SecureCoreError(status: result) }
+                return result == 1
+            }
+        }
+    }
+
+    /// Runs `body` with the live C handle, under the lock.
+    func withHandle<R>(_ body: (OpaquePointer) throws(SecureCoreError) -> R) throws(SecureCoreError) -> R {
+        let result: Result<R, SecureCoreError> = handle.withLock { locked in
+            guard let buffer = locked.pointer else { return .failure(.destroyed) }
+            do throws(SecureCoreError) { return .success(try body(buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}
+
+// MARK: - Redacted descriptions
+
+extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// `SecureBytes(32 bytes, redacted)`: the size, never the content.
+    public var description: String { "SecureBytes(\(count) bytes, redacted)" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+    /// A mirror that shows the size only.
+    public var customMirror: Mirror { Mirror(self, children: ["count": count], displayStyle: .class) }
+}

@@ -1,0 +1,88 @@
+internal import CSecureCore
+
+/// Process-wide facts and switches of the secure-page pool.
+public enum SecureMemory {
+    /// Counters of the pool that backs every secret allocation.
+    public struct Statistics: Sendable, Equatable {
+        /// Mappings (slabs) the pool holds.
+        public var slabs: Int
+        /// Slabs whose pages are locked (mlock or secret memory).
+        public var lockedSlabs: Int
+        /// Slabs backed by `memfd_secret`.
+        public var secretMemorySlabs: Int
+        /// Live allocations.
+        public var allocations: Int
+        /// Bytes of locked pages held.
+        public var lockedBytes: Int
+    }
+
+    /// A snapshot of the pool's counters.
+    /// - Throws: ``SecureCoreError/initializationFailed``.
+    public static func statistics() throws(SecureCoreError) -> Statistics {
+        try CoreRuntime.ensureReady()
+        var s = spc_pool_stats()
+        try check(spc_pool_stats_get(&s))
+        return Statistics(
+            slabs: s.slabs, lockedSlabs: s.slabs_locked, secretMemorySlabs: s.slabs_secretmem,
+            allocations: s.slots_in_use, lockedBytes: s.locked_bytes)
+    }
+
+    /// Turns `memfd_secret` backing on or off for slabs created from now on.
+    /// Secret memory is on by default where the kernel offers it; turn it off
+    /// for a process that must hibernate, or to test the fallback path.
+    /// - Throws: ``SecureCoreError/initializationFailed``.
+    public static func setSecretMemoryEnabled(_ enabled: Bool) throws(SecureCoreError) {
+        try CoreRuntime.ensureReady()
+        try check(spc_pool_set_secretmem(enabled ? 1 : 0))
+    }
+
+    /// What this machine can protect, probed with real system calls.
+    /// - Throws: ``SecureCoreError/initializationFailed``.
+    public static func machineReport() throws(SecureCoreError) -> MachineReport {
+        try CoreRuntime.ensureReady()
+        var r = spc_machine_report()
+        try check(spc_machine_report_get(&r))
+        func limit(_ v: UInt64) -> UInt64? { v == UInt64.max ? nil : v }
+        return MachineReport(
+            secretMemoryAvailable: r.secretmem_available != 0,
+            secretMemoryErrno: Int(r.secretmem_errno),
+            wipeOnForkAvailable: r.wipeonfork_available != 0,
+            dontDumpAvailable: r.dontdump_available != 0,
+            memlockSoftLimit: limit(r.memlock_soft),
+            memlockHardLimit: limit(r.memlock_hard),
+            coreSoftLimit: limit(r.core_soft),
+            dumpable: r.dumpable == 1,
+            memlockLimitEnforced: r.can_ipc_lock == 0,
+            aesHardware: r.aesni != 0,
+            sodiumVersion: String(cString: r.sodium_version),
+            argon2Version: UInt32(r.argon2_version))
+    }
+}
+
+/// The result of ``SecureMemory/machineReport()``. Nothing in it is secret.
+public struct MachineReport: Sendable, Equatable, Codable {
+    /// `memfd_secret(2)` works in this process right now.
+    public var secretMemoryAvailable: Bool
+    /// The `errno` when it does not (0 when it does).
+    public var secretMemoryErrno: Int
+    /// `MADV_WIPEONFORK` is accepted.
+    public var wipeOnForkAvailable: Bool
+    /// `MADV_DONTDUMP` is accepted.
+    public var dontDumpAvailable: Bool
+    /// `RLIMIT_MEMLOCK` soft limit in bytes; `nil` when unlimited.
+    public var memlockSoftLimit: UInt64?
+    /// `RLIMIT_MEMLOCK` hard limit in bytes; `nil` when unlimited.
+    public var memlockHardLimit: UInt64?
+    /// `RLIMIT_CORE` soft limit in bytes; `nil` when unlimited (0 = no core files).
+    public var coreSoftLimit: UInt64?
+    /// The process may be dumped (`PR_GET_DUMPABLE`).
+    public var dumpable: Bool
+    /// `false` for root, whose locked memory the kernel does not limit.
+    public var memlockLimitEnforced: Bool
+    /// AES-GCM runs in hardware (AES-NI and PCLMUL), as libsodium detects it.
+    public var aesHardware: Bool
+    /// libsodium's version string.
+    public var sodiumVersion: String
+    /// The Argon2 version libargon2 implements (0x13 = 1.3, RFC 9106).
+    public var argon2Version: UInt32
+}
