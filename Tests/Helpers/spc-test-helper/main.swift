@@ -1,1 +1,95 @@
-print("todo")
+// spc-test-helper: a small process that the process-level tests drive.
+//
+//   spc-test-helper dump SEED [--no-secretmem]
+//       Enters a 16-character marker password derived from SEED through the
+//       public API and stops at three moments (entered; after copyToImmutable
+//       and a reveal; after destroy), printing "phase N" and waiting for a
+//       line on stdin, so the test can read this process's memory. It also
+//       keeps a control marker in an ordinary array, which the scan must find.
+//   spc-test-helper many COUNT
+//       Creates COUNT live 8-character passwords, checks each one, and prints
+//       "created=N ok=N locked=L unlocked=U locked_bytes=B".
+//
+// The marker's characters are computed here at run time from SEED; the
+// marker never appears as a literal in any binary.
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+import SecureCore
+
+/// The i-th marker character for `seed`: letters only, computed, never stored.
+func markerScalar(seed: UInt64, index: Int) -> UInt32 {
+    var x = seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15
+    x = (x ^ (x >> 31)) &* 0xBF58_476D_1CE4_E5B9
+    x ^= x >> 29
+    let letter = UInt32(x % 52)
+    return letter < 26 ? 0x41 + letter : 0x61 + letter - 26
+}
+
+func say(_ line: String) {
+    print(line)
+    fflush(nil)
+}
+
+func waitForTest() {
+    _ = readLine()
+}
+
+func dump(seed: UInt64) throws {
+    let password = try MutablePassword()
+    for i in 0..<16 { try password.addCharacter(markerScalar(seed: seed, index: i)) }
+    // Positive control: the same kind of marker (from seed+1) in a plain
+    // array, which the scanner must find to prove it reads this memory.
+    var control = [UInt8](repeating: 0, count: 16)
+    for i in 0..<16 { control[i] = UInt8(markerScalar(seed: seed &+ 1, index: i)) }
+    say("phase 1 protection=\(password.protection.rawValue)")
+    waitForTest()
+
+    let immutable = try password.copyToImmutable()
+    let revealedCount = try immutable.withUnsafeUTF8Bytes { bytes in bytes.count }
+    say("phase 2 revealed=\(revealedCount)")
+    waitForTest()
+
+    password.destroy()
+    immutable.destroy()
+    say("phase 3 destroyed")
+    waitForTest()
+    withExtendedLifetime(control) {}
+}
+
+func many(count: Int) throws {
+    var passwords: [MutablePassword] = []
+    let reference = try MutablePassword()
+    for digit in "13572468".unicodeScalars { try reference.addCharacter(digit) }
+    var ok = 0
+    var locked = 0
+    for _ in 0..<count {
+        let pw = try MutablePassword()
+        for digit in "13572468".unicodeScalars { try pw.addCharacter(digit) }
+        if try pw.isEqual(to: reference) { ok += 1 }
+        if pw.protection.contains(.locked) { locked += 1 }
+        passwords.append(pw)
+    }
+    let stats = try SecureMemory.statistics()
+    say("created=\(passwords.count) ok=\(ok) locked=\(locked) unlocked=\(passwords.count - locked) locked_bytes=\(stats.lockedBytes)")
+}
+
+let args = CommandLine.arguments
+do {
+    if args.contains("--no-secretmem") { try SecureMemory.setSecretMemoryEnabled(false) }
+    switch args.count > 1 ? args[1] : "" {
+    case "dump" where args.count > 2:
+        guard let seed = UInt64(args[2]) else { throw SecureCoreError.invalidSize(0) }
+        try dump(seed: seed)
+    case "many" where args.count > 2:
+        try many(count: Int(args[2]) ?? 0)
+    default:
+        say("usage: spc-test-helper dump SEED [--no-secretmem] | many COUNT")
+        exit(2)
+    }
+} catch {
+    say("error: \(error)")
+    exit(1)
+}
