@@ -13,7 +13,8 @@ let cHardening: [CSetting] = [
 
 /// Full RELRO and a non-executable stack for every binary that links the core.
 let linkHardening: [LinkerSetting] = [
-    .unsafeFlags(["-Xlinker", "-z", "-Xlinker", "relro", "-Xlinker", "-z", "-Xlinker", "now"], .when(platforms: [.linux]))
+    .unsafeFlags(
+        ["-Xlinker", "-z", "-Xlinker", "relro", "-Xlinker", "-z", "-Xlinker", "now"], .when(platforms: [.linux]))
 ]
 
 let package = Package(

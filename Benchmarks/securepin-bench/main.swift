@@ -1,1 +1,157 @@
-print("todo")
+// securepin-bench: speed figures for SecurePIN, each beside a reference
+// measured in the same run, reported as ratios. Run on demand (`make bench`);
+// never a timed assertion in the test suite.
+//
+//   securepin-bench [memory] [--json] [--rounds N]
+import CSodium
+import SecureCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Monotonic nanoseconds.
+func now() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+struct Figure {
+    var name: String
+    var medianNs: Double
+    var minNs: Double
+    var reference: String?
+    var goalNs: Double?
+}
+
+/// Runs `body` `iterations` times per round; returns per-call median and minimum in ns.
+func measure(rounds: Int, iterations: Int, _ body: () throws -> Void) rethrows -> (median: Double, min: Double) {
+    for _ in 0..<max(1, iterations / 10) { try body() }  // warm-up
+    var samples: [Double] = []
+    for _ in 0..<rounds {
+        let start = now()
+        for _ in 0..<iterations { try body() }
+        samples.append(Double(now() - start) / Double(iterations))
+    }
+    samples.sort()
+    return (samples[samples.count / 2], samples[0])
+}
+
+func memoryFigures(rounds: Int) throws -> [Figure] {
+    guard sodium_init() >= 0 else { fatalError("libsodium failed to initialise") }
+    var figures: [Figure] = []
+
+    let rawAlloc = measure(rounds: rounds, iterations: 2000) {
+        let p = sodium_malloc(64)
+        sodium_free(p)
+    }
+    figures.append(Figure(name: "sodium_malloc+free (reference)", medianNs: rawAlloc.median, minNs: rawAlloc.min))
+    let region = sodium_malloc(64)!
+    let rawProtect = measure(rounds: rounds, iterations: 5000) {
+        sodium_mprotect_readwrite(region)
+        sodium_mprotect_noaccess(region)
+    }
+    sodium_free(region)
+    figures.append(Figure(name: "mprotect pair (reference)", medianNs: rawProtect.median, minNs: rawProtect.min))
+
+    let pin = try MutablePassword()
+    for d in 0..<7 { try pin.addCharacter(UInt32(0x30 + d)) }
+    let keystroke = try measure(rounds: rounds, iterations: 5000) {
+        try pin.addCharacter(0x37)
+        try pin.removeLastCharacter()
+    }
+    figures.append(
+        Figure(
+            name: "keystroke (add or remove, 8 chars)", medianNs: keystroke.median / 2, minNs: keystroke.min / 2,
+            reference: "mprotect pair (reference)", goalNs: 5_000))
+
+    let create = try measure(rounds: rounds, iterations: 2000) {
+        let p = try MutablePassword()
+        p.destroy()
+    }
+    figures.append(
+        Figure(
+            name: "create+destroy", medianNs: create.median, minNs: create.min,
+            reference: "sodium_malloc+free (reference)", goalNs: 50_000))
+
+    let other = try MutablePassword()
+    for d in 0..<8 { try other.addCharacter(UInt32(0x30 + d)) }
+    try pin.addCharacter(0x37)
+    var sink = false
+    let equality = try measure(rounds: rounds, iterations: 5000) { sink = try pin.isEqual(to: other) != sink }
+    figures.append(
+        Figure(
+            name: "equality (8 chars)", medianNs: equality.median, minNs: equality.min,
+            reference: "mprotect pair (reference)"))
+
+    let immutable = try pin.copyToImmutable()
+    var total = 0
+    let reveal = try measure(rounds: rounds, iterations: 2000) {
+        total &+= try immutable.withUnsafeUTF8Bytes { $0.count }
+    }
+    figures.append(
+        Figure(
+            name: "reveal UTF-8 (8 chars)", medianNs: reveal.median, minNs: reveal.min,
+            reference: "sodium_malloc+free (reference)"))
+    withExtendedLifetime((sink, total)) {}
+    return figures
+}
+
+func report(_ figures: [Figure], json: Bool) {
+    let byName = Dictionary(uniqueKeysWithValues: figures.map { ($0.name, $0) })
+    func us(_ ns: Double) -> String {
+        let v = (ns / 10).rounded() / 100
+        return "\(v)"
+    }
+    if json {
+        let rows = figures.map { f -> String in
+            let ratio = f.reference.flatMap { byName[$0] }.map { f.medianNs / $0.medianNs }
+            return "{\"name\":\"\(f.name)\",\"median_us\":\(us(f.medianNs)),\"min_us\":\(us(f.minNs))"
+                + (ratio.map { ",\"ratio\":\((($0 * 100).rounded()) / 100),\"reference\":\"\(f.reference!)\"" } ?? "")
+                + (f.goalNs.map { ",\"goal_us\":\(us($0))" } ?? "") + "}"
+        }
+        print("[" + rows.joined(separator: ",\n ") + "]")
+        return
+    }
+    func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
+    print(pad("operation", 36) + pad("median µs", 11) + pad("min µs", 9) + pad("× reference", 13) + "goal")
+    for f in figures {
+        let ratio =
+            f.reference.flatMap { byName[$0] }.map { "\(((f.medianNs / $0.medianNs) * 100).rounded() / 100)" } ?? "-"
+        let goal = f.goalNs.map { "≤ \(us($0)) µs " + (f.medianNs <= $0 ? "(met)" : "(missed)") } ?? ""
+        print(pad(f.name, 36) + pad(us(f.medianNs), 11) + pad(us(f.minNs), 9) + pad(ratio, 13) + goal)
+    }
+}
+
+var json = false
+var rounds = 31
+var suite = "memory"
+var rest = Array(CommandLine.arguments.dropFirst())
+while !rest.isEmpty {
+    let a = rest.removeFirst()
+    switch a {
+    case "--json": json = true
+    case "--rounds":
+        guard let n = rest.first.flatMap({ Int($0) }), n > 0 else {
+            print("securepin-bench: --rounds needs a positive number")
+            exit(2)
+        }
+        rounds = n
+        rest.removeFirst()
+    case "memory": suite = a
+    default:
+        print("usage: securepin-bench [memory] [--json] [--rounds N]")
+        exit(2)
+    }
+}
+do {
+    switch suite {
+    default: report(try memoryFigures(rounds: rounds), json: json)
+    }
+} catch {
+    print("securepin-bench: \(error)")
+    exit(1)
+}

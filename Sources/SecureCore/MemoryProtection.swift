@@ -3,6 +3,7 @@ internal import CSecureCore
 /// What the operating system actually granted a secret's memory. Each flag is
 /// set only after the kernel accepted the call; nothing is claimed on faith.
 public struct MemoryProtection: OptionSet, Sendable, Hashable {
+    /// The `SPC_PROT_*` bits.
     public let rawValue: UInt32
 
     /// Creates a set from the C core's `SPC_PROT_*` bits.

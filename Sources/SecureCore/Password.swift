@@ -61,7 +61,8 @@ public final class Password: @unchecked Sendable {
 
     /// What the operating system granted this password's memory.
     public var protection: MemoryProtection {
-        handle.withLock { pw in pw.pointer.map { MemoryProtection(rawValue: UInt32(spc_password_protection($0))) } ?? [] }
+        handle.withLock { pw in pw.pointer.map { MemoryProtection(rawValue: UInt32(spc_password_protection($0))) } ?? []
+        }
     }
 
     /// Runs `body` with the password as UTF-8 bytes in a temporary secure

@@ -16,7 +16,9 @@ struct PasswordTests {
         #expect(try scalars(of: prefix) == [0x61])
     }
 
-    @Test(arguments: [[UInt8(0xC0), 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82], [0x80], [0xFF]])
+    @Test(arguments: [
+        [UInt8(0xC0), 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82], [0x80], [0xFF],
+    ])
     func malformedUTF8IsRejected(bytes: [UInt8]) throws {
         #expect(throws: SecureCoreError.malformedUTF8) { try Password(utf8: utf8Bytes(bytes)) }
     }
@@ -42,7 +44,7 @@ struct PasswordTests {
         struct Marker: Error {}
         let pw = try makePassword([0x31]).copyToImmutable()
         #expect(throws: Marker.self) { try pw.withUnsafeUTF8Bytes { _ in throw Marker() } }
-        #expect(try scalars(of: pw) == [0x31]) // still usable afterwards
+        #expect(try scalars(of: pw) == [0x31])  // still usable afterwards
     }
 
     @Test func closureMayUseThePasswordAgain() throws {

@@ -98,14 +98,18 @@ func scanMemory(pid: Int32, patterns: [[UInt8]]) throws -> (hits: [Int], unreada
     var chunk = [UInt8](repeating: 0, count: chunkSize + overlap)
     for line in maps.split(separator: "\n") {
         let range = line.split(separator: " ")[0].split(separator: "-")
-        guard range.count == 2, let lo = UInt64(range[0], radix: 16), let hi = UInt64(range[1], radix: 16) else { continue }
+        guard range.count == 2, let lo = UInt64(range[0], radix: 16), let hi = UInt64(range[1], radix: 16) else {
+            continue
+        }
         if line.hasSuffix("[vsyscall]") { continue }
         var offset = lo
         var carried = 0
         var regionFailed = false
         while offset < hi {
             let want = Int(min(UInt64(chunkSize), hi - offset))
-            let got = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + carried, want, off_t(Int64(bitPattern: offset))) }
+            let got = chunk.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress! + carried, want, off_t(Int64(bitPattern: offset)))
+            }
             if got <= 0 {
                 regionFailed = true
                 break
@@ -136,7 +140,9 @@ func count(_ pattern: [UInt8], in buffer: [UInt8], limit: Int, from: Int) -> Int
         pattern.withUnsafeBytes { pat in
             var start = from
             while start + pattern.count <= limit {
-                guard let hit = memchr(raw.baseAddress! + start, Int32(first), limit - pattern.count + 1 - start) else { break }
+                guard let hit = memchr(raw.baseAddress! + start, Int32(first), limit - pattern.count + 1 - start) else {
+                    break
+                }
                 let at = raw.baseAddress!.distance(to: UnsafeRawPointer(hit))
                 if memcmp(raw.baseAddress! + at, pat.baseAddress!, pattern.count) == 0 { n += 1 }
                 start = at + 1

@@ -1,3 +1,5 @@
+import SecureCore
+
 // spc-test-helper: a small process that the process-level tests drive.
 //
 //   spc-test-helper dump SEED [--no-secretmem]
@@ -17,7 +19,6 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
-import SecureCore
 
 /// The i-th marker character for `seed`: letters only, computed, never stored.
 func markerScalar(seed: UInt64, index: Int) -> UInt32 {
@@ -73,7 +74,9 @@ func many(count: Int) throws {
         passwords.append(pw)
     }
     let stats = try SecureMemory.statistics()
-    say("created=\(passwords.count) ok=\(ok) locked=\(locked) unlocked=\(passwords.count - locked) locked_bytes=\(stats.lockedBytes)")
+    say(
+        "created=\(passwords.count) ok=\(ok) locked=\(locked) unlocked=\(passwords.count - locked) locked_bytes=\(stats.lockedBytes)"
+    )
 }
 
 let args = CommandLine.arguments
