@@ -50,20 +50,24 @@ build: deps
 	$(SWIFT) build --build-tests
 
 ## test-c: the C core's own tests, plain and under ASan+UBSan, with and without secret memory.
-test-c: deps $(C_TEST_DIR)/test_core $(C_TEST_DIR)/test_core_san
+C_TESTS     := core crypto
+
+test-c: deps $(foreach t,$(C_TESTS),$(C_TEST_DIR)/test_$(t) $(C_TEST_DIR)/test_$(t)_san)
 	@mkdir -p $(BUILD_DIR)/test-logs
+	$(C_TEST_DIR)/test_crypto | tee $(BUILD_DIR)/test-logs/c-crypto.log
+	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_crypto_san | tee $(BUILD_DIR)/test-logs/c-crypto-san.log
 	$(C_TEST_DIR)/test_core | tee $(BUILD_DIR)/test-logs/c-plain.log
 	$(C_TEST_DIR)/test_core --no-secretmem | tee $(BUILD_DIR)/test-logs/c-plain-nosecretmem.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_core_san | tee $(BUILD_DIR)/test-logs/c-san.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_core_san --no-secretmem | tee $(BUILD_DIR)/test-logs/c-san-nosecretmem.log
 
-$(C_TEST_DIR)/test_core: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_core.c CSecureCore/tests/check.h
+$(C_TEST_DIR)/test_%: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_%.c CSecureCore/tests/check.h
 	@mkdir -p $(C_TEST_DIR)
-	$(CC) $(CFLAGS_CORE) -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong $(CORE_SRCS) CSecureCore/tests/test_core.c $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS_CORE) -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong $(CORE_SRCS) CSecureCore/tests/test_$*.c $(LIBS_CORE) -o $@
 
-$(C_TEST_DIR)/test_core_san: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_core.c CSecureCore/tests/check.h
+$(C_TEST_DIR)/test_%_san: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_%.c CSecureCore/tests/check.h
 	@mkdir -p $(C_TEST_DIR)
-	$(CC) $(CFLAGS_CORE) $(SAN_FLAGS) $(CORE_SRCS) CSecureCore/tests/test_core.c $(LIBS_CORE) -o $@
+	$(CC) $(CFLAGS_CORE) $(SAN_FLAGS) $(CORE_SRCS) CSecureCore/tests/test_$*.c $(LIBS_CORE) -o $@
 
 test-swift: deps
 	@mkdir -p $(BUILD_DIR)/test-logs

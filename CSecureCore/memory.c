@@ -322,6 +322,15 @@ const char *spc_status_name(int status) {
     case SPC_E_TOO_LONG: return "password too long";
     case SPC_E_UTF8: return "malformed UTF-8";
     case SPC_E_CALLBACK: return "callback failed";
+    case SPC_E_KDF_ITERATIONS: return "iterations out of range";
+    case SPC_E_KDF_MEMORY: return "memory below 8 KiB per lane";
+    case SPC_E_KDF_PARALLELISM: return "parallelism out of range";
+    case SPC_E_KDF_SALT: return "salt too short";
+    case SPC_E_KDF_OUTPUT: return "output length out of range";
+    case SPC_E_KDF_CEILING: return "memory above the ceiling";
+    case SPC_E_KDF_FAILED: return "key derivation failed";
+    case SPC_E_AEAD_AUTH: return "authentication failed";
+    case SPC_E_UNSUPPORTED: return "not supported here";
     default: return "unknown status";
     }
 }

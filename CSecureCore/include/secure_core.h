@@ -42,6 +42,15 @@ extern "C" {
 #define SPC_E_TOO_LONG (-6)  /* the password would exceed SPC_PASSWORD_MAX  */
 #define SPC_E_UTF8 (-7)      /* bytes that are not well-formed UTF-8        */
 #define SPC_E_CALLBACK (-8)  /* the caller's callback returned non-zero     */
+#define SPC_E_KDF_ITERATIONS (-9)  /* t below 1 or above the ceiling          */
+#define SPC_E_KDF_MEMORY (-10)     /* m below 8*p KiB                         */
+#define SPC_E_KDF_PARALLELISM (-11)/* p outside 1 ... 2^24-1                  */
+#define SPC_E_KDF_SALT (-12)       /* salt shorter than the minimum           */
+#define SPC_E_KDF_OUTPUT (-13)     /* output length outside 16 ... 64 bytes   */
+#define SPC_E_KDF_CEILING (-14)    /* m above the configured memory ceiling   */
+#define SPC_E_KDF_FAILED (-15)     /* the backend failed (e.g. out of memory) */
+#define SPC_E_AEAD_AUTH (-16)      /* authentication failed: wrong key, nonce, data or tag */
+#define SPC_E_UNSUPPORTED (-17)    /* not available on this CPU or build      */
 
 /* ------------------------------------------------------------------------ */
 /* Library                                                                   */
@@ -255,6 +264,118 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_with_utf8(spc_password *pw, sp
  *           (1 to 4 bytes), never on its value.
  */
 SPC_MUST_CHECK SPC_NONNULL(1, 3) int spc_password_from_utf8(spc_buffer *utf8, size_t len, spc_password **out);
+
+/* ------------------------------------------------------------------------ */
+/* Key derivation (kdf.c)                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** Argon2id cost parameters (RFC 9106, version 1.3). */
+typedef struct spc_argon2_params {
+    uint32_t t_cost;      /* iterations, >= 1                              */
+    uint32_t m_cost_kib;  /* memory in KiB, >= 8 * parallelism              */
+    uint32_t parallelism; /* lanes (and threads), 1 ... 2^24-1              */
+} spc_argon2_params;
+
+/** Ceilings checked before any work (denial-of-service guard). */
+typedef struct spc_kdf_limits {
+    uint64_t max_m_cost_kib;
+    uint32_t max_t_cost;
+} spc_kdf_limits;
+
+#define SPC_ARGON2_AUTO 0      /* libsodium when it can, libargon2 otherwise   */
+#define SPC_ARGON2_LIBSODIUM 1 /* SIMD; p = 1, 16-byte salt, no secret, no AD  */
+#define SPC_ARGON2_REFERENCE 2 /* libargon2: any p (threads), secret, AD       */
+
+#define SPC_KDF_SALT_MIN 16
+#define SPC_KDF_OUTPUT_MIN 16
+#define SPC_KDF_OUTPUT_MAX 64
+
+/** The input of one Argon2id derivation. Pointers may be NULL when lengths are 0. */
+typedef struct spc_argon2_input {
+    const uint8_t *password; size_t password_len;
+    const uint8_t *salt;     size_t salt_len;
+    const uint8_t *secret;   size_t secret_len; /* pepper: libargon2 only */
+    const uint8_t *ad;       size_t ad_len;     /* associated data: libargon2 only */
+} spc_argon2_input;
+
+/**
+ * Default ceilings: memory min(4 GiB, half of physical RAM), 64 iterations.
+ * Returns: SPC_OK.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1) int spc_kdf_limits_default(spc_kdf_limits *out);
+
+/**
+ * Check Argon2id parameters against RFC 9106 and the ceilings, without work.
+ * Returns: SPC_OK; SPC_E_KDF_ITERATIONS, SPC_E_KDF_MEMORY,
+ *          SPC_E_KDF_PARALLELISM, SPC_E_KDF_SALT, SPC_E_KDF_OUTPUT,
+ *          SPC_E_KDF_CEILING (checked in that order).
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_kdf_argon2id_check(const spc_argon2_params *params, const spc_kdf_limits *limits,
+                                                            size_t salt_len, size_t out_len);
+
+/**
+ * Argon2id into `out` (its whole size is the output length, 16 ... 64 bytes).
+ * `backend` is SPC_ARGON2_AUTO or forces one; *backend_used (may be NULL)
+ * reports which ran. Parameters are checked before anything is allocated.
+ * Returns: SPC_OK; the statuses of spc_kdf_argon2id_check; SPC_E_UNSUPPORTED
+ *          when libsodium is forced for input it cannot take; SPC_E_KDF_FAILED.
+ * Security: the output is written only into secure memory and wiped on
+ *           failure. libargon2's work memory comes from our allocator
+ *           (MADV_DONTDUMP, wiped before unmap); libsodium's is unmapped by
+ *           libsodium (returned to the kernel, which zeroes it before reuse).
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_kdf_argon2id(const spc_argon2_input *in, const spc_argon2_params *params,
+                                                            const spc_kdf_limits *limits, int backend, spc_buffer *out,
+                                                            int *backend_used);
+
+/**
+ * PBKDF2-HMAC-SHA256 (RFC 8018) into `out` (its whole size, 16 ... 64 bytes),
+ * for compatibility with schemes that require it. Prefer Argon2id.
+ * Returns: SPC_OK; SPC_E_KDF_ITERATIONS (0); SPC_E_KDF_SALT (empty);
+ *          SPC_E_KDF_OUTPUT; SPC_E_NOMEM.
+ * Security: HMAC states are wiped; no branch depends on the password.
+ */
+SPC_MUST_CHECK SPC_NONNULL(6) int spc_kdf_pbkdf2_sha256(const uint8_t *password, size_t password_len, const uint8_t *salt,
+                                                        size_t salt_len, uint32_t iterations, spc_buffer *out);
+
+/* ------------------------------------------------------------------------ */
+/* Authenticated encryption (aead.c)                                         */
+/* ------------------------------------------------------------------------ */
+
+#define SPC_AEAD_XCHACHA20POLY1305 1 /* 32-byte key, 24-byte nonce (random is safe) */
+#define SPC_AEAD_AES256GCM 2         /* 32-byte key, 12-byte nonce; AES-NI only     */
+#define SPC_AEAD_KEY_BYTES 32
+#define SPC_AEAD_TAG_BYTES 16
+
+/** Nonce size of `alg` in bytes, or 0 for an unknown algorithm. */
+size_t spc_aead_nonce_bytes(int alg);
+
+/** 1 when `alg` can run on this CPU (AES-256-GCM needs AES-NI and PCLMUL). */
+int spc_aead_available(int alg);
+
+/**
+ * Encrypt the whole of `plaintext` (NULL: the empty message) and
+ * authenticate it with `ad`. `ciphertext` must have room for the plaintext
+ * size + SPC_AEAD_TAG_BYTES.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (key not 32 bytes, nonce size wrong,
+ *          unknown alg); SPC_E_UNSUPPORTED; SPC_E_NOMEM.
+ * Security: never reuse a (key, nonce) pair; use random nonces with
+ *           XChaCha20-Poly1305, whose 192-bit nonce makes that safe.
+ */
+SPC_MUST_CHECK SPC_NONNULL(2, 3, 8) int spc_aead_seal(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len,
+                                                         spc_buffer *plaintext, const uint8_t *ad, size_t ad_len,
+                                                         uint8_t *ciphertext);
+
+/**
+ * Verify and decrypt into a new secure buffer *out (NULL for an empty message).
+ * Returns: SPC_OK; SPC_E_AEAD_AUTH (nothing about why); SPC_E_ARGUMENT
+ *          (sizes); SPC_E_UNSUPPORTED; SPC_E_NOMEM.
+ * Security: no plaintext is released unless the tag verifies; the tag check
+ *           is libsodium's constant-time verification.
+ */
+SPC_MUST_CHECK SPC_NONNULL(2, 3, 5, 9) int spc_aead_open(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len,
+                                                         const uint8_t *ciphertext, size_t ciphertext_len, const uint8_t *ad,
+                                                         size_t ad_len, spc_buffer **out);
 
 /* ------------------------------------------------------------------------ */
 /* Machine report (for `securepin doctor`)                                  */
