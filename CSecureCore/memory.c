@@ -79,6 +79,11 @@ int spc_init(void) {
     return SPC_OK;
 }
 
+void spc_random_fill(void *buf, size_t len) {
+    if (!spc__ready()) abort(); /* randomness before initialisation is a caller bug */
+    randombytes_buf(buf, len);
+}
+
 int spc_pool_set_secretmem(int enabled) {
     if (!spc__ready()) return SPC_E_INIT;
     pthread_mutex_lock(&pool_lock);

@@ -63,6 +63,10 @@ extern "C" {
  */
 SPC_MUST_CHECK int spc_init(void);
 
+/** Fill `buf` with `len` bytes from the operating system's CSPRNG (for
+ * public values: salts, nonces). Aborts if spc_init() has not succeeded. */
+SPC_NONNULL(1) void spc_random_fill(void *buf, size_t len);
+
 /** Human-readable name of a status code (static string, never NULL). */
 const char *spc_status_name(int status);
 

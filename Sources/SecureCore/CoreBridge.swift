@@ -15,7 +15,11 @@ enum CoreRuntime {
 
 extension SecureCoreError {
     /// Maps a C status code to the Swift error. The only place C statuses are read.
-    init(status: Int32, index: Int = 0, length: Int = 0) {
+    /// - Parameters:
+    ///   - index: the index of a range error, or the minimum of a salt error.
+    ///   - length: the object's length, the size asked for, or the output length.
+    ///   - argument: the error an `SPC_E_ARGUMENT` stands for in this call.
+    init(status: Int32, index: Int = 0, length: Int = 0, argument: SecureCoreError? = nil) {
         switch status {
         case SPC_E_INIT: self = .initializationFailed
         case SPC_E_NOMEM: self = .outOfMemory
@@ -23,7 +27,16 @@ extension SecureCoreError {
         case SPC_E_CODEPOINT: self = .invalidCodePoint
         case SPC_E_TOO_LONG: self = .tooLong(maximum: Int(SPC_PASSWORD_MAX))
         case SPC_E_UTF8: self = .malformedUTF8
-        case SPC_E_ARGUMENT: self = .invalidSize(length)
+        case SPC_E_ARGUMENT: self = argument ?? .invalidSize(length)
+        case SPC_E_KDF_ITERATIONS: self = .invalidIterations
+        case SPC_E_KDF_MEMORY: self = .invalidMemory
+        case SPC_E_KDF_PARALLELISM: self = .invalidParallelism
+        case SPC_E_KDF_SALT: self = .saltTooShort(minimum: index)
+        case SPC_E_KDF_OUTPUT: self = .invalidOutputLength(length)
+        case SPC_E_KDF_CEILING: self = .memoryAboveCeiling
+        case SPC_E_KDF_FAILED: self = .keyDerivationFailed
+        case SPC_E_AEAD_AUTH: self = .authenticationFailed
+        case SPC_E_UNSUPPORTED: self = .unsupported
         default: self = .internalFailure(status: Int(status))
         }
     }
@@ -31,8 +44,10 @@ extension SecureCoreError {
 
 /// Runs a C call and throws its status as a ``SecureCoreError``.
 @inline(__always)
-func check(_ status: Int32, index: Int = 0, length: Int = 0) throws(SecureCoreError) {
-    if status != SPC_OK { throw SecureCoreError(status: status, index: index, length: length) }
+func check(
+    _ status: Int32, index: Int = 0, length: Int = 0, argument: SecureCoreError? = nil
+) throws(SecureCoreError) {
+    if status != SPC_OK { throw SecureCoreError(status: status, index: index, length: length, argument: argument) }
 }
 
 /// A C object pointer stored inside a `Mutex`. Only the owning Swift object

@@ -53,6 +53,12 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
+    /// Takes ownership of a buffer the C core allocated.
+    init(adopting buffer: OpaquePointer) {
+        self.count = spc_buffer_size(buffer)
+        self.handle = Mutex(LockedHandle(pointer: buffer))
+    }
+
     deinit {
         handle.withLock { buffer in
             spc_buffer_free(buffer.pointer)

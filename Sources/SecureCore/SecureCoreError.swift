@@ -17,6 +17,29 @@ public enum SecureCoreError: Error, Equatable, Sendable {
     case invalidSize(Int)
     /// The two objects have different sizes where equal sizes are required.
     case sizeMismatch(expected: Int, actual: Int)
+    /// Argon2 iterations below 1 or above the ceiling in force.
+    case invalidIterations
+    /// Argon2 memory below 8 KiB per lane.
+    case invalidMemory
+    /// Argon2 parallelism outside 1 ... 2^24-1.
+    case invalidParallelism
+    /// A salt shorter than the minimum (16 bytes for Argon2id, 1 for PBKDF2).
+    case saltTooShort(minimum: Int)
+    /// A derived-key length outside 16 ... 64 bytes.
+    case invalidOutputLength(Int)
+    /// Argon2 memory above the configured ceiling (a guard against parameters
+    /// that would exhaust the machine).
+    case memoryAboveCeiling
+    /// The key derivation backend failed (typically: memory refused).
+    case keyDerivationFailed
+    /// Authenticated decryption failed: wrong key, nonce, associated data,
+    /// or tampered ciphertext. Deliberately says nothing more.
+    case authenticationFailed
+    /// A key or nonce of the wrong size for the algorithm.
+    case invalidKeyOrNonceSize
+    /// The operation is not available here (for example AES-256-GCM on a CPU
+    /// without AES-NI, or libsodium's Argon2id asked for p > 1).
+    case unsupported
     /// The C core could not initialise (libsodium found no entropy source).
     case initializationFailed
     /// A status the C core documents but this layer did not expect.
