@@ -21,7 +21,7 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux
 
 .SHELLFLAGS := -o pipefail -ec
-.PHONY: run test deps build test-c test-swift lint bench audit-c format clean
+.PHONY: run test deps build test-c test-swift lint bench bench-kdf audit-c format clean
 
 run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
@@ -84,6 +84,12 @@ format:
 bench: deps
 	$(SWIFT) build -c release --product securepin-bench
 	$(BUILD_DIR)/release/securepin-bench memory
+
+## bench-kdf: Argon2id grid (API beside raw libsodium and libargon2, floor), calibrator accuracy;
+## writes .build/bench/kdf.csv, kdf.json and kdf.svg.
+bench-kdf: deps
+	$(SWIFT) build -c release --product securepin-bench
+	$(BUILD_DIR)/release/securepin-bench kdf --out $(BUILD_DIR)/bench
 
 ## audit-c: the C core under valgrind memcheck (no leaks, no invalid access).
 audit-c: deps $(C_TEST_DIR)/test_core

@@ -42,9 +42,14 @@ let package = Package(
             name: "SecureCore",
             dependencies: ["CSecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "BenchmarkKit",
+            dependencies: ["SecureCore", "CSodium", "CArgon2"],
+            path: "Benchmarks/BenchmarkKit",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
-            dependencies: ["SecureCore"],
+            dependencies: ["SecureCore", "BenchmarkKit"],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
         .executableTarget(
@@ -54,7 +59,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin-bench",
-            dependencies: ["SecureCore", "CSodium"],
+            dependencies: ["SecureCore", "BenchmarkKit", "CSodium"],
             path: "Benchmarks/securepin-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),

@@ -3,7 +3,10 @@
 // never a timed assertion in the test suite.
 //
 //   securepin-bench [memory] [--json] [--rounds N]
+//   securepin-bench kdf [--out DIR] [--quick]
+import BenchmarkKit
 import CSodium
+import Foundation
 import SecureCore
 
 #if canImport(Glibc)
@@ -126,9 +129,45 @@ func report(_ figures: [Figure], json: Bool) {
     }
 }
 
+/// The KDF grid (API beside raw libsodium and libargon2, floor) and the
+/// calibrator's accuracy, written as table, CSV, JSON and SVG.
+func kdfSuite(outputDirectory: String, quick: Bool) throws {
+    let grid = quick ? KDFBenchmark.quick : KDFBenchmark.full
+    let (rows, bandwidth) = try grid.run { row in
+        FileHandle.standardError.write(
+            Data("  measured m=\(row.memoryMiB) MiB t=\(row.iterations) p=\(row.parallelism)\n".utf8))
+    }
+    print(kdfTable(rows, memcpyGiBps: bandwidth))
+    try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
+    try kdfCSV(rows).write(toFile: outputDirectory + "/kdf.csv", atomically: true, encoding: .utf8)
+    try kdfJSON(rows, memcpyGiBps: bandwidth).write(
+        toFile: outputDirectory + "/kdf.json", atomically: true, encoding: .utf8)
+    try kdfSVG(rows, targetMs: 500).write(toFile: outputDirectory + "/kdf.svg", atomically: true, encoding: .utf8)
+    print("wrote \(outputDirectory)/kdf.csv, kdf.json, kdf.svg\n")
+
+    // Calibrator accuracy: the calibrator's own verifying run, and an
+    // independent median of three fresh runs of the parameters it chose.
+    print("calibrator: target ms  memory KiB  t  calibrator ms  ratio  re-measured ms (median of 3)  ratio")
+    for target in quick ? [100.0, 500] : [100.0, 250, 500, 1000, 2000] {
+        let result = try KDFCalibrator(targetMilliseconds: target).calibrate()
+        var again: [Double] = []
+        for _ in 0..<3 { again.append(try KDFCalibrator.timeOneDerivation(result.parameters)) }
+        again.sort()
+        let line = [
+            String(format: "%10.0f", target), String(format: "%11d", result.parameters.memoryKiB),
+            String(format: "%2d", result.parameters.iterations), String(format: "%14.1f", result.measuredMilliseconds),
+            String(format: "%6.2f", result.measuredMilliseconds / target), String(format: "%29.1f", again[1]),
+            String(format: "%6.2f", again[1] / target),
+        ]
+        print("            " + line.joined(separator: " "))
+    }
+}
+
 var json = false
 var rounds = 31
 var suite = "memory"
+var outputDirectory = ".build/bench"
+var quick = false
 var rest = Array(CommandLine.arguments.dropFirst())
 while !rest.isEmpty {
     let a = rest.removeFirst()
@@ -141,14 +180,23 @@ while !rest.isEmpty {
         }
         rounds = n
         rest.removeFirst()
-    case "memory": suite = a
+    case "memory", "kdf": suite = a
+    case "--quick": quick = true
+    case "--out":
+        guard let dir = rest.first else {
+            print("securepin-bench: --out needs a directory")
+            exit(2)
+        }
+        outputDirectory = dir
+        rest.removeFirst()
     default:
-        print("usage: securepin-bench [memory] [--json] [--rounds N]")
+        print("usage: securepin-bench [memory] [--json] [--rounds N] | securepin-bench kdf [--out DIR] [--quick]")
         exit(2)
     }
 }
 do {
     switch suite {
+    case "kdf": try kdfSuite(outputDirectory: outputDirectory, quick: quick)
     default: report(try memoryFigures(rounds: rounds), json: json)
     }
 } catch {

@@ -11,6 +11,7 @@ let usage = """
 
     commands:
       doctor [--json]    what protection this machine gives to secrets
+      kdf hash|tune|bench  Argon2id: hash stdin, calibrate the cost, benchmark
 
     Exit codes: 0 success, 2 usage error.
     """
@@ -21,6 +22,8 @@ let status: Int32
 switch command {
 case "doctor":
     status = Doctor.run(arguments)
+case "kdf":
+    status = KDFCommand.run(arguments)
 case "-h", "--help", "help":
     print(usage)
     status = 0

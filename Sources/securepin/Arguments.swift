@@ -1,0 +1,81 @@
+/// A tiny option parser: `--name value`, `-n value` and `--flag`. Unknown
+/// options and missing values end the program with exit code 2.
+struct Arguments {
+    private var remaining: [String]
+    let command: String
+    let usage: String
+
+    init(_ arguments: [String], command: String, usage: String) {
+        remaining = arguments
+        self.command = command
+        self.usage = usage
+    }
+
+    /// Removes `--flag` if present.
+    mutating func flag(_ names: String...) -> Bool {
+        guard let i = remaining.firstIndex(where: names.contains) else { return false }
+        remaining.remove(at: i)
+        return true
+    }
+
+    /// Removes `--name value` and returns the value, or nil when absent.
+    mutating func value(_ names: String...) -> String? {
+        guard let i = remaining.firstIndex(where: names.contains) else { return nil }
+        guard i + 1 < remaining.count else { fail("\(remaining[i]) needs a value") }
+        let value = remaining[i + 1]
+        remaining.removeSubrange(i...(i + 1))
+        return value
+    }
+
+    /// A value parsed as an integer within `range`.
+    mutating func integer<T: FixedWidthInteger>(_ names: String..., range: ClosedRange<T>) -> T? {
+        guard let i = remaining.firstIndex(where: names.contains) else { return nil }
+        let name = remaining[i]
+        guard i + 1 < remaining.count else { fail("\(name) needs a value") }
+        let text = remaining[i + 1]
+        remaining.removeSubrange(i...(i + 1))
+        guard let n = T(text), range.contains(n) else {
+            fail("\(name) must be a whole number in \(range), not '\(text)'")
+        }
+        return n
+    }
+
+    /// Ends parsing: anything left over is an error.
+    func finish() {
+        if let extra = remaining.first { fail("unexpected argument '\(extra)'") }
+    }
+
+    func fail(_ message: String) -> Never {
+        CLI.fail("\(command): \(message)")
+    }
+}
+
+/// Parses `64M`, `1G`, `65536K` or a plain number of KiB into KiB.
+func parseSizeKiB(_ text: String) -> UInt64? {
+    let units: [Character: UInt64] = ["K": 1, "M": 1024, "G": 1024 * 1024]
+    if let last = text.last?.uppercased().first, let unit = units[last] {
+        return UInt64(text.dropLast()).flatMap { $0.multipliedReportingOverflow(by: unit).overflow ? nil : $0 * unit }
+    }
+    return UInt64(text)
+}
+
+/// Parses hex (even length, 0-9a-fA-F) into bytes; nil when malformed.
+func parseHex(_ text: String) -> [UInt8]? {
+    let chars = Array(text.utf8)
+    guard chars.count % 2 == 0 else { return nil }
+    var out: [UInt8] = []
+    out.reserveCapacity(chars.count / 2)
+    func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x61...0x66: c - 0x61 + 10
+        case 0x41...0x46: c - 0x41 + 10
+        default: nil
+        }
+    }
+    for i in stride(from: 0, to: chars.count, by: 2) {
+        guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
+        out.append(hi << 4 | lo)
+    }
+    return out
+}
