@@ -382,6 +382,19 @@ SPC_MUST_CHECK SPC_NONNULL(2, 3, 5, 9) int spc_aead_open(int alg, spc_buffer *ke
                                                          size_t ad_len, spc_buffer **out);
 
 /* ------------------------------------------------------------------------ */
+/* Hashing public data (hash.c)                                              */
+/* ------------------------------------------------------------------------ */
+
+#define SPC_DIGEST_BYTES 32
+
+/**
+ * BLAKE2b-256 of public bytes (integrity checksums of files, identifiers).
+ * Not for secrets: use the KDF or AEAD functions for those.
+ * Returns: SPC_OK; SPC_E_INIT before spc_init().
+ */
+SPC_MUST_CHECK SPC_NONNULL(3) int spc_digest(const uint8_t *data, size_t len, uint8_t out[SPC_DIGEST_BYTES]);
+
+/* ------------------------------------------------------------------------ */
 /* Machine report (for `securepin doctor`)                                  */
 /* ------------------------------------------------------------------------ */
 
