@@ -29,9 +29,12 @@ let package = Package(
         .systemLibrary(
             name: "CArgon2", path: "Sources/CArgon2", pkgConfig: "libargon2",
             providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
         .target(
             name: "CSecureCore",
-            dependencies: ["CSodium", "CArgon2"],
+            dependencies: ["CSodium", "CArgon2", "COpenSSL"],
             path: "CSecureCore",
             exclude: ["tests"],
             publicHeadersPath: "include",

@@ -322,6 +322,8 @@ const char *spc_status_name(int status) {
     case SPC_E_TOO_LONG: return "password too long";
     case SPC_E_UTF8: return "malformed UTF-8";
     case SPC_E_CALLBACK: return "callback failed";
+    case SPC_E_CRYPTO: return "cryptographic library failure";
+    case SPC_E_KEY: return "invalid key";
     default: return "unknown status";
     }
 }
