@@ -24,6 +24,8 @@ extension SecureCoreError {
         case SPC_E_TOO_LONG: self = .tooLong(maximum: Int(SPC_PASSWORD_MAX))
         case SPC_E_UTF8: self = .malformedUTF8
         case SPC_E_ARGUMENT: self = .invalidSize(length)
+        case SPC_E_KEY: self = .invalidKey
+        case SPC_E_CRYPTO: self = .internalFailure(status: Int(status))
         default: self = .internalFailure(status: Int(status))
         }
     }

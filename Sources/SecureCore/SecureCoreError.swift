@@ -17,6 +17,9 @@ public enum SecureCoreError: Error, Equatable, Sendable {
     case invalidSize(Int)
     /// The two objects have different sizes where equal sizes are required.
     case sizeMismatch(expected: Int, actual: Int)
+    /// A public or private key that is not a valid P-256 key: a point off
+    /// the curve or of the wrong encoding length, a scalar outside 1 ... n-1.
+    case invalidKey
     /// The C core could not initialise (libsodium found no entropy source).
     case initializationFailed
     /// A status the C core documents but this layer did not expect.
