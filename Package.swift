@@ -20,6 +20,7 @@ let package = Package(
     name: "SecurePIN",
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
+        .library(name: "Activation", targets: ["Activation"]),
         .executable(name: "securepin", targets: ["securepin"]),
     ],
     targets: [
@@ -43,6 +44,10 @@ let package = Package(
         .target(
             name: "SecureCore",
             dependencies: ["CSecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "Activation",
+            dependencies: ["SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
