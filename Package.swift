@@ -66,6 +66,10 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
         .testTarget(
+            name: "ActivationTests",
+            dependencies: ["Activation", "SecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
             name: "SecureCoreTests",
             dependencies: ["SecureCore", "spc-test-helper"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
