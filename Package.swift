@@ -65,6 +65,12 @@ let package = Package(
             path: "Benchmarks/securepin-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
+        .executableTarget(
+            name: "activation-bench",
+            dependencies: ["Activation", "SecureCore"],
+            path: "Benchmarks/activation-bench",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            linkerSettings: linkHardening),
         .testTarget(
             name: "ActivationTests",
             dependencies: ["Activation", "SecureCore"],
