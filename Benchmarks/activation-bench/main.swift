@@ -67,6 +67,20 @@ do {
     }
     let counterRate = try rate { _ = try counter.next() }
     print("\(pad("counter step (fold SHA-256)", 46)) \(pad(format(counterRate), 10)) /s")
+
+    // One knowledge-key unwrap at the default Argon2id cost: the price of one
+    // PIN guess for anyone who copies the wrapped key (and of every unlock).
+    let pin = try MutablePassword()
+    for digit: UInt32 in [0x31, 0x32, 0x33, 0x34] { try pin.addCharacter(digit) }
+    let password = try pin.copyToImmutable()
+    pin.destroy()
+    let wrapped = try crypto.wrapKnowledgeKey(keys.knowledge, pin: password)
+    let start = clock.now
+    let unwrapped = try crypto.unwrapKnowledgeKey(wrapped, pin: password)
+    let cost = clock.now - start
+    unwrapped.destroy()
+    let p = PINKeyDerivationParameters.default
+    print("knowledge key unwrap (Argon2id \(p.memoryKiB / 1024) MiB, t=\(p.iterations)): \(cost)")
 } catch {
     print("activation-bench failed: \(error)")
 }
