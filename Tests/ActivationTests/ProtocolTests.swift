@@ -51,6 +51,31 @@ struct ProtocolTests {
         #expect(String(describing: device).contains("private: redacted"))
     }
 
+    @Test("compressed public keys give the same secret and fingerprint as uncompressed ones")
+    func compressedKeys() throws {
+        let device = try crypto.generateKeyPair()
+        let server = try crypto.generateKeyPair()
+        let compressed = [UInt8(2 + (server.publicKey[64] & 1))] + server.publicKey[1..<33]
+        let a = try crypto.masterSecret(privateKey: device.privateKey, peerPublicKey: server.publicKey)
+        let b = try crypto.masterSecret(privateKey: device.privateKey, peerPublicKey: compressed)
+        #expect(try a.isEqual(to: b))
+        let id = "6ae8cd16-67a7-4840-8d37-33d9aab6ea51"
+        #expect(try crypto.fingerprint(devicePublicKey: device.publicKey, serverPublicKey: compressed, activationId: id)
+            == crypto.fingerprint(devicePublicKey: device.publicKey, serverPublicKey: server.publicKey, activationId: id))
+        // The other parity is -Q, and x(d·(-Q)) = x(d·Q): the x-only shared
+        // secret cannot tell a point from its negation, so both agree.
+        let negated = [compressed[0] ^ 1] + compressed[1...]
+        #expect(try crypto.masterSecret(privateKey: device.privateKey, peerPublicKey: negated).isEqual(to: a))
+        // A compressed key whose x is not on the curve is refused.
+        var offCurve = compressed
+        var refused = false
+        for delta: UInt8 in 1...40 where !refused {
+            offCurve[32] = compressed[32] &+ delta
+            do { try P256Check.validate(crypto, offCurve) } catch { refused = error == .invalidKey(field: "peerPublicKey") }
+        }
+        #expect(refused)
+    }
+
     @Test("ECDSA signatures verify and a changed message does not")
     func signatures() throws {
         let pair = try crypto.generateKeyPair()
@@ -160,5 +185,13 @@ struct ProtocolTests {
         #expect(throws: ActivationError.malformedBase64(field: "applicationSecret")) {
             try request.normalized(applicationSecret: "not base64!")
         }
+    }
+}
+
+/// Validates a public key through the public API (an ECDH with a throwaway key).
+enum P256Check {
+    static func validate(_ crypto: ActivationCrypto, _ publicKey: [UInt8]) throws(ActivationError) {
+        let probe = try crypto.generateKeyPair()
+        _ = try crypto.masterSecret(privateKey: probe.privateKey, peerPublicKey: publicKey)
     }
 }
