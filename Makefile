@@ -11,8 +11,8 @@ CORE_SRCS   := $(wildcard CSecureCore/*.c)
 CORE_HDRS   := CSecureCore/include/secure_core.h CSecureCore/internal.h
 C_TEST_DIR  := $(BUILD_DIR)/c-tests
 CFLAGS_CORE := -std=c11 -Wall -Wextra -Werror -g -ICSecureCore/include -ICSecureCore \
-               $(shell pkg-config --cflags libsodium libargon2 2>/dev/null)
-LIBS_CORE   := $(shell pkg-config --libs libsodium libargon2 2>/dev/null)
+               $(shell pkg-config --cflags libsodium libargon2 libcrypto 2>/dev/null)
+LIBS_CORE   := $(shell pkg-config --libs libsodium libargon2 libcrypto 2>/dev/null)
 # ld.lld keeps the sanitizer runtimes' link quiet.
 SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
                $(if $(shell command -v ld.lld 2>/dev/null),-fuse-ld=lld)

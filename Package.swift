@@ -21,6 +21,7 @@ let package = Package(
     name: "SecurePIN",
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
+        .library(name: "Activation", targets: ["Activation"]),
         .executable(name: "securepin", targets: ["securepin"]),
     ],
     targets: [
@@ -30,9 +31,12 @@ let package = Package(
         .systemLibrary(
             name: "CArgon2", path: "Sources/CArgon2", pkgConfig: "libargon2",
             providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
         .target(
             name: "CSecureCore",
-            dependencies: ["CSodium", "CArgon2"],
+            dependencies: ["CSodium", "CArgon2", "COpenSSL"],
             path: "CSecureCore",
             exclude: ["tests"],
             publicHeadersPath: "include",
@@ -46,6 +50,10 @@ let package = Package(
             name: "BenchmarkKit",
             dependencies: ["SecureCore", "CSodium", "CArgon2"],
             path: "Benchmarks/BenchmarkKit",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "Activation",
+            dependencies: ["SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
@@ -63,6 +71,16 @@ let package = Package(
             path: "Benchmarks/securepin-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
+        .executableTarget(
+            name: "activation-bench",
+            dependencies: ["Activation", "SecureCore"],
+            path: "Benchmarks/activation-bench",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            linkerSettings: linkHardening),
+        .testTarget(
+            name: "ActivationTests",
+            dependencies: ["Activation", "SecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "SecureCoreTests",
             dependencies: ["SecureCore", "spc-test-helper"],

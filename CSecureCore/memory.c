@@ -336,6 +336,8 @@ const char *spc_status_name(int status) {
     case SPC_E_KDF_FAILED: return "key derivation failed";
     case SPC_E_AEAD_AUTH: return "authentication failed";
     case SPC_E_UNSUPPORTED: return "not supported here";
+    case SPC_E_CRYPTO: return "cryptographic library failure";
+    case SPC_E_KEY: return "invalid key";
     default: return "unknown status";
     }
 }

@@ -40,6 +40,9 @@ public enum SecureCoreError: Error, Equatable, Sendable {
     /// The operation is not available here (for example AES-256-GCM on a CPU
     /// without AES-NI, or libsodium's Argon2id asked for p > 1).
     case unsupported
+    /// A public or private key that is not a valid P-256 key: a point off
+    /// the curve or of the wrong encoding length, a scalar outside 1 ... n-1.
+    case invalidKey
     /// The C core could not initialise (libsodium found no entropy source).
     case initializationFailed
     /// A status the C core documents but this layer did not expect.

@@ -89,7 +89,7 @@ struct Argon2idTests {
         #expect(try hex(ours) == printed.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    @Test func badParametersAreRefusedBeforeAnyAllocation() throws {
+    @Test func badParametersAreTypedErrors() throws {
         let pw = try password("x")
         let limits = Argon2id.Limits(maxMemoryKiB: 1024, maxIterations: 8)
         let cases: [(Argon2id.Parameters, [UInt8], Int, SecureCoreError)] = [
@@ -103,14 +103,14 @@ struct Argon2idTests {
             (.init(memoryKiB: 1025, iterations: 1), salt, 32, .memoryAboveCeiling),
             (.init(memoryKiB: .max, iterations: 1), salt, 32, .memoryAboveCeiling),
         ]
-        let before = try SecureMemory.statistics().allocations
+        // (That no memory is touched first is checked at the C level, where the
+        // pool is not shared with tests running in parallel.)
         for (parameters, salt, length, expected) in cases {
             #expect(throws: expected) {
                 try Argon2id.deriveKey(
                     from: pw, salt: salt, parameters: parameters, outputByteCount: length, limits: limits)
             }
         }
-        #expect(try SecureMemory.statistics().allocations == before)
     }
 
     @Test func libsodiumCannotTakeAPepperAndSaysSo() throws {

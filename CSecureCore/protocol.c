@@ -1,0 +1,383 @@
+/* protocol.c — the primitives the PowerAuth-compatible protocol needs.
+ *
+ * libsodium has no AES-128 and no P-256, so those come from OpenSSL libcrypto
+ * (through its EVP interface only: the low-level AES_* and EC_KEY_* calls are
+ * deprecated in OpenSSL 3). HMAC-SHA256, SHA-256 and Argon2id come from
+ * libsodium. Two protocol steps live here rather than in Swift because their
+ * intermediates are secret: the authentication-code key chain and the
+ * knowledge-key wrap. Their intermediates stay in stack locals that are wiped
+ * before return; they never reach the Swift heap.
+ *
+ * Every OpenSSL failure is reported as SPC_E_CRYPTO (or SPC_E_KEY where the
+ * cause is the caller's key) and the thread's OpenSSL error queue is cleared,
+ * so a stale error never surfaces in an unrelated later call.
+ */
+#include "internal.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <sodium.h>
+
+/* ------------------------------------------------------------------------ */
+/* AES-128                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* One EVP pass without padding. EVP_CIPHER_CTX_free cleanses the key schedule. */
+static int aes128_run(const EVP_CIPHER *cipher, int encrypt, const uint8_t key[16], const uint8_t *iv,
+                      const uint8_t *in, size_t len, uint8_t *out) {
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return SPC_E_NOMEM;
+    int produced = 0, tail = 0;
+    int ok = EVP_CipherInit_ex(ctx, cipher, NULL, key, iv, encrypt) == 1 &&
+             EVP_CIPHER_CTX_set_padding(ctx, 0) == 1 &&
+             EVP_CipherUpdate(ctx, out, &produced, in, (int)len) == 1 &&
+             EVP_CipherFinal_ex(ctx, out + produced, &tail) == 1 &&
+             (size_t)produced + (size_t)tail == len;
+    EVP_CIPHER_CTX_free(ctx);
+    if (ok) return SPC_OK;
+    sodium_memzero(out, len);
+    ERR_clear_error();
+    return SPC_E_CRYPTO;
+}
+
+int spc_aes128_encrypt_block(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t in[SPC_AES_BLOCK_BYTES],
+                             uint8_t out[SPC_AES_BLOCK_BYTES]) {
+    memset(out, 0, SPC_AES_BLOCK_BYTES);
+    if (!spc__ready()) return SPC_E_INIT;
+    return aes128_run(EVP_aes_128_ecb(), 1, key, NULL, in, SPC_AES_BLOCK_BYTES, out);
+}
+
+int spc_aes128_decrypt_block(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t in[SPC_AES_BLOCK_BYTES],
+                             uint8_t out[SPC_AES_BLOCK_BYTES]) {
+    memset(out, 0, SPC_AES_BLOCK_BYTES);
+    if (!spc__ready()) return SPC_E_INIT;
+    return aes128_run(EVP_aes_128_ecb(), 0, key, NULL, in, SPC_AES_BLOCK_BYTES, out);
+}
+
+/* CBC lengths: whole blocks, at least one, at most SPC_BUFFER_MAX (fits an int). */
+static int cbc_length_ok(size_t len) { return len > 0 && len % SPC_AES_BLOCK_BYTES == 0 && len <= SPC_BUFFER_MAX; }
+
+int spc_aes128_cbc_nopad_encrypt(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t iv[SPC_AES_BLOCK_BYTES],
+                                 const uint8_t *in, size_t len, uint8_t *out) {
+    if (!cbc_length_ok(len)) return SPC_E_ARGUMENT;
+    memset(out, 0, len);
+    if (!spc__ready()) return SPC_E_INIT;
+    return aes128_run(EVP_aes_128_cbc(), 1, key, iv, in, len, out);
+}
+
+int spc_aes128_cbc_nopad_decrypt(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t iv[SPC_AES_BLOCK_BYTES],
+                                 const uint8_t *in, size_t len, uint8_t *out) {
+    if (!cbc_length_ok(len)) return SPC_E_ARGUMENT;
+    memset(out, 0, len);
+    if (!spc__ready()) return SPC_E_INIT;
+    return aes128_run(EVP_aes_128_cbc(), 0, key, iv, in, len, out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* SHA-256 and HMAC-SHA256 (libsodium)                                       */
+/* ------------------------------------------------------------------------ */
+
+int spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]) {
+    static const uint8_t empty[1] = {0};
+    memset(out, 0, SPC_SHA256_BYTES);
+    if (!spc__ready()) return SPC_E_INIT;
+    if (msg == NULL && len != 0) return SPC_E_ARGUMENT;
+    if (crypto_hash_sha256(out, msg != NULL ? msg : empty, (unsigned long long)len) != 0) return SPC_E_CRYPTO;
+    return SPC_OK;
+}
+
+/* HMAC without the readiness check (for the loops below). The state holds
+ * the padded key: wipe it. */
+static int hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t len, uint8_t out[32]) {
+    crypto_auth_hmacsha256_state st;
+    int ok = crypto_auth_hmacsha256_init(&st, key, key_len) == 0 &&
+             (len == 0 || crypto_auth_hmacsha256_update(&st, msg, (unsigned long long)len) == 0) &&
+             crypto_auth_hmacsha256_final(&st, out) == 0;
+    sodium_memzero(&st, sizeof st);
+    if (ok) return SPC_OK;
+    sodium_memzero(out, 32);
+    return SPC_E_CRYPTO;
+}
+
+int spc_hmac_sha256(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t len,
+                    uint8_t out[SPC_HMAC_SHA256_BYTES]) {
+    memset(out, 0, SPC_HMAC_SHA256_BYTES);
+    if (!spc__ready()) return SPC_E_INIT;
+    if (key_len == 0 || key == NULL || (msg == NULL && len != 0)) return SPC_E_ARGUMENT;
+    return hmac(key, key_len, msg, len, out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Authentication code (PowerAuth V3 key chain)                              */
+/* ------------------------------------------------------------------------ */
+
+/* Component i: K = HMAC(keys[i], ctr); for j < i: K = HMAC(HMAC(keys[j+1], ctr), K);
+ * component = HMAC(K, data). */
+static int authcode_component(const uint8_t *const keys[], size_t i, const uint8_t ctr[SPC_COUNTER_BYTES],
+                              const uint8_t *data, size_t len, uint8_t out[32]) {
+    uint8_t chain[32], step[32], next[32];
+    int rc = hmac(keys[i], SPC_FACTOR_KEY_BYTES, ctr, SPC_COUNTER_BYTES, chain);
+    for (size_t j = 0; rc == SPC_OK && j < i; j++) {
+        rc = hmac(keys[j + 1], SPC_FACTOR_KEY_BYTES, ctr, SPC_COUNTER_BYTES, step);
+        if (rc == SPC_OK) rc = hmac(step, sizeof step, chain, sizeof chain, next);
+        if (rc == SPC_OK) memcpy(chain, next, sizeof chain);
+    }
+    if (rc == SPC_OK) rc = hmac(chain, sizeof chain, data, len, out);
+    sodium_memzero(chain, sizeof chain);
+    sodium_memzero(step, sizeof step);
+    sodium_memzero(next, sizeof next);
+    return rc;
+}
+
+int spc_authcode_compute(const uint8_t *const keys[], size_t key_count, const uint8_t ctr[SPC_COUNTER_BYTES],
+                         const uint8_t *data, size_t len, uint8_t *out, size_t out_len) {
+    memset(out, 0, out_len);
+    if (!spc__ready()) return SPC_E_INIT;
+    if (key_count < 1 || key_count > SPC_AUTHCODE_MAX_FACTORS || out_len != key_count * SPC_HMAC_SHA256_BYTES ||
+        (data == NULL && len != 0))
+        return SPC_E_ARGUMENT;
+    for (size_t i = 0; i < key_count; i++)
+        if (keys[i] == NULL) return SPC_E_ARGUMENT;
+    int rc = SPC_OK;
+    for (size_t i = 0; rc == SPC_OK && i < key_count; i++)
+        rc = authcode_component(keys, i, ctr, data, len, out + i * SPC_HMAC_SHA256_BYTES);
+    if (rc != SPC_OK) sodium_memzero(out, out_len);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* P-256                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* The order n of the P-256 group, big-endian. */
+static const uint8_t p256_order[32] = {
+    0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+    0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+};
+
+/* 1 when 0 < d < n. Runs over every byte with no branch on d: the result is
+ * the only thing that leaves, and it is public (valid key or not). */
+static int scalar_in_range(const uint8_t d[32]) {
+    unsigned borrow = 0, any = 0;
+    for (int i = 31; i >= 0; i--) {
+        unsigned diff = (unsigned)d[i] - (unsigned)p256_order[i] - borrow;
+        borrow = (diff >> 8) & 1u; /* set while d < n so far */
+        any |= d[i];
+    }
+    return (int)(borrow & ((any + 0xFFu) >> 8));
+}
+
+/* Accept 32 bytes, or 33 with a leading zero (a Java BigInteger's sign byte). */
+static const uint8_t *scalar_bytes(const uint8_t *priv, size_t len) {
+    if (len == SPC_P256_SCALAR_BYTES) return priv;
+    if (len == SPC_P256_SCALAR_BYTES + 1 && priv[0] == 0) return priv + 1;
+    return NULL;
+}
+
+static int p256_import(OSSL_PARAM *params, int selection, EVP_PKEY **out) {
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    int ok = ctx != NULL && EVP_PKEY_fromdata_init(ctx) == 1 && EVP_PKEY_fromdata(ctx, out, selection, params) == 1;
+    EVP_PKEY_CTX_free(ctx);
+    return ok;
+}
+
+/* A private key object from a big-endian scalar (range already checked).
+ * OSSL_PARAM integers are native-endian: the reversed copy is wiped. */
+static int p256_private_key(const uint8_t d[32], EVP_PKEY **out) {
+    char group[] = "P-256";
+    uint8_t native[32];
+    for (size_t i = 0; i < 32; i++)
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        native[i] = d[i];
+#else
+        native[i] = d[31 - i];
+#endif
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, group, 0),
+        OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_PRIV_KEY, native, sizeof native),
+        OSSL_PARAM_construct_end(),
+    };
+    int ok = p256_import(params, EVP_PKEY_KEYPAIR, out);
+    sodium_memzero(native, sizeof native);
+    return ok;
+}
+
+/* A public key object from SEC1 bytes (33 compressed or 65 uncompressed),
+ * fully checked: on the curve, not the point at infinity, of order n. */
+static int p256_public_key(const uint8_t *pub, size_t len, EVP_PKEY **out) {
+    if (len != SPC_P256_PUBLIC_BYTES && len != SPC_P256_COMPRESSED_BYTES) return 0;
+    char group[] = "P-256";
+    uint8_t copy[SPC_P256_PUBLIC_BYTES];
+    memcpy(copy, pub, len);
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, group, 0),
+        OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, copy, len),
+        OSSL_PARAM_construct_end(),
+    };
+    if (!p256_import(params, EVP_PKEY_PUBLIC_KEY, out)) return 0;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, *out, NULL);
+    int ok = ctx != NULL && EVP_PKEY_public_check(ctx) == 1;
+    EVP_PKEY_CTX_free(ctx);
+    if (!ok) {
+        EVP_PKEY_free(*out);
+        *out = NULL;
+    }
+    return ok;
+}
+
+int spc_p256_public_check(const uint8_t *pub, size_t len) {
+    if (!spc__ready()) return SPC_E_INIT;
+    if (pub == NULL) return SPC_E_ARGUMENT;
+    EVP_PKEY *key = NULL;
+    int ok = p256_public_key(pub, len, &key);
+    EVP_PKEY_free(key);
+    ERR_clear_error();
+    return ok ? SPC_OK : SPC_E_KEY;
+}
+
+int spc_p256_keypair_generate(uint8_t priv[SPC_P256_SCALAR_BYTES], uint8_t pub[SPC_P256_PUBLIC_BYTES]) {
+    memset(priv, 0, SPC_P256_SCALAR_BYTES);
+    memset(pub, 0, SPC_P256_PUBLIC_BYTES);
+    if (!spc__ready()) return SPC_E_INIT;
+    char group[] = "P-256";
+    EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", group);
+    BIGNUM *d = NULL;
+    size_t pub_len = 0;
+    int ok = key != NULL && EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_PRIV_KEY, &d) == 1 &&
+             BN_bn2binpad(d, priv, SPC_P256_SCALAR_BYTES) == SPC_P256_SCALAR_BYTES &&
+             EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, pub, SPC_P256_PUBLIC_BYTES, &pub_len) == 1 &&
+             pub_len == SPC_P256_PUBLIC_BYTES && pub[0] == 0x04;
+    BN_clear_free(d);
+    EVP_PKEY_free(key);
+    if (ok) return SPC_OK;
+    sodium_memzero(priv, SPC_P256_SCALAR_BYTES);
+    memset(pub, 0, SPC_P256_PUBLIC_BYTES);
+    ERR_clear_error();
+    return SPC_E_CRYPTO;
+}
+
+/* Both key objects for an ECDH or a signature, or the status explaining why not. */
+static int p256_load(const uint8_t *priv, size_t priv_len, EVP_PKEY **key) {
+    const uint8_t *d = priv != NULL ? scalar_bytes(priv, priv_len) : NULL;
+    if (d == NULL || !scalar_in_range(d)) return SPC_E_KEY;
+    if (!p256_private_key(d, key)) {
+        ERR_clear_error();
+        return SPC_E_CRYPTO;
+    }
+    return SPC_OK;
+}
+
+int spc_p256_ecdh(const uint8_t *priv, size_t priv_len, const uint8_t *pub, size_t pub_len,
+                  uint8_t shared_x[SPC_P256_SCALAR_BYTES]) {
+    memset(shared_x, 0, SPC_P256_SCALAR_BYTES);
+    if (!spc__ready()) return SPC_E_INIT;
+    EVP_PKEY *mine = NULL, *peer = NULL;
+    int rc = p256_load(priv, priv_len, &mine);
+    if (rc == SPC_OK && (pub == NULL || !p256_public_key(pub, pub_len, &peer))) rc = SPC_E_KEY;
+    EVP_PKEY_CTX *ctx = rc == SPC_OK ? EVP_PKEY_CTX_new_from_pkey(NULL, mine, NULL) : NULL;
+    size_t len = SPC_P256_SCALAR_BYTES;
+    if (rc == SPC_OK &&
+        !(ctx != NULL && EVP_PKEY_derive_init(ctx) == 1 && EVP_PKEY_derive_set_peer_ex(ctx, peer, 1) == 1 &&
+          EVP_PKEY_derive(ctx, shared_x, &len) == 1 && len == SPC_P256_SCALAR_BYTES))
+        rc = SPC_E_CRYPTO;
+    EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_free(mine);
+    EVP_PKEY_free(peer);
+    if (rc != SPC_OK) sodium_memzero(shared_x, SPC_P256_SCALAR_BYTES);
+    ERR_clear_error();
+    return rc;
+}
+
+int spc_p256_ecdsa_sign(const uint8_t *priv, size_t priv_len, const uint8_t *msg, size_t len,
+                        uint8_t sig[SPC_P256_SIGNATURE_MAX], size_t *sig_len) {
+    memset(sig, 0, SPC_P256_SIGNATURE_MAX);
+    *sig_len = 0;
+    if (!spc__ready()) return SPC_E_INIT;
+    if (msg == NULL && len != 0) return SPC_E_ARGUMENT;
+    static const uint8_t empty[1] = {0};
+    EVP_PKEY *key = NULL;
+    int rc = p256_load(priv, priv_len, &key);
+    EVP_MD_CTX *md = rc == SPC_OK ? EVP_MD_CTX_new() : NULL;
+    size_t produced = SPC_P256_SIGNATURE_MAX;
+    if (rc == SPC_OK &&
+        !(md != NULL && EVP_DigestSignInit_ex(md, NULL, "SHA256", NULL, NULL, key, NULL) == 1 &&
+          EVP_DigestSign(md, sig, &produced, msg != NULL ? msg : empty, len) == 1))
+        rc = SPC_E_CRYPTO;
+    EVP_MD_CTX_free(md);
+    EVP_PKEY_free(key);
+    if (rc == SPC_OK) *sig_len = produced;
+    else memset(sig, 0, SPC_P256_SIGNATURE_MAX);
+    ERR_clear_error();
+    return rc;
+}
+
+int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg, size_t len, const uint8_t *sig,
+                          size_t sig_len, int *valid) {
+    *valid = 0;
+    if (!spc__ready()) return SPC_E_INIT;
+    if ((msg == NULL && len != 0) || (sig == NULL && sig_len != 0)) return SPC_E_ARGUMENT;
+    static const uint8_t empty[1] = {0};
+    EVP_PKEY *key = NULL;
+    if (pub == NULL || !p256_public_key(pub, pub_len, &key)) {
+        ERR_clear_error();
+        return SPC_E_KEY;
+    }
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    int rc = md != NULL && EVP_DigestVerifyInit_ex(md, NULL, "SHA256", NULL, NULL, key, NULL) == 1 ? SPC_OK
+                                                                                                   : SPC_E_CRYPTO;
+    /* A malformed DER signature is a signature that does not verify, not an error. */
+    if (rc == SPC_OK && sig_len > 0)
+        *valid = EVP_DigestVerify(md, sig, sig_len, msg != NULL ? msg : empty, len) == 1;
+    EVP_MD_CTX_free(md);
+    EVP_PKEY_free(key);
+    ERR_clear_error();
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Knowledge key wrap (no oracle)                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Argon2id (v1.3, p = 1) of the PIN into a 16-byte key-encryption key. */
+static int knowledge_kek(const uint8_t *pin, size_t pin_len, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
+                         uint32_t memory_kib, uint32_t iterations, uint8_t kek[SPC_AES128_KEY_BYTES]) {
+    if (pin == NULL || pin_len == 0 || memory_kib < SPC_KNOWLEDGE_MEMORY_MIN_KIB ||
+        memory_kib > SPC_KNOWLEDGE_MEMORY_MAX_KIB || iterations < 1 || iterations > SPC_KNOWLEDGE_ITERATIONS_MAX)
+        return SPC_E_ARGUMENT;
+    /* crypto_pwhash fails only when it cannot allocate its memory (the
+     * parameters were checked above against bounds inside libsodium's). */
+    if (crypto_pwhash(kek, SPC_AES128_KEY_BYTES, (const char *)pin, (unsigned long long)pin_len, salt, iterations,
+                      (size_t)memory_kib * 1024u, crypto_pwhash_ALG_ARGON2ID13) != 0)
+        return SPC_E_NOMEM;
+    return SPC_OK;
+}
+
+static int knowledge_apply(int encrypt, const uint8_t *pin, size_t pin_len, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
+                           uint32_t memory_kib, uint32_t iterations, const uint8_t in[SPC_FACTOR_KEY_BYTES],
+                           uint8_t out[SPC_FACTOR_KEY_BYTES]) {
+    memset(out, 0, SPC_FACTOR_KEY_BYTES);
+    if (!spc__ready()) return SPC_E_INIT;
+    uint8_t kek[SPC_AES128_KEY_BYTES];
+    int rc = knowledge_kek(pin, pin_len, salt, memory_kib, iterations, kek);
+    if (rc == SPC_OK) rc = aes128_run(EVP_aes_128_ecb(), encrypt, kek, NULL, in, SPC_FACTOR_KEY_BYTES, out);
+    sodium_memzero(kek, sizeof kek);
+    if (rc != SPC_OK) sodium_memzero(out, SPC_FACTOR_KEY_BYTES);
+    return rc;
+}
+
+int spc_knowledge_key_wrap(const uint8_t *pin, size_t pin_len, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
+                           uint32_t memory_kib, uint32_t iterations, const uint8_t key[SPC_FACTOR_KEY_BYTES],
+                           uint8_t wrapped[SPC_FACTOR_KEY_BYTES]) {
+    return knowledge_apply(1, pin, pin_len, salt, memory_kib, iterations, key, wrapped);
+}
+
+int spc_knowledge_key_unwrap(const uint8_t *pin, size_t pin_len, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
+                             uint32_t memory_kib, uint32_t iterations, const uint8_t wrapped[SPC_FACTOR_KEY_BYTES],
+                             uint8_t key[SPC_FACTOR_KEY_BYTES]) {
+    return knowledge_apply(0, pin, pin_len, salt, memory_kib, iterations, wrapped, key);
+}

@@ -1,0 +1,89 @@
+import SecureCore
+
+/// The five keys derived from the master secret. Each lives in secure
+/// memory; the description is redacted. Call ``destroy()`` when done.
+public struct FactorKeys: Sendable {
+    /// `KEY_SIGNATURE_POSSESSION` (index 1).
+    public let possession: SecureBytes
+    /// `KEY_SIGNATURE_KNOWLEDGE` (index 2): wrap it under the PIN before storing.
+    public let knowledge: SecureBytes
+    /// `KEY_SIGNATURE_BIOMETRY` (index 3).
+    public let biometry: SecureBytes
+    /// `KEY_TRANSPORT` (index 1000): status blob and counter hash.
+    public let transport: SecureBytes
+    /// `KEY_ENCRYPTION_VAULT` (index 2000).
+    public let vault: SecureBytes
+
+    /// The three signing keys, for ``ActivationCrypto/authenticationCode(data:factors:keys:counter:format:)``.
+    public var signingKeys: SigningKeys {
+        SigningKeys(possession: possession, knowledge: knowledge, biometry: biometry)
+    }
+
+    /// Wipes all five keys now.
+    public func destroy() {
+        for key in [possession, knowledge, biometry, transport, vault] { key.destroy() }
+    }
+}
+
+extension FactorKeys: CustomStringConvertible, CustomDebugStringConvertible {
+    /// `FactorKeys(redacted)`.
+    public var description: String { "FactorKeys(redacted)" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// The factor keys an authentication code may use. A client usually holds
+/// the possession key, the knowledge key only right after unwrapping it with
+/// the PIN, and the biometry key only after a biometric prompt; absent keys
+/// are `nil`. The description is redacted.
+public struct SigningKeys: Sendable {
+    /// The possession key, 16 bytes.
+    public var possession: SecureBytes?
+    /// The knowledge key, 16 bytes.
+    public var knowledge: SecureBytes?
+    /// The biometry key, 16 bytes.
+    public var biometry: SecureBytes?
+
+    /// Collects the keys at hand.
+    /// - Parameters:
+    ///   - possession: the possession key, if available.
+    ///   - knowledge: the knowledge key, if available.
+    ///   - biometry: the biometry key, if available.
+    public init(possession: SecureBytes? = nil, knowledge: SecureBytes? = nil, biometry: SecureBytes? = nil) {
+        self.possession = possession
+        self.knowledge = knowledge
+        self.biometry = biometry
+    }
+
+    /// The keys of `set`, in code order.
+    /// - Throws: ``ActivationError/missingFactorKey(_:)``, ``ActivationError/invalidLength(field:expected:actual:)``.
+    func keys(for set: FactorSet) throws(ActivationError) -> [SecureBytes] {
+        var result: [SecureBytes] = []
+        for factor in set.factors {
+            let key: SecureBytes?
+            switch factor {
+            case .possession: key = possession
+            case .knowledge: key = knowledge
+            case .biometry: key = biometry
+            }
+            guard let key else { throw .missingFactorKey(factor) }
+            guard key.count == ProtocolConstants.keyByteCount else {
+                throw .invalidLength(
+                    field: "\(factor.rawValue) key", expected: ProtocolConstants.keyByteCount, actual: key.count)
+            }
+            result.append(key)
+        }
+        return result
+    }
+}
+
+extension SigningKeys: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Which keys are present, never their bytes.
+    public var description: String {
+        let present = [("possession", possession), ("knowledge", knowledge), ("biometry", biometry)]
+            .filter { $0.1 != nil }.map(\.0)
+        return "SigningKeys(\(present.joined(separator: ", ")); redacted)"
+    }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}

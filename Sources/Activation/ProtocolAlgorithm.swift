@@ -1,0 +1,46 @@
+/// The algorithm names of the PowerAuth mobile SDK configuration. Only
+/// ``legacyP256`` (protocol V3.3 on P-256) is implemented; the others are
+/// protocol V4 and are recognised so that asking for one fails loudly with
+/// ``ActivationError/unsupportedAlgorithm(name:missing:)`` instead of
+/// quietly running V3.
+public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
+    /// P-256, fully compatible with protocol V3.3. Implemented.
+    case legacyP256 = "LEGACY_P256"
+    /// Protocol V4 on P-384 without post-quantum parts. Not implemented.
+    case ecP384 = "EC_P384"
+    /// Protocol V4 hybrid: P-384 with ML-KEM-768 and ML-DSA-65. Not implemented.
+    case ecP384MLL3 = "EC_P384_ML_L3"
+    /// Protocol V4 hybrid: P-384 with ML-KEM-1024 and ML-DSA-87. Not implemented.
+    case ecP384MLL5 = "EC_P384_ML_L5"
+
+    /// Parses a configuration name (exact, case-sensitive, as the SDK spells it).
+    /// - Parameter name: for example `"LEGACY_P256"`.
+    /// - Throws: ``ActivationError/unknownAlgorithm(_:)`` for any other text.
+    public init(name: String) throws(ActivationError) {
+        guard let algorithm = ProtocolAlgorithm(rawValue: name) else {
+            throw .unknownAlgorithm(ActivationError.echo(name))
+        }
+        self = algorithm
+    }
+
+    /// `nil` when the algorithm is implemented; otherwise what it would need.
+    public var missingPrimitives: String? {
+        let v4 = "protocol V4 (its KDF key schedule, KMAC-256 status authentication and V4 end-to-end encryption)"
+        switch self {
+        case .legacyP256:
+            return nil
+        case .ecP384:
+            return "\(v4), which is not implemented; only LEGACY_P256 (protocol V3.3) is available"
+        case .ecP384MLL3:
+            return "ML-KEM-768 and ML-DSA-65, which neither libsodium nor OpenSSL 3.0 provides, and \(v4)"
+        case .ecP384MLL5:
+            return "ML-KEM-1024 and ML-DSA-87, which neither libsodium nor OpenSSL 3.0 provides, and \(v4)"
+        }
+    }
+
+    /// Throws unless the algorithm is implemented.
+    /// - Throws: ``ActivationError/unsupportedAlgorithm(name:missing:)``.
+    public func requireSupported() throws(ActivationError) {
+        if let missing = missingPrimitives { throw .unsupportedAlgorithm(name: rawValue, missing: missing) }
+    }
+}

@@ -1,0 +1,63 @@
+internal import CSecureCore
+
+/// HMAC-SHA256 (libsodium, any key length) for the protocol's public outputs:
+/// tags that are sent, compared or used as IVs. Intermediate secret keys of
+/// the authentication code never come through here; see
+/// ``AuthenticationCodeChain``.
+package enum HMACSHA256 {
+    /// Tag size in bytes.
+    package static let byteCount = Int(SPC_HMAC_SHA256_BYTES)
+
+    /// `HMAC-SHA256(key, message)`.
+    /// - Parameters:
+    ///   - key: the key, any positive length, in secure memory.
+    ///   - message: public bytes.
+    /// - Returns: the 32-byte tag.
+    /// - Throws: ``SecureCoreError/destroyed``, memory errors.
+    package static func authenticate(_ message: [UInt8], key: SecureBytes) throws(SecureCoreError) -> [UInt8] {
+        try key.withOpenPointer { (keyBytes) throws(SecureCoreError) -> [UInt8] in
+            try withPublicBytes(message) { (msg, len) throws(SecureCoreError) -> [UInt8] in
+                try makePublicBytes(count: byteCount) { (out) throws(SecureCoreError) in
+                    try check(spc_hmac_sha256(keyBytes, key.count, msg, len, out))
+                }
+            }
+        }
+    }
+
+    /// PowerAuth's `KDF_INTERNAL`: the HMAC tag folded to 16 bytes (the two
+    /// halves XORed).
+    /// - Parameters:
+    ///   - message: public bytes.
+    ///   - key: the key, in secure memory.
+    /// - Returns: 16 bytes.
+    /// - Throws: as ``authenticate(_:key:)``.
+    package static func foldedTag(_ message: [UInt8], key: SecureBytes) throws(SecureCoreError) -> [UInt8] {
+        fold(try authenticate(message, key: key))
+    }
+}
+
+/// SHA-256 of public data (libsodium).
+package enum SHA256 {
+    /// `SHA-256(message)`.
+    /// - Parameter message: public bytes.
+    /// - Returns: the 32-byte digest.
+    /// - Throws: ``SecureCoreError/initializationFailed``.
+    package static func hash(_ message: [UInt8]) throws(SecureCoreError) -> [UInt8] {
+        try CoreRuntime.ensureReady()
+        return try withPublicBytes(message) { (msg, len) throws(SecureCoreError) -> [UInt8] in
+            try makePublicBytes(count: Int(SPC_SHA256_BYTES)) { (out) throws(SecureCoreError) in
+                try check(spc_sha256(msg, len, out))
+            }
+        }
+    }
+}
+
+/// XORs the first half of `bytes` with the second (32 → 16 bytes): PowerAuth's
+/// "convert 32 bytes to 16". For public values only; secrets use
+/// ``SecureBytes/folded()``.
+/// - Parameter bytes: an even number of bytes.
+/// - Returns: half as many bytes.
+package func fold(_ bytes: [UInt8]) -> [UInt8] {
+    let half = bytes.count / 2
+    return (0..<half).map { bytes[$0] ^ bytes[$0 + half] }
+}
