@@ -21,6 +21,7 @@ let package = Package(
     name: "SecurePIN",
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
+        .library(name: "PinVault", targets: ["PinVault"]),
         .library(name: "Activation", targets: ["Activation"]),
         .executable(name: "securepin", targets: ["securepin"]),
     ],
@@ -52,6 +53,10 @@ let package = Package(
             path: "Benchmarks/BenchmarkKit",
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
+            name: "PinVault",
+            dependencies: ["SecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
             name: "Activation",
             dependencies: ["SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
@@ -62,7 +67,7 @@ let package = Package(
             linkerSettings: linkHardening),
         .executableTarget(
             name: "spc-test-helper",
-            dependencies: ["SecureCore"],
+            dependencies: ["SecureCore", "PinVault"],
             path: "Tests/Helpers/spc-test-helper",
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
@@ -77,6 +82,10 @@ let package = Package(
             path: "Benchmarks/activation-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
+        .testTarget(
+            name: "PinVaultTests",
+            dependencies: ["PinVault", "SecureCore", "spc-test-helper"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "ActivationTests",
             dependencies: ["Activation", "SecureCore"],

@@ -1,0 +1,67 @@
+import SecureCore
+
+/// Whether the system can do biometric authentication right now.
+public enum BiometricSystemStatus: String, Sendable, Codable, Equatable {
+    /// No biometric hardware.
+    case notSupported
+    /// Hardware present but unusable at this moment.
+    case notAvailable
+    /// Supported, but nothing enrolled.
+    case notEnrolled
+    /// Locked out after too many failed matches; the system wants its passcode.
+    case lockout
+    /// Ready.
+    case available
+}
+
+/// The kind of biometry, for the UI's wording and icon.
+public enum BiometryType: String, Sendable, Codable, Equatable {
+    /// None.
+    case none
+    /// A fingerprint sensor (Touch ID).
+    case touchID
+    /// Face recognition (Face ID).
+    case faceID
+}
+
+/// How the biometric factor behaves (the seed's `PowerAuthBiometricConfiguration`).
+public struct BiometricConfiguration: Sendable, Equatable {
+    /// When the enrolled fingers or faces change, the biometric slot is
+    /// removed and the PIN is required (default false, as in the seed).
+    public var invalidateBiometricFactorAfterChange: Bool
+    /// The system may fall back to its own device passcode (default false).
+    public var allowFallbackToDevicePasscode: Bool
+    /// A successful evaluation is good for one use only (default true).
+    public var invalidateLocalAuthenticationContextAfterUse: Bool
+
+    /// Creates a configuration with the seed's defaults.
+    public init(
+        invalidateBiometricFactorAfterChange: Bool = false, allowFallbackToDevicePasscode: Bool = false,
+        invalidateLocalAuthenticationContextAfterUse: Bool = true
+    ) {
+        self.invalidateBiometricFactorAfterChange = invalidateBiometricFactorAfterChange
+        self.allowFallbackToDevicePasscode = allowFallbackToDevicePasscode
+        self.invalidateLocalAuthenticationContextAfterUse = invalidateLocalAuthenticationContextAfterUse
+    }
+}
+
+/// The platform's biometric key store: a key is stored behind biometry and
+/// released only after a successful evaluation (Keychain with
+/// `.biometryCurrentSet`, Android Keystore with user authentication).
+public protocol BiometricAuthenticator: Sendable {
+    /// System availability.
+    var systemStatus: BiometricSystemStatus { get }
+    /// The kind of biometry.
+    var biometryType: BiometryType { get }
+    /// A value that changes whenever the enrolled set changes (32 bytes; not secret).
+    var enrolledSetFingerprint: [UInt8] { get }
+    /// Stores `key` under `account`, protected by biometry.
+    func storeKey(_ key: SecureBytes, account: String) throws(VaultError)
+    /// Prompts the user and returns the key stored under `account`.
+    /// - Throws: ``VaultError/cancelled``, ``VaultError/biometryFailed(_:)``,
+    ///   ``VaultError/biometryNotConfigured`` (no key stored).
+    func evaluate(prompt: String, account: String, configuration: BiometricConfiguration) async throws(VaultError)
+        -> SecureBytes
+    /// Deletes the key stored under `account` (no error when absent).
+    func deleteKey(account: String)
+}

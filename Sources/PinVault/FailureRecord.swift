@@ -1,0 +1,63 @@
+import SecureCore
+
+/// The failure counter, kept in its own small file beside the vault so the
+/// vault file itself is rewritten only when its content changes. It is
+/// written (and fsynced) *before* every key derivation and reset only after
+/// a success.
+struct FailureRecord: Equatable {
+    static let magic: [UInt8] = Array("SPCFAIL1".utf8)
+    static let size = 8 + 16 + 4 + 1 + 16 + 8 + 8 + 32
+
+    var vaultID: [UInt8]
+    /// Consecutive failures since the last success.
+    var failures: UInt32
+    /// The boot in which `bootStamp` was taken.
+    var bootID: [UInt8]
+    /// CLOCK_BOOTTIME (ns) of the last failure, or of the first moment this
+    /// boot saw the record: the current delay runs from here.
+    var bootStamp: UInt64
+    /// Wall-clock seconds of the last failure (display only).
+    var wallStamp: UInt64
+
+    static func fresh(vaultID: [UInt8], clock: any VaultClock) -> FailureRecord {
+        FailureRecord(
+            vaultID: vaultID, failures: 0, bootID: clock.bootID(), bootStamp: clock.nanosecondsSinceBoot(),
+            wallStamp: clock.wallSeconds())
+    }
+
+    func encode() throws(SecureCoreError) -> [UInt8] {
+        var w = ByteWriter()
+        w.bytes(FailureRecord.magic)
+        w.bytes(vaultID)
+        w.u32(failures)
+        w.u8(0)
+        w.bytes(bootID)
+        w.u64(bootStamp)
+        w.u64(wallStamp)
+        return w.out + (try Digest.blake2b256(w.out))
+    }
+
+    static func decode(_ bytes: [UInt8], vaultID: [UInt8]) throws(VaultError) -> FailureRecord {
+        guard bytes.count == size else { throw .damaged(reason: "failure record has the wrong size") }
+        let digest: [UInt8]
+        do { digest = try Digest.blake2b256(bytes.prefix(size - 32)) } catch { throw .secureCore(error) }
+        guard digest == Array(bytes.suffix(32)) else { throw .damaged(reason: "failure record checksum mismatch") }
+        var r = ByteReader(bytes)
+        guard r.bytes(8) == magic else { throw .damaged(reason: "failure record magic") }
+        guard r.bytes(16) == vaultID else { throw .damaged(reason: "failure record belongs to another vault") }
+        let failures = r.u32()!
+        guard r.u8() == 0 else { throw .damaged(reason: "failure record reserved byte") }
+        return FailureRecord(
+            vaultID: vaultID, failures: failures, bootID: r.bytes(16)!, bootStamp: r.u64()!, wallStamp: r.u64()!)
+    }
+
+    /// Seconds until the next attempt is allowed (0 = now). A record from an
+    /// earlier boot restarts its delay: the caller re-stamps it first.
+    func remainingDelay(policy: ThrottlePolicy, clock: any VaultClock) -> UInt64 {
+        let delay = policy.delaySeconds(afterFailures: Int(failures))
+        guard delay > 0 else { return 0 }
+        let now = clock.nanosecondsSinceBoot()
+        let elapsed = now >= bootStamp ? (now - bootStamp) / 1_000_000_000 : 0
+        return elapsed >= delay ? 0 : delay - elapsed
+    }
+}

@@ -1,0 +1,103 @@
+import SecureCore
+
+extension PinVault {
+    /// Adds (or replaces) the biometric slot: a random key, stored behind
+    /// biometry by the ``Options/authenticator``, wraps the data key. The PIN
+    /// proves the user and is counted like an unlock.
+    /// - Throws: ``VaultError/biometryFailed(_:)`` when the system cannot do
+    ///   biometry, ``VaultError/biometryNotConfigured`` without an
+    ///   authenticator, and the errors of ``unlock(pin:_:)``.
+    public func addBiometricSlot(pin: Password) throws(VaultError) {
+        guard let authenticator = options.authenticator else { throw .biometryNotConfigured }
+        guard authenticator.systemStatus == .available else { throw .biometryFailed(authenticator.systemStatus) }
+        try directory.locked { () throws(VaultError) in
+            let (file, dataKey, _) = try openDataKey(pin: pin)
+            defer { dataKey.destroy() }
+            let biometricKey = try core { try SecureBytes.random(count: 32) }
+            defer { biometricKey.destroy() }
+            var slot = VaultFile.Slot(
+                type: .biometric, kdf: VaultFile.kdfNone,
+                parameters: .init(memoryKiB: 0, iterations: 0, parallelism: 0),
+                flags: 0, salt: try core { try SecureRandom.bytes(count: VaultFile.saltSize) },
+                biometricFingerprint: authenticator.enrolledSetFingerprint, nonce: [], wrappedKey: [])
+            let box = try core {
+                try AEAD.seal(dataKey, using: biometricKey, associatedData: file.slotAssociatedData(slot))
+            }
+            slot.nonce = box.nonce
+            slot.wrappedKey = box.ciphertext
+            try authenticator.storeKey(biometricKey, account: biometricAccount(file))
+            var updated = file
+            updated.slots = file.slots.filter { $0.type != .biometric } + [slot]
+            try directory.writeFile(VaultDirectory.vaultName, try core { try updated.encode() })
+        }
+    }
+
+    /// Removes the biometric slot and its key; the PIN keeps working.
+    /// - Throws: ``VaultError/biometryNotConfigured`` when there is none, and the file errors.
+    public func removeBiometricSlot() throws(VaultError) {
+        let file: VaultFile = try directory.locked { () throws(VaultError) in
+            var file = try loadFile()
+            guard file.slots.contains(where: { $0.type == .biometric }) else { throw .biometryNotConfigured }
+            file.slots.removeAll { $0.type == .biometric }
+            try directory.writeFile(VaultDirectory.vaultName, try core { try file.encode() })
+            return file
+        }
+        options.authenticator?.deleteKey(account: biometricAccount(file))
+    }
+
+    /// Opens the vault with biometry and runs `body` with the secret. A
+    /// success resets the PIN failure counter; a locked vault stays locked.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``VaultError/biometryNotConfigured``, ``VaultError/biometryInvalidated``
+    ///   (enrolled set changed and the configuration invalidates the factor),
+    ///   ``VaultError/biometryFailed(_:)``, ``VaultError/cancelled``, ``VaultError/locked``,
+    ///   or what `body` throws.
+    public func unlockWithBiometry<R>(prompt: String, _ body: (SecureBytes) throws -> R) async throws -> R {
+        let secret = try await openWithBiometry(prompt: prompt)
+        defer { secret.destroy() }
+        return try body(secret)
+    }
+
+    /// Whether a biometric unlock can be attempted now (system available and a slot present).
+    public var canUnlockWithBiometry: Bool {
+        guard let authenticator = options.authenticator, authenticator.systemStatus == .available else { return false }
+        return (try? status().hasBiometricSlot) == true
+    }
+
+    func openWithBiometry(prompt: String) async throws(VaultError) -> SecureBytes {
+        guard let authenticator = options.authenticator else { throw .biometryNotConfigured }
+        guard authenticator.systemStatus == .available else { throw .biometryFailed(authenticator.systemStatus) }
+        let (file, slot) = try biometricSlot()
+        let key = try await authenticator.evaluate(
+            prompt: prompt, account: biometricAccount(file), configuration: options.biometricConfiguration)
+        defer { key.destroy() }
+        return try directory.locked { () throws(VaultError) in
+            let current = try loadFile()
+            let record = try loadRecord(current)
+            if Int(record.failures) >= current.policy.maxFailures { throw .locked }
+            guard current.slots.contains(slot), let dataKey = try unwrap(slot, with: key, file: current) else {
+                throw .biometryNotConfigured
+            }
+            defer { dataKey.destroy() }
+            try resetFailures(current)
+            return try openPayload(current, dataKey: dataKey)
+        }
+    }
+
+    /// The biometric slot, after applying `invalidateBiometricFactorAfterChange`.
+    func biometricSlot() throws(VaultError) -> (VaultFile, VaultFile.Slot) {
+        let authenticator = options.authenticator
+        let invalidate = options.biometricConfiguration.invalidateBiometricFactorAfterChange
+        return try directory.locked { () throws(VaultError) in
+            var file = try loadFile()
+            guard let slot = file.slots.first(where: { $0.type == .biometric }) else { throw .biometryNotConfigured }
+            if invalidate, let authenticator, slot.biometricFingerprint != authenticator.enrolledSetFingerprint {
+                file.slots.removeAll { $0.type == .biometric }
+                try directory.writeFile(VaultDirectory.vaultName, try core { try file.encode() })
+                authenticator.deleteKey(account: biometricAccount(file))
+                throw .biometryInvalidated
+            }
+            return (file, slot)
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import SecureCore
+import Synchronization
+
+/// A biometric authenticator for Linux, tests and the demo: a scripted
+/// sensor over an in-memory key store. Keys stay in `SecureBytes`.
+public final class SimulatedBiometricAuthenticator: BiometricAuthenticator, @unchecked Sendable {
+    /// What the next evaluation does.
+    public enum Outcome: Sendable, Equatable {
+        /// The user matches.
+        case match
+        /// The user cancels the prompt.
+        case cancel
+        /// The finger or face does not match.
+        case noMatch
+    }
+
+    private struct State {
+        var status: BiometricSystemStatus
+        var type: BiometryType
+        var enrolledSet: [UInt8]
+        var outcomes: [Outcome] = []
+        var keys: [String: SecureBytes] = [:]
+        var prompts: [String] = []
+        var cachedAccount: String?
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates a sensor that is available and enrolled.
+    public init(status: BiometricSystemStatus = .available, type: BiometryType = .touchID) {
+        state = Mutex(State(status: status, type: type, enrolledSet: [UInt8](repeating: 1, count: 32)))
+    }
+
+    /// The system status.
+    public var systemStatus: BiometricSystemStatus { state.withLock { $0.status } }
+    /// The biometry type.
+    public var biometryType: BiometryType { state.withLock { $0.type } }
+    /// Changes when ``changeEnrolledSet()`` is called.
+    public var enrolledSetFingerprint: [UInt8] { state.withLock { $0.enrolledSet } }
+    /// Every prompt shown so far.
+    public var promptsShown: [String] { state.withLock { $0.prompts } }
+
+    /// Sets the system status (for example `.lockout`).
+    public func setStatus(_ status: BiometricSystemStatus) { state.withLock { $0.status = status } }
+    /// Queues outcomes for the next evaluations (default: match).
+    public func script(_ outcomes: Outcome...) { state.withLock { $0.outcomes += outcomes } }
+    /// Simulates enrolling another finger.
+    public func changeEnrolledSet() {
+        state.withLock { s in
+            s.enrolledSet = s.enrolledSet.map { $0 &+ 1 }
+            s.cachedAccount = nil
+        }
+    }
+
+    /// Stores a copy of `key`.
+    public func storeKey(_ key: SecureBytes, account: String) throws(VaultError) {
+        let copy: SecureBytes
+        do {
+            copy = try key.withUnsafeBytes { try SecureBytes(copying: $0) }
+        } catch let error as SecureCoreError {
+            throw .secureCore(error)
+        } catch {
+            throw .secureCore(.internalFailure(status: 0))
+        }
+        state.withLock { $0.keys[account] = copy }
+    }
+
+    /// Plays the next scripted outcome and releases a copy of the key on a match.
+    public func evaluate(prompt: String, account: String, configuration: BiometricConfiguration)
+        async throws(VaultError)
+        -> SecureBytes
+    {
+        let result: Result<SecureBytes, VaultError> = state.withLock { s in
+            guard s.status == .available else { return .failure(.biometryFailed(s.status)) }
+            guard let key = s.keys[account] else { return .failure(.biometryNotConfigured) }
+            let reuse = !configuration.invalidateLocalAuthenticationContextAfterUse && s.cachedAccount == account
+            if !reuse {
+                s.prompts.append(prompt)
+                let outcome = s.outcomes.isEmpty ? .match : s.outcomes.removeFirst()
+                switch outcome {
+                case .cancel: return .failure(.cancelled)
+                case .noMatch: return .failure(.biometryFailed(.available))
+                case .match:
+                    s.cachedAccount = configuration.invalidateLocalAuthenticationContextAfterUse ? nil : account
+                }
+            }
+            do {
+                return .success(try key.withUnsafeBytes { try SecureBytes(copying: $0) })
+            } catch {
+                return .failure(.secureCore(.outOfMemory))
+            }
+        }
+        return try result.get()
+    }
+
+    /// Removes the key.
+    public func deleteKey(account: String) {
+        state.withLock { s in
+            s.keys[account]?.destroy()
+            s.keys[account] = nil
+        }
+    }
+}

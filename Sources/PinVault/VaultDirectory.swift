@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The vault's directory: mode 0700, files 0600, every write a new file,
+/// fsync, rename over the old one and fsync of the directory, and an
+/// advisory lock that serialises processes.
+struct VaultDirectory: Sendable {
+    static let vaultName = "vault"
+    static let recordName = "failures"
+    static let lockName = "lock"
+
+    let path: String
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    var exists: Bool { access(file(VaultDirectory.vaultName), F_OK) == 0 }
+
+    /// Creates the directory (0700) if missing; refuses a directory others can read.
+    func prepare() throws(VaultError) {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw .io(operation: "mkdir", errno: errno) }
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw .io(operation: "stat", errno: errno) }
+        if st.st_mode & 0o077 != 0 && chmod(path, 0o700) != 0 { throw .io(operation: "chmod", errno: errno) }
+    }
+
+    /// Runs `body` holding the exclusive advisory lock.
+    func locked<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        let fd = open(file(VaultDirectory.lockName), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw errno == ENOENT ? .notFound : .io(operation: "open lock", errno: errno) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .io(operation: "flock", errno: errno) }
+        }
+        return try body()
+    }
+
+    /// Reads a whole file, or nil when it does not exist.
+    func readFile(_ name: String, limit: Int = 1 << 20) throws(VaultError) -> [UInt8]? {
+        let fd = open(file(name), O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw .io(operation: "open \(name)", errno: errno)
+        }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(operation: "read \(name)", errno: errno)
+            }
+            if n == 0 { break }
+            out += chunk[0..<n]
+            if out.count > limit { throw .damaged(reason: "\(name) is larger than any valid file") }
+        }
+        return out
+    }
+
+    /// Replaces `name` atomically: a crash leaves either the old or the new file.
+    func writeFile(_ name: String, _ bytes: [UInt8]) throws(VaultError) {
+        let temporary = file(".\(name).\(getpid()).tmp")
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io(operation: "create \(name)", errno: errno) }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = errno
+                close(fd)
+                unlink(temporary)
+                throw .io(operation: "write \(name)", errno: e)
+            }
+            written += n
+        }
+        if fsync(fd) != 0 {
+            let e = errno
+            close(fd)
+            unlink(temporary)
+            throw .io(operation: "fsync \(name)", errno: e)
+        }
+        close(fd)
+        guard rename(temporary, file(name)) == 0 else {
+            let e = errno
+            unlink(temporary)
+            throw .io(operation: "rename \(name)", errno: e)
+        }
+        try syncDirectory()
+    }
+
+    func syncDirectory() throws(VaultError) {
+        let dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { throw .io(operation: "open directory", errno: errno) }
+        defer { close(dfd) }
+        guard fsync(dfd) == 0 else { throw .io(operation: "fsync directory", errno: errno) }
+    }
+
+    /// Overwrites with zeros, then removes every file and the directory.
+    func removeAll() throws(VaultError) {
+        for name in [VaultDirectory.vaultName, VaultDirectory.recordName] {
+            if let bytes = try readFile(name) {
+                try writeFile(name, [UInt8](repeating: 0, count: bytes.count))
+            }
+            if unlink(file(name)) != 0 && errno != ENOENT { throw .io(operation: "unlink \(name)", errno: errno) }
+        }
+        unlink(file(VaultDirectory.lockName))
+        try syncDirectory()
+        if rmdir(path) != 0 && errno != ENOENT && errno != ENOTEMPTY { throw .io(operation: "rmdir", errno: errno) }
+    }
+}

@@ -1,0 +1,51 @@
+import SecureCore
+
+/// Everything that can go wrong with a vault. Messages never contain a PIN
+/// or a secret; they say what is wrong with the file or the attempt.
+public enum VaultError: Error, Equatable, Sendable {
+    /// The PIN did not open the vault. The failure was counted before the
+    /// key derivation ran. `remainingAttempts` is how many more failures the
+    /// policy allows before locking or wiping (nil when unbounded).
+    case wrongPIN(remainingAttempts: Int?)
+    /// Too many recent failures: try again after this many seconds. Nothing
+    /// was counted and no key derivation ran.
+    case throttled(retryAfterSeconds: UInt64)
+    /// The hard limit was reached: only ``PinVault/destroy()`` and enrolling
+    /// anew help.
+    case locked
+    /// The failure limit of a wipe policy was reached and the vault was destroyed.
+    case wiped
+    /// No vault in this directory.
+    case notFound
+    /// A vault already exists in this directory.
+    case alreadyExists
+    /// The file is not a SecurePIN vault (wrong magic).
+    case notAVault
+    /// The file was written by a newer format version this library does not know.
+    case newerFormat(version: Int)
+    /// The file is damaged, truncated or was edited; `reason` says where.
+    case damaged(reason: String)
+    /// The file's key-derivation parameters are below the floor this reader
+    /// accepts (a downgrade).
+    case parametersBelowFloor
+    /// The file's key-derivation parameters are above the ceiling (a denial of service).
+    case parametersAboveCeiling
+    /// The vault was created with a pepper and none (or another one) was given.
+    case pepperRequired
+    /// The secret is empty or larger than ``PinVault/maximumSecretByteCount``.
+    case invalidSecretSize(Int)
+    /// The vault has no biometric slot, or it was invalidated by a change of
+    /// the enrolled biometry.
+    case biometryNotConfigured
+    /// The enrolled biometry changed and the configuration invalidates the
+    /// biometric factor after a change: the biometric slot was removed.
+    case biometryInvalidated
+    /// Biometric evaluation failed or is not possible; see the status.
+    case biometryFailed(BiometricSystemStatus)
+    /// The user cancelled (biometric prompt or PIN entry).
+    case cancelled
+    /// The file system refused an operation (`errno`), with the step that failed.
+    case io(operation: String, errno: Int32)
+    /// A SecureCore operation failed.
+    case secureCore(SecureCoreError)
+}

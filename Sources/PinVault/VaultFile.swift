@@ -1,0 +1,207 @@
+import SecureCore
+
+/// The vault file, version 1, as `docs/vault-format.md` specifies it. Every
+/// constant of the format lives here; ``decode(_:floor:limits:)`` checks each
+/// MUST of the specification in its order and returns a typed error.
+struct VaultFile: Equatable {
+    static let magic: [UInt8] = Array("SPCVAULT".utf8)
+    static let version: UInt16 = 1
+    static let fixedHeaderSize = 33  // magic .. slot count
+    static let boundHeaderSize = 32  // the part every slot and the payload authenticate
+    static let slotSize = 136
+    static let maxSlots = 8
+    static let saltSize = 16
+    static let fingerprintSize = 32
+    static let nonceSize = 24
+    static let wrappedKeySize = 48  // 32-byte data key + 16-byte tag
+    static let checksumSize = 32
+    static let maxSecretSize = 64 * 1024
+    static let payloadLabel: [UInt8] = Array("SPC payload v1".utf8)
+    static let slotLabel: [UInt8] = Array("SPC slot v1".utf8)
+
+    enum SlotType: UInt8 {
+        case pin = 1
+        case biometric = 2
+    }
+
+    static let kdfNone: UInt8 = 0
+    static let kdfArgon2id: UInt8 = 1
+    static let aeadXChaCha20Poly1305: UInt8 = 1
+    static let slotFlagPepper: UInt8 = 0x01
+
+    struct Slot: Equatable {
+        var type: SlotType
+        var kdf: UInt8
+        var parameters: Argon2id.Parameters
+        var flags: UInt8
+        var salt: [UInt8]
+        var biometricFingerprint: [UInt8]
+        var nonce: [UInt8]
+        var wrappedKey: [UInt8]
+
+        /// The descriptor bytes (everything before the nonce).
+        var descriptor: [UInt8] {
+            var w = ByteWriter()
+            w.u8(type.rawValue)
+            w.u8(kdf)
+            w.u32(parameters.memoryKiB)
+            w.u32(parameters.iterations)
+            w.u32(parameters.parallelism)
+            w.u8(flags)
+            w.bytes(salt)
+            w.bytes(biometricFingerprint)
+            w.u8(VaultFile.aeadXChaCha20Poly1305)
+            return w.out
+        }
+    }
+
+    var vaultID: [UInt8]
+    var policy: ThrottlePolicy
+    var slots: [Slot]
+    var payloadNonce: [UInt8]
+    var payloadCiphertext: [UInt8]
+
+    /// Magic, version, flags, vault id and policy: what every AEAD binds.
+    var boundHeader: [UInt8] {
+        var w = ByteWriter()
+        w.bytes(VaultFile.magic)
+        w.u16(VaultFile.version)
+        w.u16(0)
+        w.bytes(vaultID)
+        w.u8(policy.kind)
+        w.u16(UInt16(policy.maxFailures))
+        w.u8(0)
+        return w.out
+    }
+
+    /// Associated data of a slot's wrapped key: label, bound header, descriptor.
+    func slotAssociatedData(_ slot: Slot) -> [UInt8] { VaultFile.slotLabel + boundHeader + slot.descriptor }
+
+    /// Associated data of the payload: label and bound header.
+    var payloadAssociatedData: [UInt8] { VaultFile.payloadLabel + boundHeader }
+
+    func encode() throws(SecureCoreError) -> [UInt8] {
+        var w = ByteWriter()
+        w.bytes(boundHeader)
+        w.u8(UInt8(slots.count))
+        for slot in slots {
+            w.bytes(slot.descriptor)
+            w.bytes(slot.nonce)
+            w.bytes(slot.wrappedKey)
+        }
+        w.u8(VaultFile.aeadXChaCha20Poly1305)
+        w.bytes(payloadNonce)
+        w.u32(UInt32(payloadCiphertext.count))
+        w.bytes(payloadCiphertext)
+        return w.out + (try Digest.blake2b256(w.out))
+    }
+
+    /// Parses and checks a vault file without running any key derivation.
+    static func decode(_ bytes: [UInt8], floor: Argon2id.Parameters, limits: Argon2id.Limits) throws(VaultError)
+        -> VaultFile
+    {
+        var r = ByteReader(bytes)
+        // 1. Magic, then version: a newer file is recognised, not called damaged.
+        guard bytes.count >= magic.count, Array(bytes.prefix(magic.count)) == magic else { throw .notAVault }
+        r.skip(magic.count)
+        guard let version = r.u16() else { throw .damaged(reason: "truncated before the version") }
+        guard version <= VaultFile.version else { throw .newerFormat(version: Int(version)) }
+        guard version == VaultFile.version else { throw .damaged(reason: "version \(version) is not valid") }
+        // 2. The checksum covers every byte before it: flipped or edited bytes stop here.
+        guard bytes.count >= fixedHeaderSize + checksumSize else { throw .damaged(reason: "truncated header") }
+        let body = bytes.prefix(bytes.count - checksumSize)
+        let digest: [UInt8]
+        do { digest = try Digest.blake2b256(body) } catch { throw .secureCore(error) }
+        guard digest == Array(bytes.suffix(checksumSize)) else {
+            throw .damaged(reason: "checksum mismatch (truncated, damaged or edited)")
+        }
+        // 3. Fixed header.
+        guard r.u16() == 0 else { throw .damaged(reason: "unknown flags") }
+        let vaultID = r.bytes(16)!
+        let kind = r.u8()!
+        let maxFailures = Int(r.u16()!)
+        guard let policy = ThrottlePolicy(kind: kind, maxFailures: maxFailures) else {
+            throw .damaged(reason: "unknown throttle policy")
+        }
+        guard r.u8() == 0 else { throw .damaged(reason: "reserved byte is not zero") }
+        let count = Int(r.u8()!)
+        guard (1...maxSlots).contains(count) else { throw .damaged(reason: "slot count \(count) out of range") }
+        // 4. Slots: every parameter within the floor and ceiling before any KDF runs.
+        var slots: [Slot] = []
+        for _ in 0..<count {
+            guard let typeByte = r.u8(), let kdf = r.u8(), let m = r.u32(), let t = r.u32(), let p = r.u32(),
+                let flags = r.u8(), let salt = r.bytes(saltSize), let fingerprint = r.bytes(fingerprintSize),
+                let aead = r.u8(), let nonce = r.bytes(nonceSize), let wrapped = r.bytes(wrappedKeySize)
+            else { throw .damaged(reason: "truncated slot") }
+            guard let type = SlotType(rawValue: typeByte) else { throw .damaged(reason: "unknown slot type") }
+            guard aead == aeadXChaCha20Poly1305 else { throw .damaged(reason: "unknown AEAD in slot") }
+            guard flags & ~slotFlagPepper == 0 else { throw .damaged(reason: "unknown slot flags") }
+            let parameters = Argon2id.Parameters(memoryKiB: m, iterations: t, parallelism: p)
+            switch type {
+            case .pin:
+                guard kdf == kdfArgon2id else { throw .damaged(reason: "PIN slot without Argon2id") }
+                try checkBounds(parameters, floor: floor, limits: limits)
+            case .biometric:
+                guard kdf == kdfNone, m == 0, t == 0, p == 0 else {
+                    throw .damaged(reason: "biometric slot with a KDF")
+                }
+            }
+            slots.append(
+                Slot(
+                    type: type, kdf: kdf, parameters: parameters, flags: flags, salt: salt,
+                    biometricFingerprint: fingerprint, nonce: nonce, wrappedKey: wrapped))
+        }
+        guard slots.contains(where: { $0.type == .pin }) else { throw .damaged(reason: "no PIN slot") }
+        // 5. Payload, then nothing but the checksum.
+        guard r.u8() == aeadXChaCha20Poly1305 else { throw .damaged(reason: "unknown payload AEAD") }
+        guard let nonce = r.bytes(nonceSize), let length = r.u32() else { throw .damaged(reason: "truncated payload") }
+        guard length >= 17, length <= maxSecretSize + 16 else { throw .damaged(reason: "payload length out of range") }
+        guard let ciphertext = r.bytes(Int(length)) else { throw .damaged(reason: "truncated payload") }
+        guard r.remaining == checksumSize else { throw .damaged(reason: "trailing bytes after the payload") }
+        return VaultFile(
+            vaultID: vaultID, policy: policy, slots: slots, payloadNonce: nonce, payloadCiphertext: ciphertext)
+    }
+
+    static func checkBounds(_ p: Argon2id.Parameters, floor: Argon2id.Parameters, limits: Argon2id.Limits)
+        throws(VaultError)
+    {
+        do throws(SecureCoreError) {
+            try Argon2id.validate(p, saltByteCount: saltSize, outputByteCount: 32, limits: limits)
+        } catch .memoryAboveCeiling {
+            throw .parametersAboveCeiling
+        } catch .invalidIterations where p.iterations > limits.maxIterations {
+            throw .parametersAboveCeiling
+        } catch {
+            throw .damaged(reason: "invalid Argon2id parameters")
+        }
+        guard p.memoryKiB >= floor.memoryKiB, p.iterations >= floor.iterations else { throw .parametersBelowFloor }
+    }
+}
+
+/// Big-endian writer.
+struct ByteWriter {
+    var out: [UInt8] = []
+    mutating func u8(_ v: UInt8) { out.append(v) }
+    mutating func u16(_ v: UInt16) { out += [UInt8(v >> 8), UInt8(v & 0xFF)] }
+    mutating func u32(_ v: UInt32) { out += (0..<4).map { UInt8((v >> (24 - 8 * UInt32($0))) & 0xFF) } }
+    mutating func u64(_ v: UInt64) { out += (0..<8).map { UInt8((v >> (56 - 8 * UInt64($0))) & 0xFF) } }
+    mutating func bytes(_ b: [UInt8]) { out += b }
+}
+
+/// Big-endian reader that returns nil instead of reading past the end.
+struct ByteReader {
+    private let data: [UInt8]
+    private var offset = 0
+    init(_ data: [UInt8]) { self.data = data }
+    var remaining: Int { data.count - offset }
+    mutating func skip(_ n: Int) { offset = min(data.count, offset + n) }
+    mutating func bytes(_ n: Int) -> [UInt8]? {
+        guard n >= 0, remaining >= n else { return nil }
+        defer { offset += n }
+        return Array(data[offset..<offset + n])
+    }
+    mutating func u8() -> UInt8? { bytes(1)?[0] }
+    mutating func u16() -> UInt16? { bytes(2).map { UInt16($0[0]) << 8 | UInt16($0[1]) } }
+    mutating func u32() -> UInt32? { bytes(4).map { $0.reduce(0) { $0 << 8 | UInt32($1) } } }
+    mutating func u64() -> UInt64? { bytes(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import SecureCore
+import Synchronization
+
+@testable import PinVault
+
+/// A clock the test moves by hand.
+final class TestClock: VaultClock, @unchecked Sendable {
+    private let state = Mutex(
+        (boot: [UInt8](repeating: 7, count: 16), ns: UInt64(1_000_000_000), wall: UInt64(1_800_000_000)))
+    func bootID() -> [UInt8] { state.withLock { $0.boot } }
+    func nanosecondsSinceBoot() -> UInt64 { state.withLock { $0.ns } }
+    func wallSeconds() -> UInt64 { state.withLock { $0.wall } }
+    func advance(seconds: UInt64) {
+        state.withLock {
+            $0.ns += seconds * 1_000_000_000
+            $0.wall += seconds
+        }
+    }
+    func reboot() {
+        state.withLock {
+            $0.boot = $0.boot.map { $0 &+ 1 }
+            $0.ns = 5_000_000_000
+        }
+    }
+}
+
+/// Collects observer events.
+final class EventLog: @unchecked Sendable {
+    private let events = Mutex<[VaultEvent]>([])
+    func record(_ e: VaultEvent) { events.withLock { $0.append(e) } }
+    var all: [VaultEvent] { events.withLock { $0 } }
+    func clear() { events.withLock { $0.removeAll() } }
+}
+
+func pin(_ digits: String) throws -> Password {
+    let p = try MutablePassword()
+    for s in digits.unicodeScalars { try p.addCharacter(s) }
+    defer { p.destroy() }
+    return try p.copyToImmutable()
+}
+
+func secret(_ text: String) throws -> SecureBytes {
+    try Array(text.utf8).withUnsafeBytes { try SecureBytes(copying: $0) }
+}
+
+func text(_ s: SecureBytes) throws -> String {
+    try s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+}
+
+/// Cheap parameters and a matching floor, so tests run fast.
+let testParameters = Argon2id.Parameters(memoryKiB: 64, iterations: 1)
+let testFloor = Argon2id.Parameters(memoryKiB: 8, iterations: 1)
+
+func temporaryDirectory() -> String {
+    let base = FileManager.default.temporaryDirectory.appendingPathComponent("spc-vault-\(UUID().uuidString)")
+    return base.path
+}
+
+func options(
+    clock: TestClock = TestClock(), log: EventLog? = nil, pepper: SecureBytes? = nil,
+    authenticator: (any BiometricAuthenticator)? = nil,
+    biometric: BiometricConfiguration = BiometricConfiguration()
+) -> PinVault.Options {
+    var observer: (@Sendable (VaultEvent) -> Void)?
+    if let log { observer = { log.record($0) } }
+    return PinVault.Options(
+        floor: testFloor, clock: clock, pepper: pepper, biometricConfiguration: biometric,
+        authenticator: authenticator, observer: observer)
+}
+
+func makeVault(
+    policy: ThrottlePolicy = .soft(), options: PinVault.Options = options(), pinDigits: String = "1234"
+) throws -> PinVault {
+    try PinVault.create(
+        at: temporaryDirectory(), secret: secret("refresh-token-42"), pin: pin(pinDigits), policy: policy,
+        parameters: testParameters, options: options)
+}
+
+func fileBytes(_ vault: PinVault, _ name: String) -> [UInt8]? {
+    FileManager.default.contents(atPath: vault.directory.file(name)).map { Array($0) }
+}
