@@ -1,3 +1,4 @@
+import PinVault
 import SecureCore
 
 // spc-test-helper: a small process that the process-level tests drive.
@@ -8,6 +9,11 @@ import SecureCore
 //       and a reveal; after destroy), printing "phase N" and waiting for a
 //       line on stdin, so the test can read this process's memory. It also
 //       keeps a control marker in an ordinary array, which the scan must find.
+//   spc-test-helper vault-unlock DIR      (PIN on standard input)
+//   spc-test-helper vault-change DIR      (old and new PIN on standard input, one per line)
+//       Vault operations for the crash and concurrency harnesses: every
+//       step is printed ("event failureRecorded 3", ...) as it happens.
+//       Exit 0 success, 1 wrong PIN, 3 throttled or locked, 2 other errors.
 //   spc-test-helper many COUNT
 //       Creates COUNT live 8-character passwords, checks each one, and prints
 //       "created=N ok=N locked=L unlocked=U locked_bytes=B".
@@ -79,6 +85,52 @@ func many(count: Int) throws {
     )
 }
 
+/// Reads one line of standard input into a password, digit by digit.
+func readPIN() throws -> Password {
+    let pin = try MutablePassword()
+    defer { pin.destroy() }
+    var byte: UInt8 = 0
+    while read(0, &byte, 1) == 1 && byte != 0x0A { try pin.addCharacter(UInt32(byte)) }
+    byte = 0
+    return try pin.copyToImmutable()
+}
+
+func vaultOptions() -> PinVault.Options {
+    PinVault.Options(floor: .init(memoryKiB: 8, iterations: 1)) { event in
+        switch event {
+        case .failureRecorded(let n): say("event failureRecorded \(n)")
+        case .derivingKey: say("event derivingKey")
+        case .unlocked: say("event unlocked")
+        case .pinChangeNewSlotWritten: say("event newSlotWritten")
+        case .pinChangeOldSlotRemoved: say("event oldSlotRemoved")
+        }
+    }
+}
+
+func vaultCommand(_ command: String, directory: String) -> Int32 {
+    let vault = PinVault(directory: directory, options: vaultOptions())
+    do {
+        if command == "vault-unlock" {
+            let pin = try readPIN()
+            try vault.unlock(pin: pin) { _ in }
+        } else {
+            let old = try readPIN()
+            let new = try readPIN()
+            try vault.changePIN(old: old, new: new)
+        }
+        say("done")
+        return 0
+    } catch VaultError.wrongPIN {
+        say("wrong")
+        return 1
+    } catch VaultError.throttled, VaultError.locked {
+        return 3
+    } catch {
+        say("error: \(error)")
+        return 2
+    }
+}
+
 let args = CommandLine.arguments
 do {
     if args.contains("--no-secretmem") { try SecureMemory.setSecretMemoryEnabled(false) }
@@ -86,6 +138,8 @@ do {
     case "dump" where args.count > 2:
         guard let seed = UInt64(args[2]) else { throw SecureCoreError.invalidSize(0) }
         try dump(seed: seed)
+    case "vault-unlock" where args.count > 2, "vault-change" where args.count > 2:
+        exit(vaultCommand(args[1], directory: args[2]))
     case "many" where args.count > 2:
         try many(count: Int(args[2]) ?? 0)
     default:

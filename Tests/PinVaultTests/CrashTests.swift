@@ -1,0 +1,116 @@
+import Foundation
+import SecureCore
+import Testing
+
+@testable import PinVault
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The helper executable built beside this test bundle.
+func vaultHelperPath() throws -> String {
+    let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+    for _ in 0..<3 {
+        let candidate = dir.appendingPathComponent("spc-test-helper").path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        dir = dir.deletingLastPathComponent()
+    }
+    throw VaultError.notFound
+}
+
+/// Starts the helper on a vault operation; the PIN lines go to its stdin.
+func startHelper(_ command: String, _ directory: String, input: String) throws -> (Process, Pipe) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try vaultHelperPath())
+    process.arguments = [command, directory]
+    let stdin = Pipe()
+    let stdout = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    return (process, stdout)
+}
+
+/// Trials per harness: 100 in `make test` (200 in all), more with SECUREPIN_KILL_TRIALS.
+let killTrials = ProcessInfo.processInfo.environment["SECUREPIN_KILL_TRIALS"].flatMap { Int($0) } ?? 100
+
+/// Parameters large enough that a kill often lands inside the key derivation.
+let harnessParameters = Argon2id.Parameters(memoryKiB: 4096, iterations: 1)
+
+@Suite("Vault crash and concurrency harness", .serialized)
+struct CrashTests {
+    func harnessVault(pin digits: String) throws -> PinVault {
+        let vault = try PinVault.create(
+            at: temporaryDirectory(), secret: secret("refresh-token-42"), pin: pin(digits),
+            policy: .hard(maxFailures: 60_000), parameters: harnessParameters,
+            options: PinVault.Options(floor: testFloor))
+        return PinVault(directory: vault.directory.path, options: PinVault.Options(floor: testFloor))
+    }
+
+    /// kill -9 at random instants of wrong-PIN unlocks: every attempt that
+    /// reached the key derivation is counted; none is counted twice.
+    @Test func killDuringUnlockLosesNoCountedFailure() throws {
+        let vault = try harnessVault(pin: "2468")
+        var reachedKDF = 0
+        for trial in 0..<killTrials {
+            let before = try vault.status().failures
+            let (process, stdout) = try startHelper("vault-unlock", vault.directory.path, input: "1357\n")
+            usleep(UInt32.random(in: 0...25_000))
+            kill(process.processIdentifier, SIGKILL)
+            let output = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            let after = try vault.status().failures
+            if output.contains("event failureRecorded") {
+                reachedKDF += 1
+                #expect(after == before + 1, "trial \(trial): a recorded failure was lost")
+            } else {
+                #expect(after == before || after == before + 1, "trial \(trial): \(before) -> \(after)")
+            }
+        }
+        #expect(reachedKDF > 0, "no kill landed after the failure was recorded: the harness proves nothing")
+        #expect(try vault.unlock(pin: pin("2468")) { try text($0) } == "refresh-token-42")
+    }
+
+    /// kill -9 at random instants of PIN changes: afterwards the vault opens
+    /// with the old or the new PIN, never neither.
+    @Test func killDuringPINChangeKeepsOldOrNew() throws {
+        var current = "1111"
+        var other = "2222"
+        let vault = try harnessVault(pin: current)
+        var completed = 0
+        for trial in 0..<killTrials {
+            let (process, stdout) = try startHelper(
+                "vault-change", vault.directory.path, input: "\(current)\n\(other)\n")
+            usleep(UInt32.random(in: 0...40_000))
+            kill(process.processIdentifier, SIGKILL)
+            _ = stdout.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            if (try? vault.unlock(pin: pin(current)) { _ in 0 }) != nil { continue }
+            do {
+                _ = try vault.unlock(pin: pin(other)) { _ in 0 }
+                swap(&current, &other)
+                completed += 1
+            } catch {
+                Issue.record("trial \(trial): neither the old nor the new PIN opens the vault: \(error)")
+                return
+            }
+        }
+        #expect(completed > 0, "no PIN change completed before its kill: the harness proves nothing")
+    }
+
+    /// Eight processes with wrong PINs at once: exactly eight failures.
+    @Test func concurrentWrongPINsCountExactly() throws {
+        let vault = try harnessVault(pin: "2468")
+        let helpers = try (0..<8).map { _ in try startHelper("vault-unlock", vault.directory.path, input: "0000\n") }
+        for (process, stdout) in helpers {
+            _ = stdout.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 1)
+        }
+        #expect(try vault.status().failures == 8)
+    }
+}
