@@ -21,6 +21,7 @@ let package = Package(
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .executable(name: "securepin", targets: ["securepin"]),
+        .library(name: "PinEntry", targets: ["PinEntry"]),
     ],
     targets: [
         .systemLibrary(
@@ -60,6 +61,10 @@ let package = Package(
         .testTarget(
             name: "SecureCoreTests",
             dependencies: ["SecureCore", "spc-test-helper"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "PinEntry",
+            dependencies: ["SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )
