@@ -66,5 +66,10 @@ let package = Package(
             name: "PinEntry",
             dependencies: ["SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "pinpad-demo",
+            dependencies: ["PinEntry"],
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            linkerSettings: linkHardening),
     ]
 )
