@@ -11,7 +11,8 @@ import SecureCore
 /// - Fixed length: the last digit submits the PIN and every key is then
 ///   ignored until ``PinEntryEvent/operationFinished(_:)``. Variable length:
 ///   ``PinEntryEvent/confirm`` works from the minimum; the maximum is enforced.
-/// - Delete removes the last character; delete on an empty PIN cancels.
+/// - Delete removes the last character; the delete key on an empty PIN
+///   cancels (a hardware Backspace on an empty PIN is ignored).
 /// - Resign-active dismisses unless the biometric prompt is showing;
 ///   enter-background always dismisses. Both wipe and report a cancellation.
 /// - Automatic biometry starts once per appearance; the biometry key exists
@@ -232,7 +233,9 @@ public final class PinEntryController {
         if let ignored = notAccepting() { return [.ignored(ignored)] }
         guard let pin else { return [.ignored(.notPresented)] }
         if pin.length == 0 {
-            return (feedback ? [.haptic] : []) + dismiss(.userCancelled)
+            // The on-screen delete key doubles as cancel on an empty PIN; a
+            // hardware Backspace held down one press too long must not.
+            return feedback ? [.haptic] + dismiss(.userCancelled) : [.ignored(.notApplicable)]
         }
         do { try pin.removeLastCharacter() } catch { throw PinEntryError(error) }
         return (feedback ? [.haptic] : []) + [.updateIndicator]

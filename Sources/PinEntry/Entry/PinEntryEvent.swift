@@ -11,7 +11,8 @@ public enum PinEntryEvent: Equatable, Sendable {
     /// The user typed a character on a hardware keyboard (terminal, external
     /// keyboard). For a numeric format anything but a digit is ignored.
     case typed(Unicode.Scalar)
-    /// Backspace on a hardware keyboard: like the delete key.
+    /// Backspace on a hardware keyboard: removes the last character, but on
+    /// an empty PIN it is ignored rather than cancelling.
     case deleteBackward
     /// The user asked to confirm (the confirm button, or Enter).
     case confirm
