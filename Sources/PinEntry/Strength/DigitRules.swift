@@ -92,17 +92,18 @@ enum DigitRules {
 
     /// The PIN splits into straight keypad lines of at least 3 keys each:
     /// consecutive keys adjacent (including diagonally) in one direction
-    /// (2580, 147258, 159357, 123654).
+    /// (2580, 147258, 159357, 123654). From 6 digits the last line may have
+    /// only 2 keys, so a pattern that runs out of PIN still counts (14725836).
     static func isKeypadLines(_ d: Digits) -> Bool {
         let n = d.count
-        guard n >= 3 else { return false }
-        // reachable[i]: the first i digits split into lines. 64 bits cover
-        // any PIN this module accepts as numeric up to 63 digits.
-        guard n < 64 else { return false }
+        // reachable bit i: the first i digits split into lines. A 64-bit set
+        // covers every numeric length this module accepts up to 63 digits.
+        guard n >= 3, n < 64 else { return false }
         var reachable: UInt64 = 1
-        for end in 3 ... n {
-            for start in stride(from: end - 3, through: 0, by: -1)
-            where reachable & (1 << UInt64(start)) != 0 && isStraightLine(d, from: start, to: end) {
+        for end in 2 ... n {
+            let shortest = (end == n && n >= 6) ? 2 : 3
+            for start in stride(from: end - shortest, through: 0, by: -1)
+            where reachable & (1 << UInt64(start)) != 0 && isStraightLine(d, from: start, to: end, shortest: shortest) {
                 reachable |= 1 << UInt64(end)
                 break
             }
@@ -112,8 +113,8 @@ enum DigitRules {
         return result
     }
 
-    static func isStraightLine(_ d: Digits, from start: Int, to end: Int) -> Bool {
-        guard end - start >= 3 else { return false }
+    static func isStraightLine(_ d: Digits, from start: Int, to end: Int, shortest: Int = 3) -> Bool {
+        guard end - start >= max(2, shortest) else { return false }
         let first = position(d[start]), second = position(d[start + 1])
         let dr = second.row - first.row, dc = second.column - first.column
         guard abs(dr) <= 1, abs(dc) <= 1, dr != 0 || dc != 0 else { return false }
