@@ -39,6 +39,8 @@ final class SignalTrap {
     let readDescriptor: Int32
     private let writeDescriptor: Int32
     private var saved: [(signal: Int32, action: sigaction)] = []
+    private var savedMask = sigset_t()
+    private var maskSaved = false
     private var restored = false
 
     /// Installs the handlers.
@@ -58,9 +60,18 @@ final class SignalTrap {
             throw .terminalFailure(errno: EBUSY)
         }
         trappedSignal.store(0, ordering: .sequentiallyConsistent)
-        do {
+        do throws(PinEntryError) {
             for signal in Self.caught { try install(signal, handler: recordSignal) }
             try install(SIGPIPE, handler: nil)
+            // A process may inherit these signals blocked (a parent's mask
+            // survives exec): unblock them for the entry, or a hang-up could
+            // never cancel it.
+            var unblock = sigset_t()
+            sigemptyset(&unblock)
+            for signal in Self.caught { sigaddset(&unblock, signal) }
+            let status = pthread_sigmask(SIG_UNBLOCK, &unblock, &savedMask)
+            guard status == 0 else { throw PinEntryError.terminalFailure(errno: status) }
+            maskSaved = true
         } catch {
             restore()
             throw error
@@ -81,6 +92,7 @@ final class SignalTrap {
     func restore() {
         guard !restored else { return }
         restored = true
+        if maskSaved { _ = pthread_sigmask(SIG_SETMASK, &savedMask, nil) }
         for (signal, action) in saved.reversed() {
             var previous = action
             _ = sigaction(signal, &previous, nil)
