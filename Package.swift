@@ -71,5 +71,9 @@ let package = Package(
             dependencies: ["PinEntry"],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
+        .testTarget(
+            name: "PinEntryTests",
+            dependencies: ["PinEntry", "SecureCore", "pinpad-demo"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )
