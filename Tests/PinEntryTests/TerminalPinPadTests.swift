@@ -208,6 +208,21 @@ struct TerminalPinPadTests {
         #expect(pane.contains("EXIT=3"))
     }
 
+    @Test("letters, control keys and ill-formed UTF-8 on the terminal are ignored, nothing stored")
+    func badTerminalInput() throws {
+        let session = try TmuxSession { shellCommand("--complexity digits-4 --json --today 2026-11-30", scratch: $0) }
+        _ = try session.wait(for: "Enter PIN")
+        try session.send("5")
+        try session.run(["send-keys", "-t", "pad", "-H", "ff"])        // never valid UTF-8
+        try session.send("x", "C-a", "8")
+        try session.run(["send-keys", "-t", "pad", "-H", "c3"])        // truncated by the next digit
+        try session.send("1", "3")
+        let pane = try session.wait(for: "DONE")
+        // Exactly 5813 was stored: four digits, none of this PIN's flags.
+        #expect(pane.contains(#"{"format":"numeric","length":4,"flags":[],"relevantFlags":[],"verdict":"acceptable"}"#), "\(pane)")
+        #expect(pane.contains("EXIT=0"))
+    }
+
     @Test("with a shuffled keypad, typed digits still enter the digit typed")
     func shuffledKeypadTyping() throws {
         let session = try TmuxSession {
