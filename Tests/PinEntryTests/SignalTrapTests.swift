@@ -46,6 +46,10 @@ struct SignalTrapTests {
         #expect(trap.takeSignal() == SIGHUP)
         #expect(SignalTrap.reason(for: SIGHUP) == .terminalClosed)
         #expect(throws: PinEntryError.terminalFailure(errno: EBUSY)) { try SignalTrap() }
+        // The refused second trap must not have disturbed the active one.
+        raise(SIGHUP)
+        #expect(poll(&ready, 1, 1_000) == 1)
+        #expect(trap.takeSignal() == SIGHUP)
         trap.restore()
         #expect(isIgnored(SIGHUP))
         #expect(isBlocked(SIGHUP))

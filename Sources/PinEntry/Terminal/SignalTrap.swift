@@ -56,6 +56,10 @@ final class SignalTrap {
         readDescriptor = fds[0]
         writeDescriptor = fds[1]
         guard wakeDescriptor.compareExchange(expected: -1, desired: fds[1], ordering: .sequentiallyConsistent).exchanged else {
+            // Another trap is active: leave it untouched. Mark this one
+            // restored first, so deinit neither closes twice nor clears
+            // the active trap's descriptor.
+            restored = true
             close(fds[0]); close(fds[1])
             throw .terminalFailure(errno: EBUSY)
         }
@@ -98,7 +102,7 @@ final class SignalTrap {
             _ = sigaction(signal, &previous, nil)
         }
         saved.removeAll()
-        wakeDescriptor.store(-1, ordering: .sequentiallyConsistent)
+        _ = wakeDescriptor.compareExchange(expected: writeDescriptor, desired: -1, ordering: .sequentiallyConsistent)
         close(readDescriptor)
         close(writeDescriptor)
     }
