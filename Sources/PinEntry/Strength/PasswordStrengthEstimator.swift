@@ -194,8 +194,15 @@ public struct PasswordStrengthEstimator: Sendable {
             default: other = true
             }
         }
-        let present = [(lower, 26), (upper, 26), (digit, 10), (symbol, 33), (other, 100)].filter(\.0)
-        return (max(present.reduce(0) { $0 + $1.1 }, 2), present.count)
+        // Plain arithmetic, no collection: even which classes occur is
+        // derived from the password and stays in locals.
+        var pool = 0, count = 0
+        if lower { pool += 26; count += 1 }
+        if upper { pool += 26; count += 1 }
+        if digit { pool += 10; count += 1 }
+        if symbol { pool += 33; count += 1 }
+        if other { pool += 100; count += 1 }
+        return (max(pool, 2), count)
     }
 
     private static func lowered(_ byte: UInt8) -> UInt8 {
