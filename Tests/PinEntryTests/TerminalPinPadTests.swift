@@ -132,7 +132,7 @@ struct TerminalPinPadTests {
 
     @Test("typed digits show as dots only, and the PIN never reaches the screen")
     func dotsOnly() throws {
-        #expect(FileManager.default.isExecutableFile(atPath: Tmux.demo), "pinpad-demo not found next to the tests")
+        try #require(FileManager.default.isExecutableFile(atPath: Tmux.demo), "pinpad-demo not found next to the tests")
         let session = try TmuxSession { shellCommand("--complexity digits-6 --today 2026-11-30", scratch: $0) }
         _ = try session.wait(for: "Enter PIN")
         try session.send("9", "7", "5")
