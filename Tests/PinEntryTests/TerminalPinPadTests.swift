@@ -73,7 +73,9 @@ final class TmuxSession {
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = [Tmux.path!, "-L", socket, "-f", "/dev/null"] + arguments
+        // The socket lives in the scratch directory, so removing it leaves
+        // nothing behind (tmux does not delete its socket on exit).
+        let argv = [Tmux.path!, "-S", scratch.appendingPathComponent("tmux.sock").path, "-f", "/dev/null"] + arguments
         var cArguments = argv.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }
         var pid: pid_t = 0
