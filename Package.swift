@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "PinVault", targets: ["PinVault"]),
         .library(name: "Activation", targets: ["Activation"]),
         .executable(name: "securepin", targets: ["securepin"]),
+        .library(name: "PinEntry", targets: ["PinEntry"]),
     ],
     targets: [
         .systemLibrary(
@@ -93,6 +94,19 @@ let package = Package(
         .testTarget(
             name: "SecureCoreTests",
             dependencies: ["SecureCore", "spc-test-helper"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "PinEntry",
+            dependencies: ["SecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "pinpad-demo",
+            dependencies: ["PinEntry"],
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            linkerSettings: linkHardening),
+        .testTarget(
+            name: "PinEntryTests",
+            dependencies: ["PinEntry", "SecureCore", "pinpad-demo"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )

@@ -1,0 +1,60 @@
+import SecureCore
+
+/// Errors raised by PinEntry. None of them carries secret content: a rejected
+/// character, for instance, is reported without its value.
+public enum PinEntryError: Error, Equatable, Sendable {
+    /// Secure memory failed underneath (creating, editing or revealing a
+    /// password); the wrapped SecureCore error says why.
+    case secureMemory(SecureCoreError)
+    /// The random source could not deliver bytes (the operating system's
+    /// CSPRNG failed, or an injected source ran dry).
+    case randomSourceFailed
+    /// The entry was cancelled by the user or the system; nothing was kept.
+    case cancelled(CancellationReason)
+    /// A character the format does not allow, for example a letter in a
+    /// numeric PIN. The input was not stored.
+    case characterNotAllowed
+    /// The input is longer than the format allows; the input was not stored.
+    case tooLong(maximum: Int)
+    /// The input is shorter than the format requires.
+    case tooShort(minimum: Int)
+    /// Bytes that are not well-formed UTF-8 (from a descriptor); nothing was kept.
+    case malformedInput
+    /// A text-field edit whose range lies outside the current password.
+    case editOutOfRange(location: Int, length: Int, passwordLength: Int)
+    /// A length policy outside `1 ... PinLengthPolicy.absoluteMaximum`, or
+    /// with the minimum above the maximum.
+    case invalidLengthPolicy(minimum: Int, maximum: Int)
+    /// The descriptor given for terminal entry is not a terminal.
+    case notATerminal
+    /// A terminal call (`tcgetattr`, `tcsetattr`, `poll`, signal set-up)
+    /// failed with this `errno`.
+    case terminalFailure(errno: Int32)
+    /// Reading a descriptor failed with this `errno`; nothing was kept.
+    case readFailed(errno: Int32)
+}
+
+/// Why an entry ended without a PIN. Reported to the flow that asked for it,
+/// which treats every case as a cancellation.
+public enum CancellationReason: String, Equatable, Sendable {
+    /// The user cancelled: delete on an empty PIN, or Escape on a terminal.
+    case userCancelled
+    /// Ctrl-C on a terminal, or `SIGINT`/`SIGTERM`.
+    case interrupted
+    /// Ctrl-Z on a terminal, or `SIGTSTP`: the entry is dropped rather than
+    /// left waiting in a suspended process.
+    case suspended
+    /// The terminal went away: `SIGHUP`, end of file, or a read error.
+    case terminalClosed
+    /// The application resigned active while no biometric prompt was showing.
+    case resignedActive
+    /// The application entered the background.
+    case enteredBackground
+    /// The server reported no remaining attempts (the activation is blocked).
+    case blocked
+}
+
+extension PinEntryError {
+    /// Wraps a SecureCore error (the one place that mapping happens).
+    init(_ error: SecureCoreError) { self = .secureMemory(error) }
+}

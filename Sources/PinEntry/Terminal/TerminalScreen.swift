@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Draws the pad: the prompt with one dot per entered character, and
+/// optionally the keypad above it. What it writes holds counts and key
+/// titles only, never an entered character. Write errors are ignored: a
+/// closed terminal is noticed by the reader.
+final class TerminalScreen {
+    let output: Int32
+    let options: TerminalPinPad.Options
+    private var linesAbove = 0
+    private var drawn = false
+
+    init(output: Int32, options: TerminalPinPad.Options) {
+        self.output = output
+        self.options = options
+    }
+
+    func draw(_ controller: PinEntryController, selected: GridPosition) {
+        var text = linesAbove > 0 ? "\u{1B}[\(linesAbove)A" : ""
+        text += "\r\u{1B}[J"
+        var lines: [String] = []
+        if options.showsKeypad, let keypad = controller.keypad {
+            for row in 0 ..< GridPosition.rows {
+                var line = "  "
+                for column in 0 ..< GridPosition.columns {
+                    let position = GridPosition(row: row, column: column)
+                    let title = keypad.key(at: position)?.title ?? ""
+                    let padded = Self.center(title, width: 3)
+                    line += position == selected ? "[\(padded)]" : " \(padded) "
+                }
+                lines.append(line)
+            }
+            lines.append("  digits, or arrows and Space; Backspace deletes; Esc cancels")
+        }
+        lines.append(promptLine(controller))
+        text += lines.joined(separator: "\r\n")
+        linesAbove = lines.count - 1
+        drawn = true
+        emit(text)
+    }
+
+    /// Ends the pad's output with a newline.
+    func finish() {
+        if drawn { emit("\r\n") }
+        drawn = false
+    }
+
+    private func promptLine(_ controller: PinEntryController) -> String {
+        let state = controller.state
+        let policy = state.lengthPolicy
+        var line = options.prompt + ": " + String(repeating: "•", count: state.enteredLength)
+        if policy.isFixed {
+            line += String(repeating: "·", count: max(0, policy.maximum - state.enteredLength))
+        }
+        if state.showsConfirmButton && state.phase == .entering {
+            line += state.isConfirmEnabled ? "  (Enter to confirm)" : ""
+        }
+        if options.showsProgressText { line += "  " + controller.indicatorText }
+        if let attempts = controller.attemptsText { line += "  " + attempts }
+        return line
+    }
+
+    private static func center(_ title: String, width: Int) -> String {
+        let count = title.count
+        guard count < width else { return title }
+        let left = (width - count) / 2
+        return String(repeating: " ", count: left) + title + String(repeating: " ", count: width - count - left)
+    }
+
+    private func emit(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(output, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
+    }
+}
