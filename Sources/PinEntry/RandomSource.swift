@@ -19,7 +19,7 @@ extension RandomSource {
     public func uniform(below bound: Int) throws(PinEntryError) -> Int {
         precondition(bound > 0, "uniform(below:) needs a positive bound")
         let n = UInt64(bound)
-        let rejectBelow = (0 &- n) % n   // 2^64 mod n
+        let rejectBelow = (0 &- n) % n  // 2^64 mod n
         while true {
             let word = try nextWord()
             if word >= rejectBelow { return Int(word % n) }

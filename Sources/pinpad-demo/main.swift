@@ -1,12 +1,13 @@
+import PinEntry
+
 // pinpad-demo: reads a PIN through the terminal pad or `--pin-fd N`, and
 // prints its strength flags and the warn/reject verdict. All logic lives in
 // PinEntry (PinCheck); this file only parses arguments.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
-import PinEntry
 
 let usage = """
     usage: pinpad-demo [--complexity digits-4|digits-6|digits-4-8|alphanumeric]
@@ -39,7 +40,7 @@ func parseLength(_ text: Substring) -> PinLengthPolicy? {
 
 func parseDay(_ text: String) -> CalendarDay? {
     let parts = text.split(separator: "-").compactMap { Int($0) }
-    guard parts.count == 3, (1 ... 12).contains(parts[1]), (1 ... 31).contains(parts[2]) else { return nil }
+    guard parts.count == 3, (1...12).contains(parts[1]), (1...31).contains(parts[2]) else { return nil }
     return CalendarDay(year: parts[0], month: parts[1], day: parts[2])
 }
 
@@ -65,7 +66,9 @@ while let argument = arguments.popFirst() {
         }
         format = PinFormat(isNumeric: format.isNumeric, lengthPolicy: policy)
     case "--pin-fd":
-        guard let value = arguments.popFirst(), let fd = Int32(value), fd >= 0 else { fail("--pin-fd needs a descriptor number") }
+        guard let value = arguments.popFirst(), let fd = Int32(value), fd >= 0 else {
+            fail("--pin-fd needs a descriptor number")
+        }
         descriptor = fd
     case "--keypad": options.showsKeypad = true
     case "--shuffled":
@@ -85,8 +88,9 @@ while let argument = arguments.popFirst() {
     }
 }
 
-let request = PinCheckRequest(format: format, source: descriptor.map { .descriptor($0) } ?? .terminal(options),
-                              policy: policy, today: today)
+let request = PinCheckRequest(
+    format: format, source: descriptor.map { .descriptor($0) } ?? .terminal(options),
+    policy: policy, today: today)
 do {
     let outcome = try PinCheck.run(request)
     print(json ? outcome.json : outcome.text)

@@ -1,15 +1,19 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import SecureCore
 import Testing
+
 @testable import PinEntry
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("DescriptorPasswordReader")
 struct DescriptorPasswordReaderTests {
     /// Writes `bytes` into a fresh pipe, closes the write end, and reads.
-    func read(_ bytes: [UInt8], _ complexity: PinComplexity = .fourToEightDigits,
-              after check: ((Int32) -> Void)? = nil) throws(PinEntryError) -> Password {
+    func read(
+        _ bytes: [UInt8], _ complexity: PinComplexity = .fourToEightDigits,
+        after check: ((Int32) -> Void)? = nil
+    ) throws(PinEntryError) -> Password {
         var fds: [Int32] = [-1, -1]
         precondition(pipe(&fds) == 0)
         defer { close(fds[0]) }
@@ -44,15 +48,17 @@ struct DescriptorPasswordReaderTests {
         #expect(try holds(pin, "heslo-žluté"))
     }
 
-    @Test("bad input is refused", arguments: [
-        (Array("12a4\n".utf8), PinEntryError.characterNotAllowed),
-        (Array("123456789\n".utf8), .tooLong(maximum: 8)),
-        (Array("123\n".utf8), .tooShort(minimum: 4)),
-        (Array("\n".utf8), .tooShort(minimum: 4)),
-        ([0x31, 0x32, 0xFF, 0x33, 0x34, 0x0A], .malformedInput),
-        ([0x31, 0x32, 0x33, 0x34, 0xC3], .malformedInput),          // truncated at end of input
-        ([0x31, 0x32, 0x09, 0x33, 0x34], .characterNotAllowed),     // a tab
-    ])
+    @Test(
+        "bad input is refused",
+        arguments: [
+            (Array("12a4\n".utf8), PinEntryError.characterNotAllowed),
+            (Array("123456789\n".utf8), .tooLong(maximum: 8)),
+            (Array("123\n".utf8), .tooShort(minimum: 4)),
+            (Array("\n".utf8), .tooShort(minimum: 4)),
+            ([0x31, 0x32, 0xFF, 0x33, 0x34, 0x0A], .malformedInput),
+            ([0x31, 0x32, 0x33, 0x34, 0xC3], .malformedInput),  // truncated at end of input
+            ([0x31, 0x32, 0x09, 0x33, 0x34], .characterNotAllowed),  // a tab
+        ])
     func badInput(_ bytes: [UInt8], _ error: PinEntryError) {
         #expect(throws: error) { try read(bytes) }
     }
@@ -86,7 +92,10 @@ struct DescriptorPasswordReaderTests {
         let outcome = try PinCheck.judge(pin, request: request)
         #expect(outcome.verdict == .warn)
         #expect(outcome.exitStatus == 3)
-        #expect(outcome.json == #"{"format":"numeric","length":6,"flags":["pattern","frequently-used"],"relevantFlags":["frequently-used"],"verdict":"warn"}"#)
+        #expect(
+            outcome.json
+                == #"{"format":"numeric","length":6,"flags":["pattern","frequently-used"],"relevantFlags":["frequently-used"],"verdict":"warn"}"#
+        )
         #expect(!outcome.text.contains("147") && !outcome.json.contains("258"))
         var reject = request
         reject.policy.action = .reject

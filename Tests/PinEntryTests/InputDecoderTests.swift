@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PinEntry
 
 @Suite("Input decoders")
@@ -25,15 +26,17 @@ struct InputDecoderTests {
         #expect(decode([0xF0, 0x9F, 0x98, 0x80]) == [.pending, .pending, .pending, .scalar("😀")])
     }
 
-    @Test("ill-formed UTF-8 is rejected", arguments: [
-        [UInt8(0x80)],                  // stray continuation
-        [0xC0, 0x80],                   // overlong NUL
-        [0xE0, 0x80, 0x80],             // overlong
-        [0xED, 0xA0, 0x80],             // surrogate U+D800
-        [0xF4, 0x90, 0x80, 0x80],       // above U+10FFFF
-        [0xF5],                         // never valid
-        [0xFF],
-    ])
+    @Test(
+        "ill-formed UTF-8 is rejected",
+        arguments: [
+            [UInt8(0x80)],  // stray continuation
+            [0xC0, 0x80],  // overlong NUL
+            [0xE0, 0x80, 0x80],  // overlong
+            [0xED, 0xA0, 0x80],  // surrogate U+D800
+            [0xF4, 0x90, 0x80, 0x80],  // above U+10FFFF
+            [0xF5],  // never valid
+            [0xFF],
+        ])
     func illFormed(_ bytes: [UInt8]) {
         #expect(decode(bytes).contains { if case .invalid = $0 { true } else { false } })
         #expect(!decode(bytes).contains { if case .scalar = $0 { true } else { false } })
@@ -65,13 +68,14 @@ struct InputDecoderTests {
         #expect(keys([0x1C]) == [.interrupt])
         #expect(keys([0x1A]) == [.suspend])
         #expect(keys([0x04]) == [.cancel])
-        #expect(keys([0x1B, 0x5B, 0x41, 0x1B, 0x5B, 0x42, 0x1B, 0x4F, 0x43, 0x1B, 0x5B, 0x44])
+        #expect(
+            keys([0x1B, 0x5B, 0x41, 0x1B, 0x5B, 0x42, 0x1B, 0x4F, 0x43, 0x1B, 0x5B, 0x44])
                 == [.arrow(.up), .arrow(.down), .arrow(.right), .arrow(.left)])
-        #expect(keys([0x1B, 0x5B, 0x33, 0x7E]) == [.ignored])        // Delete key: ignored
-        #expect(keys([0x1B]) == [.cancel])                            // lone Escape
+        #expect(keys([0x1B, 0x5B, 0x33, 0x7E]) == [.ignored])  // Delete key: ignored
+        #expect(keys([0x1B]) == [.cancel])  // lone Escape
         #expect(keys([0x20]) == [.space])
-        #expect(keys([0x01, 0x15]) == [.ignored, .ignored])           // other controls
-        #expect(keys([0xC2, 0x85]) == [.ignored])                     // C1 control
+        #expect(keys([0x01, 0x15]) == [.ignored, .ignored])  // other controls
+        #expect(keys([0xC2, 0x85]) == [.ignored])  // C1 control
         #expect(keys([0xFF, 0x32]) == [.ignored, .character("2")])
         #expect(keys([0xC3, 0x33]) == [.ignored, .character("3")])
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PinEntry
 
 @Suite("Keypad")
@@ -17,7 +18,7 @@ struct KeypadTests {
     func shuffleUniformity() throws {
         var counts = [[Int]](repeating: [Int](repeating: 0, count: 12), count: 12)
         let source = SystemRandomSource()
-        for _ in 0 ..< Self.keypads {
+        for _ in 0..<Self.keypads {
             let keypad = try Keypad(includesBiometry: true, randomSource: source)
             for (slot, key) in keypad.keys.enumerated() {
                 counts[slot][Self.index(of: key.key)] += 1
@@ -25,7 +26,11 @@ struct KeypadTests {
         }
         let expected = Double(Self.keypads) / 12
         var statistic = 0.0
-        for row in counts { for observed in row { statistic += (Double(observed) - expected) * (Double(observed) - expected) / expected } }
+        for row in counts {
+            for observed in row {
+                statistic += (Double(observed) - expected) * (Double(observed) - expected) / expected
+            }
+        }
         #expect(statistic < Self.criticalValue, "chi-square \(statistic) ≥ \(Self.criticalValue)")
     }
 
@@ -35,14 +40,18 @@ struct KeypadTests {
         // statistic must reject it, or the uniformity test proves nothing.
         var counts = [[Int]](repeating: [Int](repeating: 0, count: 12), count: 12)
         var generator = SystemRandomNumberGenerator()
-        for _ in 0 ..< Self.keypads {
-            var keys = Array(0 ..< 12)
-            for i in 0 ..< 12 { keys.swapAt(i, Int.random(in: 0 ..< 12, using: &generator)) }
+        for _ in 0..<Self.keypads {
+            var keys = Array(0..<12)
+            for i in 0..<12 { keys.swapAt(i, Int.random(in: 0..<12, using: &generator)) }
             for (slot, key) in keys.enumerated() { counts[slot][key] += 1 }
         }
         let expected = Double(Self.keypads) / 12
         var statistic = 0.0
-        for row in counts { for observed in row { statistic += (Double(observed) - expected) * (Double(observed) - expected) / expected } }
+        for row in counts {
+            for observed in row {
+                statistic += (Double(observed) - expected) * (Double(observed) - expected) / expected
+            }
+        }
         #expect(statistic > Self.criticalValue)
     }
 
@@ -65,7 +74,7 @@ struct KeypadTests {
 
     @Test("positions are fixed by the key, whatever the view order")
     func positionsFixedByKey() throws {
-        for _ in 0 ..< 50 {
+        for _ in 0..<50 {
             let keypad = try Keypad(includesBiometry: true)
             for key in keypad.keys { #expect(key.position == key.key.standardPosition) }
             #expect(keypad.key(at: GridPosition(row: 0, column: 0))?.title == "1")
@@ -78,13 +87,13 @@ struct KeypadTests {
     @Test("a shuffled-digit layout permutes the digit cells only")
     func shuffledDigitLayout() throws {
         var layouts = Set<[String]>()
-        for _ in 0 ..< 20 {
+        for _ in 0..<20 {
             let keypad = try Keypad(layout: .shuffledDigits, includesBiometry: true)
             let digits = keypad.keys.filter { $0.kind == .digit }
-            #expect(Set(digits.map(\.position)) == Set((0 ... 9).map { PinKey.digit(UInt8($0)).standardPosition }))
+            #expect(Set(digits.map(\.position)) == Set((0...9).map { PinKey.digit(UInt8($0)).standardPosition }))
             #expect(keypad.key(at: GridPosition(row: 3, column: 0))?.kind == .biometry)
             #expect(keypad.key(at: GridPosition(row: 3, column: 2))?.kind == .delete)
-            layouts.insert((0 ..< 12).compactMap { keypad.key(at: GridPosition(row: $0 / 3, column: $0 % 3))?.title })
+            layouts.insert((0..<12).compactMap { keypad.key(at: GridPosition(row: $0 / 3, column: $0 % 3))?.title })
         }
         #expect(layouts.count > 1)
     }
@@ -93,7 +102,7 @@ struct KeypadTests {
     func identifiersRevealNothing() throws {
         var seen = Set<KeyIdentifier>()
         var identifiersOfOne = Set<String>()
-        for _ in 0 ..< 500 {
+        for _ in 0..<500 {
             let keypad = try Keypad(includesBiometry: true)
             for key in keypad.keys {
                 // Fresh on every keypad: no identifier ever stands for a digit.
@@ -119,7 +128,7 @@ struct KeypadTests {
     @Test("accessibility labels and the haptic-only press feedback")
     func accessibility() throws {
         let keypad = try Keypad(includesBiometry: true)
-        for digit in 0 ... 9 { #expect(keypad.key(titled: "\(digit)")?.accessibilityLabel == "\(digit)") }
+        for digit in 0...9 { #expect(keypad.key(titled: "\(digit)")?.accessibilityLabel == "\(digit)") }
         #expect(keypad.keys.first { $0.kind == .biometry }?.accessibilityLabel == "Use biometry")
         #expect(keypad.keys.first { $0.kind == .delete }?.accessibilityLabel == "Delete")
         #expect(keypad.keys.allSatisfy { $0.pressFeedback == .haptic })

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PinEntry
 
 @Suite("PasswordStrengthEstimator")
@@ -18,14 +19,16 @@ struct PasswordStrengthEstimatorTests {
         var testDescription: String { text }
     }
 
-    @Test("common passwords and patterns are penalised", arguments: [
-        Case(text: "password", penalties: [.commonPassword, .singleCharacterClass], rating: .veryWeak),
-        Case(text: "aaaaaaaa", penalties: [.repeatedCharacters, .singleCharacterClass], rating: .veryWeak),
-        Case(text: "abcdefgh", penalties: [.sequence, .singleCharacterClass], rating: .veryWeak),
-        Case(text: "wertyuio", penalties: [.keyboardPattern, .singleCharacterClass], rating: .veryWeak),
-        Case(text: "Summer1990", penalties: [.commonPassword, .containsYear], rating: .veryWeak),
-        Case(text: "correct horse battery staple", penalties: [], rating: .strong),
-    ])
+    @Test(
+        "common passwords and patterns are penalised",
+        arguments: [
+            Case(text: "password", penalties: [.commonPassword, .singleCharacterClass], rating: .veryWeak),
+            Case(text: "aaaaaaaa", penalties: [.repeatedCharacters, .singleCharacterClass], rating: .veryWeak),
+            Case(text: "abcdefgh", penalties: [.sequence, .singleCharacterClass], rating: .veryWeak),
+            Case(text: "wertyuio", penalties: [.keyboardPattern, .singleCharacterClass], rating: .veryWeak),
+            Case(text: "Summer1990", penalties: [.commonPassword, .containsYear], rating: .veryWeak),
+            Case(text: "correct horse battery staple", penalties: [], rating: .strong),
+        ])
     func penalties(_ row: Case) throws {
         let (text, penalties, rating) = (row.text, row.penalties, row.rating)
         let result = try estimate(text)

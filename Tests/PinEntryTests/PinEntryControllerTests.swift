@@ -1,13 +1,14 @@
 import SecureCore
 import Testing
+
 @testable import PinEntry
 
 /// One step a test drives: an event, or a key pressed by its drawn title.
 enum Step: Sendable, CustomStringConvertible {
     case event(PinEntryEvent)
-    case keys(String)        // on-screen keys, one character title each: digits and "⌫"
-    case key(String)         // one on-screen key by its whole title, e.g. "Bio"
-    case typed(String)       // hardware keyboard characters
+    case keys(String)  // on-screen keys, one character title each: digits and "⌫"
+    case key(String)  // one on-screen key by its whole title, e.g. "Bio"
+    case typed(String)  // hardware keyboard characters
     case foreignKey
 
     var description: String {
@@ -33,16 +34,21 @@ struct ControllerCase: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    init(_ name: String, _ steps: [Step],
-         phase: PinEntryPhase, length: Int, confirmEnabled: Bool = false, attempts: RemainingAttempts? = nil,
-         last: [EffectKind]) {
-        self.init(name, fixedFour, steps, phase: phase, length: length, confirmEnabled: confirmEnabled,
-                  attempts: attempts, last: last)
+    init(
+        _ name: String, _ steps: [Step],
+        phase: PinEntryPhase, length: Int, confirmEnabled: Bool = false, attempts: RemainingAttempts? = nil,
+        last: [EffectKind]
+    ) {
+        self.init(
+            name, fixedFour, steps, phase: phase, length: length, confirmEnabled: confirmEnabled,
+            attempts: attempts, last: last)
     }
 
-    init(_ name: String, _ configuration: PinEntryConfiguration, _ steps: [Step],
-         phase: PinEntryPhase, length: Int, confirmEnabled: Bool = false, attempts: RemainingAttempts? = nil,
-         last: [EffectKind]) {
+    init(
+        _ name: String, _ configuration: PinEntryConfiguration, _ steps: [Step],
+        phase: PinEntryPhase, length: Int, confirmEnabled: Bool = false, attempts: RemainingAttempts? = nil,
+        last: [EffectKind]
+    ) {
         self.name = name
         self.configuration = configuration
         self.steps = steps
@@ -63,96 +69,140 @@ let onRequest = PinEntryConfiguration(complexity: .fourDigits, isBiometryAvailab
 
 let controllerCases: [ControllerCase] = [
     // Entering, fixed length
-    .init("fixed: three digits", [.event(.appear), .keys("123")], phase: .entering, length: 3,
-          last: [.haptic, .updateIndicator]),
-    .init("fixed: the last digit auto-confirms", [.event(.appear), .keys("1234")], phase: .submitted, length: 4,
-          last: [.haptic, .updateIndicator, .submit]),
-    .init("fixed: digits after auto-confirm are ignored", [.event(.appear), .keys("12345")], phase: .submitted,
-          length: 4, last: [.ignored(.busy)]),
-    .init("fixed: delete after auto-confirm is ignored", [.event(.appear), .keys("1234⌫")], phase: .submitted,
-          length: 4, last: [.ignored(.busy)]),
-    .init("fixed: confirm after auto-confirm is ignored", [.event(.appear), .keys("1234"), .event(.confirm)],
-          phase: .submitted, length: 4, last: [.ignored(.busy)]),
-    .init("delete removes the last digit", [.event(.appear), .keys("12⌫")], phase: .entering, length: 1,
-          last: [.haptic, .updateIndicator]),
-    .init("delete on empty cancels", [.event(.appear), .keys("⌫")], phase: .cancelled(.userCancelled), length: 0,
-          last: [.haptic, .cancelled(.userCancelled)]),
-    .init("keys after a cancel are ignored", [.event(.appear), .keys("⌫1")], phase: .cancelled(.userCancelled),
-          length: 0, last: [.ignored(.notPresented)]),
-    .init("hardware backspace on empty does not cancel", [.event(.appear), .event(.deleteBackward)],
-          phase: .entering, length: 0, last: [.ignored(.notApplicable)]),
-    .init("typed digits fill and auto-confirm", [.event(.appear), .typed("9876")], phase: .submitted, length: 4,
-          last: [.updateIndicator, .submit]),
-    .init("typed non-digit is ignored", [.event(.appear), .typed("1a")], phase: .entering, length: 1,
-          last: [.ignored(.characterNotAllowed)]),
-    .init("explicit cancel wipes", [.event(.appear), .keys("12"), .event(.cancel)],
-          phase: .cancelled(.userCancelled), length: 0, last: [.cancelled(.userCancelled)]),
+    .init(
+        "fixed: three digits", [.event(.appear), .keys("123")], phase: .entering, length: 3,
+        last: [.haptic, .updateIndicator]),
+    .init(
+        "fixed: the last digit auto-confirms", [.event(.appear), .keys("1234")], phase: .submitted, length: 4,
+        last: [.haptic, .updateIndicator, .submit]),
+    .init(
+        "fixed: digits after auto-confirm are ignored", [.event(.appear), .keys("12345")], phase: .submitted,
+        length: 4, last: [.ignored(.busy)]),
+    .init(
+        "fixed: delete after auto-confirm is ignored", [.event(.appear), .keys("1234⌫")], phase: .submitted,
+        length: 4, last: [.ignored(.busy)]),
+    .init(
+        "fixed: confirm after auto-confirm is ignored", [.event(.appear), .keys("1234"), .event(.confirm)],
+        phase: .submitted, length: 4, last: [.ignored(.busy)]),
+    .init(
+        "delete removes the last digit", [.event(.appear), .keys("12⌫")], phase: .entering, length: 1,
+        last: [.haptic, .updateIndicator]),
+    .init(
+        "delete on empty cancels", [.event(.appear), .keys("⌫")], phase: .cancelled(.userCancelled), length: 0,
+        last: [.haptic, .cancelled(.userCancelled)]),
+    .init(
+        "keys after a cancel are ignored", [.event(.appear), .keys("⌫1")], phase: .cancelled(.userCancelled),
+        length: 0, last: [.ignored(.notPresented)]),
+    .init(
+        "hardware backspace on empty does not cancel", [.event(.appear), .event(.deleteBackward)],
+        phase: .entering, length: 0, last: [.ignored(.notApplicable)]),
+    .init(
+        "typed digits fill and auto-confirm", [.event(.appear), .typed("9876")], phase: .submitted, length: 4,
+        last: [.updateIndicator, .submit]),
+    .init(
+        "typed non-digit is ignored", [.event(.appear), .typed("1a")], phase: .entering, length: 1,
+        last: [.ignored(.characterNotAllowed)]),
+    .init(
+        "explicit cancel wipes", [.event(.appear), .keys("12"), .event(.cancel)],
+        phase: .cancelled(.userCancelled), length: 0, last: [.cancelled(.userCancelled)]),
     // Variable length
-    .init("variable: confirm before the minimum is ignored", variable, [.event(.appear), .keys("123"), .event(.confirm)],
-          phase: .entering, length: 3, last: [.ignored(.tooShort)]),
-    .init("variable: confirm enabled at the minimum", variable, [.event(.appear), .keys("1234")],
-          phase: .entering, length: 4, confirmEnabled: true, last: [.haptic, .updateIndicator]),
-    .init("variable: confirm submits", variable, [.event(.appear), .keys("123456"), .event(.confirm)],
-          phase: .submitted, length: 6, last: [.updateIndicator, .submit]),
-    .init("variable: the maximum is enforced", variable, [.event(.appear), .keys("123456789")],
-          phase: .entering, length: 8, confirmEnabled: true, last: [.ignored(.maximumLengthReached)]),
+    .init(
+        "variable: confirm before the minimum is ignored", variable, [.event(.appear), .keys("123"), .event(.confirm)],
+        phase: .entering, length: 3, last: [.ignored(.tooShort)]),
+    .init(
+        "variable: confirm enabled at the minimum", variable, [.event(.appear), .keys("1234")],
+        phase: .entering, length: 4, confirmEnabled: true, last: [.haptic, .updateIndicator]),
+    .init(
+        "variable: confirm submits", variable, [.event(.appear), .keys("123456"), .event(.confirm)],
+        phase: .submitted, length: 6, last: [.updateIndicator, .submit]),
+    .init(
+        "variable: the maximum is enforced", variable, [.event(.appear), .keys("123456789")],
+        phase: .entering, length: 8, confirmEnabled: true, last: [.ignored(.maximumLengthReached)]),
     // Lifecycle
-    .init("resign-active dismisses and wipes", [.event(.appear), .keys("12"), .event(.resignActive)],
-          phase: .cancelled(.resignedActive), length: 0, last: [.cancelled(.resignedActive)]),
-    .init("background dismisses and wipes", [.event(.appear), .keys("12"), .event(.enterBackground)],
-          phase: .cancelled(.enteredBackground), length: 0, last: [.cancelled(.enteredBackground)]),
-    .init("resign-active during the biometric prompt is ignored", autoBiometry,
-          [.event(.appear), .event(.resignActive)], phase: .biometryInProgress, length: 0,
-          last: [.ignored(.biometryInProgress)]),
-    .init("background during the biometric prompt dismisses", autoBiometry,
-          [.event(.appear), .event(.enterBackground)], phase: .cancelled(.enteredBackground), length: 0,
-          last: [.cancelled(.enteredBackground)]),
-    .init("background while not presented is ignored", [.event(.enterBackground)], phase: .notPresented,
-          length: 0, last: [.ignored(.notPresented)]),
-    .init("disappear wipes", [.event(.appear), .keys("12"), .event(.disappear)], phase: .notPresented,
-          length: 0, last: []),
-    .init("keys before appear are ignored", [.foreignKey], phase: .notPresented, length: 0,
-          last: [.ignored(.notPresented)]),
-    .init("a key from another keypad is ignored", [.event(.appear), .foreignKey], phase: .entering, length: 0,
-          last: [.ignored(.unknownKey)]),
+    .init(
+        "resign-active dismisses and wipes", [.event(.appear), .keys("12"), .event(.resignActive)],
+        phase: .cancelled(.resignedActive), length: 0, last: [.cancelled(.resignedActive)]),
+    .init(
+        "background dismisses and wipes", [.event(.appear), .keys("12"), .event(.enterBackground)],
+        phase: .cancelled(.enteredBackground), length: 0, last: [.cancelled(.enteredBackground)]),
+    .init(
+        "resign-active during the biometric prompt is ignored", autoBiometry,
+        [.event(.appear), .event(.resignActive)], phase: .biometryInProgress, length: 0,
+        last: [.ignored(.biometryInProgress)]),
+    .init(
+        "background during the biometric prompt dismisses", autoBiometry,
+        [.event(.appear), .event(.enterBackground)], phase: .cancelled(.enteredBackground), length: 0,
+        last: [.cancelled(.enteredBackground)]),
+    .init(
+        "background while not presented is ignored", [.event(.enterBackground)], phase: .notPresented,
+        length: 0, last: [.ignored(.notPresented)]),
+    .init(
+        "disappear wipes", [.event(.appear), .keys("12"), .event(.disappear)], phase: .notPresented,
+        length: 0, last: []),
+    .init(
+        "keys before appear are ignored", [.foreignKey], phase: .notPresented, length: 0,
+        last: [.ignored(.notPresented)]),
+    .init(
+        "a key from another keypad is ignored", [.event(.appear), .foreignKey], phase: .entering, length: 0,
+        last: [.ignored(.unknownKey)]),
     // Biometry
-    .init("automatic biometry starts on appear", autoBiometry, [.event(.appear)], phase: .biometryInProgress,
-          length: 0, last: [.updateIndicator, .startBiometry]),
-    .init("keys during the biometric prompt are ignored", autoBiometry, [.event(.appear), .keys("1")],
-          phase: .biometryInProgress, length: 0, last: [.ignored(.busy)]),
-    .init("a cancelled prompt returns to the keypad", autoBiometry,
-          [.event(.appear), .event(.biometryFinished(.cancelled))], phase: .entering, length: 0,
-          last: [.updateIndicator]),
-    .init("a cancelled prompt does not restart on a repeated appear", autoBiometry,
-          [.event(.appear), .event(.biometryFinished(.cancelled)), .event(.appear)], phase: .entering, length: 0,
-          last: [.ignored(.notApplicable)]),
-    .init("a new appearance starts automatic biometry again", autoBiometry,
-          [.event(.appear), .event(.biometryFinished(.cancelled)), .event(.disappear), .event(.appear)],
-          phase: .biometryInProgress, length: 0, last: [.updateIndicator, .startBiometry]),
-    .init("biometry success finishes", autoBiometry, [.event(.appear), .event(.biometryFinished(.succeeded))],
-          phase: .finished, length: 0, last: [.finished]),
-    .init("on request: appear shows the keypad only", onRequest, [.event(.appear)], phase: .entering, length: 0,
-          last: [.updateIndicator]),
-    .init("on request: the biometry key starts the prompt", onRequest, [.event(.appear), .keys("12"), .key("Bio")],
-          phase: .biometryInProgress, length: 2, last: [.haptic, .startBiometry]),
-    .init("a biometry result without a prompt is ignored", onRequest,
-          [.event(.appear), .event(.biometryFinished(.succeeded))], phase: .entering, length: 0,
-          last: [.ignored(.biometryUnavailable)]),
+    .init(
+        "automatic biometry starts on appear", autoBiometry, [.event(.appear)], phase: .biometryInProgress,
+        length: 0, last: [.updateIndicator, .startBiometry]),
+    .init(
+        "keys during the biometric prompt are ignored", autoBiometry, [.event(.appear), .keys("1")],
+        phase: .biometryInProgress, length: 0, last: [.ignored(.busy)]),
+    .init(
+        "a cancelled prompt returns to the keypad", autoBiometry,
+        [.event(.appear), .event(.biometryFinished(.cancelled))], phase: .entering, length: 0,
+        last: [.updateIndicator]),
+    .init(
+        "a cancelled prompt does not restart on a repeated appear", autoBiometry,
+        [.event(.appear), .event(.biometryFinished(.cancelled)), .event(.appear)], phase: .entering, length: 0,
+        last: [.ignored(.notApplicable)]),
+    .init(
+        "a new appearance starts automatic biometry again", autoBiometry,
+        [.event(.appear), .event(.biometryFinished(.cancelled)), .event(.disappear), .event(.appear)],
+        phase: .biometryInProgress, length: 0, last: [.updateIndicator, .startBiometry]),
+    .init(
+        "biometry success finishes", autoBiometry, [.event(.appear), .event(.biometryFinished(.succeeded))],
+        phase: .finished, length: 0, last: [.finished]),
+    .init(
+        "on request: appear shows the keypad only", onRequest, [.event(.appear)], phase: .entering, length: 0,
+        last: [.updateIndicator]),
+    .init(
+        "on request: the biometry key starts the prompt", onRequest, [.event(.appear), .keys("12"), .key("Bio")],
+        phase: .biometryInProgress, length: 2, last: [.haptic, .startBiometry]),
+    .init(
+        "a biometry result without a prompt is ignored", onRequest,
+        [.event(.appear), .event(.biometryFinished(.succeeded))], phase: .entering, length: 0,
+        last: [.ignored(.biometryUnavailable)]),
     // Operation results and the wrong-PIN hook
-    .init("wrong PIN clears and shows the remaining attempts",
-          [.event(.appear), .keys("1234"), .event(.operationFinished(.wrongPin(remainingAttempts: 4, maximumAttempts: 5)))],
-          phase: .entering, length: 0, attempts: RemainingAttempts(remaining: 4, maximum: 5), last: [.updateIndicator]),
-    .init("no attempts left cancels as blocked",
-          [.event(.appear), .keys("1234"), .event(.operationFinished(.wrongPin(remainingAttempts: 0, maximumAttempts: 5)))],
-          phase: .cancelled(.blocked), length: 0, attempts: RemainingAttempts(remaining: 0, maximum: 5),
-          last: [.cancelled(.blocked)]),
-    .init("an operation failure clears for a retry",
-          [.event(.appear), .keys("1234"), .event(.operationFinished(.failed)), .keys("5")],
-          phase: .entering, length: 1, last: [.haptic, .updateIndicator]),
-    .init("an operation success finishes", [.event(.appear), .keys("1234"), .event(.operationFinished(.succeeded))],
-          phase: .finished, length: 0, last: [.finished]),
-    .init("a success without a submission is ignored", [.event(.appear), .event(.operationFinished(.succeeded))],
-          phase: .entering, length: 0, last: [.ignored(.notApplicable)]),
+    .init(
+        "wrong PIN clears and shows the remaining attempts",
+        [
+            .event(.appear), .keys("1234"),
+            .event(.operationFinished(.wrongPin(remainingAttempts: 4, maximumAttempts: 5))),
+        ],
+        phase: .entering, length: 0, attempts: RemainingAttempts(remaining: 4, maximum: 5), last: [.updateIndicator]),
+    .init(
+        "no attempts left cancels as blocked",
+        [
+            .event(.appear), .keys("1234"),
+            .event(.operationFinished(.wrongPin(remainingAttempts: 0, maximumAttempts: 5))),
+        ],
+        phase: .cancelled(.blocked), length: 0, attempts: RemainingAttempts(remaining: 0, maximum: 5),
+        last: [.cancelled(.blocked)]),
+    .init(
+        "an operation failure clears for a retry",
+        [.event(.appear), .keys("1234"), .event(.operationFinished(.failed)), .keys("5")],
+        phase: .entering, length: 1, last: [.haptic, .updateIndicator]),
+    .init(
+        "an operation success finishes", [.event(.appear), .keys("1234"), .event(.operationFinished(.succeeded))],
+        phase: .finished, length: 0, last: [.finished]),
+    .init(
+        "a success without a submission is ignored", [.event(.appear), .event(.operationFinished(.succeeded))],
+        phase: .entering, length: 0, last: [.ignored(.notApplicable)]),
 ]
 
 @Suite("PinEntryController")

@@ -1,5 +1,6 @@
 import SecureCore
 import Testing
+
 @testable import PinEntry
 
 struct StrengthCase: Sendable, CustomTestStringConvertible {
@@ -14,26 +15,33 @@ let today = FixedToday(CalendarDay(year: 2026, month: 11, day: 30))
 
 let strengthCases: [StrengthCase] = [
     .init(pin: "1234", flags: [.pattern, .frequentlyUsed], verdict: .warn(.frequentlyUsed)),
-    .init(pin: "1111", flags: [.notUnique, .repeating, .possiblyDate, .frequentlyUsed],
-          verdict: .warn([.notUnique, .frequentlyUsed])),
-    .init(pin: "0000", flags: [.notUnique, .repeating, .frequentlyUsed], verdict: .warn([.notUnique, .frequentlyUsed])),
+    .init(
+        pin: "1111", flags: [.notUnique, .repeating, .possiblyDate, .frequentlyUsed],
+        verdict: .warn([.notUnique, .frequentlyUsed])),
+    .init(
+        pin: "0000", flags: [.notUnique, .repeating, .frequentlyUsed], verdict: .warn([.notUnique, .frequentlyUsed])),
     .init(pin: "2580", flags: [.pattern, .frequentlyUsed], verdict: .warn(.frequentlyUsed)),
     .init(pin: "1990", flags: [.possiblyDate, .frequentlyUsed], verdict: .warn(.frequentlyUsed)),
-    .init(pin: "0101", flags: [.notUnique, .repeating, .possiblyDate, .frequentlyUsed],
-          verdict: .warn([.notUnique, .frequentlyUsed])),
+    .init(
+        pin: "0101", flags: [.notUnique, .repeating, .possiblyDate, .frequentlyUsed],
+        verdict: .warn([.notUnique, .frequentlyUsed])),
     .init(pin: "3579", flags: [.pattern, .frequentlyUsed], verdict: .warn(.frequentlyUsed)),
     .init(pin: "7890", flags: [.pattern, .frequentlyUsed], verdict: .warn(.frequentlyUsed)),
     .init(pin: "1397", flags: [.pattern, .frequentlyUsed], verdict: .warn(.frequentlyUsed)),
     .init(pin: "1000", flags: [.notUnique, .repeating], verdict: .warn(.notUnique)),
-    .init(pin: "6969", flags: [.notUnique, .repeating, .frequentlyUsed], verdict: .warn([.notUnique, .frequentlyUsed])),
+    .init(
+        pin: "6969", flags: [.notUnique, .repeating, .frequentlyUsed], verdict: .warn([.notUnique, .frequentlyUsed])),
     .init(pin: "5813", flags: [], verdict: .acceptable),
-    .init(pin: "123123", flags: [.repeating, .pattern, .possiblyDate, .frequentlyUsed],
-          verdict: .warn([.repeating, .frequentlyUsed])),
+    .init(
+        pin: "123123", flags: [.repeating, .pattern, .possiblyDate, .frequentlyUsed],
+        verdict: .warn([.repeating, .frequentlyUsed])),
     .init(pin: "147258", flags: [.pattern, .frequentlyUsed], verdict: .warn(.frequentlyUsed)),
     .init(pin: "123456", flags: [.pattern, .frequentlyUsed], verdict: .warn(.frequentlyUsed)),
-    .init(pin: "111222", flags: [.notUnique, .repeating, .possiblyDate, .frequentlyUsed],
-          verdict: .warn([.notUnique, .repeating, .frequentlyUsed])),
-    .init(pin: "123321", flags: [.repeating, .pattern, .frequentlyUsed], verdict: .warn([.repeating, .frequentlyUsed])),
+    .init(
+        pin: "111222", flags: [.notUnique, .repeating, .possiblyDate, .frequentlyUsed],
+        verdict: .warn([.notUnique, .repeating, .frequentlyUsed])),
+    .init(
+        pin: "123321", flags: [.repeating, .pattern, .frequentlyUsed], verdict: .warn([.repeating, .frequentlyUsed])),
     .init(pin: "250389", flags: [.possiblyDate], verdict: .acceptable),
     .init(pin: "583920", flags: [], verdict: .acceptable),
     .init(pin: "19071990", flags: [.possiblyDate], verdict: .acceptable),
@@ -64,7 +72,7 @@ struct PinStrengthMeterTests {
         defer { pin.destroy() }
         #expect(try meter.evaluate(pin).weaknesses.contains(.possiblyDate))
         let earlier = PinStrengthMeter(today: FixedToday(CalendarDay(year: 1950, month: 1, day: 1)))
-        #expect(earlier.yearWindow == 1850 ... 1960)
+        #expect(earlier.yearWindow == 1850...1960)
         #expect(!(try earlier.evaluate(pin).weaknesses.contains(.possiblyDate)))
         let eightDigits = try password("19071990")
         defer { eightDigits.destroy() }
@@ -92,7 +100,7 @@ struct PinStrengthMeterTests {
         let letters = try password("12a4")
         defer { letters.destroy() }
         #expect(throws: PinEntryError.characterNotAllowed) { try meter.evaluate(letters) }
-        let wide = try password("12٣4")   // an Arabic-Indic digit is not an ASCII digit
+        let wide = try password("12٣4")  // an Arabic-Indic digit is not an ASCII digit
         defer { wide.destroy() }
         #expect(throws: PinEntryError.characterNotAllowed) { try meter.evaluate(wide) }
         let empty = try password("")
@@ -112,8 +120,8 @@ struct PinStrengthMeterTests {
     @Test("blocklists are near the sizes research suggests and stored as bitsets")
     func blocklistSizes() {
         let four = PinBlocklist.fourDigit, six = PinBlocklist.sixDigit
-        #expect((900 ... 1_100).contains(four.count), "4-digit blocklist: \(four.count)")
-        #expect((1_800 ... 2_200).contains(six.count), "6-digit blocklist: \(six.count)")
+        #expect((900...1_100).contains(four.count), "4-digit blocklist: \(four.count)")
+        #expect((1_800...2_200).contains(six.count), "6-digit blocklist: \(six.count)")
         #expect(four.words.count == 157 && six.words.count == 15_625)
         for pin in PinBlocklist.dataGeneticsTop { #expect(four.contains(pin)) }
         // Every rule adds PINs the earlier rules missed; the DataGenetics

@@ -1,8 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Testing
+
 @testable import PinEntry
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("SignalTrap", .serialized)
 struct SignalTrapTests {
@@ -10,7 +12,7 @@ struct SignalTrapTests {
     func isIgnored(_ signal: Int32) -> Bool {
         var current = sigaction()
         sigaction(signal, nil, &current)
-        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1   // SIG_IGN
+        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1  // SIG_IGN
     }
 
     func isBlocked(_ signal: Int32) -> Bool {

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Drives the real `pinpad-demo` binary (built with the tests, started from
 /// the build directory; nothing is built here) inside a detached tmux session
@@ -17,7 +18,9 @@ enum Tmux {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
         var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
         // The test binary may sit inside an .xctest bundle directory.
-        while directory.path != "/" && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("pinpad-demo").path) {
+        while directory.path != "/"
+            && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("pinpad-demo").path)
+        {
             directory.deleteLastPathComponent()
         }
         return directory.appendingPathComponent("pinpad-demo").path
@@ -90,7 +93,7 @@ final class TmuxSession {
                 let count = read(fds[0], &chunk, chunk.count)
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
-                output.append(contentsOf: chunk[0 ..< count])
+                output.append(contentsOf: chunk[0..<count])
             }
         }
         var exitStatus: Int32 = 0
@@ -124,8 +127,9 @@ final class TmuxSession {
     }
 }
 
-@Suite("Terminal pad in tmux", .serialized,
-       .enabled(if: Tmux.isAvailable, "tmux is not installed: the terminal pad needs a real pty to be tested"))
+@Suite(
+    "Terminal pad in tmux", .serialized,
+    .enabled(if: Tmux.isAvailable, "tmux is not installed: the terminal pad needs a real pty to be tested"))
 struct TerminalPinPadTests {
     func shellCommand(_ arguments: String, scratch: URL) -> String {
         let stty = scratch.appendingPathComponent("stty.txt").path
@@ -151,8 +155,9 @@ struct TerminalPinPadTests {
 
     /// Every way to abandon the entry must wipe it, report a cancellation
     /// (exit 130) and leave the terminal sane: echo and canonical mode back.
-    @Test("cancellation leaves the terminal sane and nothing entered",
-          arguments: ["C-c", "C-z", "SIGHUP", "SIGTSTP", "SIGTERM"])
+    @Test(
+        "cancellation leaves the terminal sane and nothing entered",
+        arguments: ["C-c", "C-z", "SIGHUP", "SIGTSTP", "SIGTERM"])
     func cancellation(_ how: String) throws {
         let session = try TmuxSession { shellCommand("--complexity digits-6", scratch: $0) }
         _ = try session.wait(for: "Enter PIN")
@@ -183,7 +188,8 @@ struct TerminalPinPadTests {
         // After the demo, the shell reads one line: it must not get the extra keys.
         let session = try TmuxSession { scratch in
             let marker = scratch.appendingPathComponent("after.txt").path
-            return "sh -c '\(Tmux.demo) --complexity digits-4 --today 2026-11-30; read -r line; echo \"LINE=[$line]\" > \(marker); echo DONE; sleep 30'"
+            return
+                "sh -c '\(Tmux.demo) --complexity digits-4 --today 2026-11-30; read -r line; echo \"LINE=[$line]\" > \(marker); echo DONE; sleep 30'"
         }
         let marker = session.scratch.appendingPathComponent("after.txt").path
         _ = try session.wait(for: "Enter PIN")
@@ -215,13 +221,15 @@ struct TerminalPinPadTests {
         let session = try TmuxSession { shellCommand("--complexity digits-4 --json --today 2026-11-30", scratch: $0) }
         _ = try session.wait(for: "Enter PIN")
         try session.send("5")
-        try session.run(["send-keys", "-t", "pad", "-H", "ff"])        // never valid UTF-8
+        try session.run(["send-keys", "-t", "pad", "-H", "ff"])  // never valid UTF-8
         try session.send("x", "C-a", "8")
-        try session.run(["send-keys", "-t", "pad", "-H", "c3"])        // truncated by the next digit
+        try session.run(["send-keys", "-t", "pad", "-H", "c3"])  // truncated by the next digit
         try session.send("1", "3")
         let pane = try session.wait(for: "DONE")
         // Exactly 5813 was stored: four digits, none of this PIN's flags.
-        #expect(pane.contains(#"{"format":"numeric","length":4,"flags":[],"relevantFlags":[],"verdict":"acceptable"}"#), "\(pane)")
+        #expect(
+            pane.contains(#"{"format":"numeric","length":4,"flags":[],"relevantFlags":[],"verdict":"acceptable"}"#),
+            "\(pane)")
         #expect(pane.contains("EXIT=0"))
     }
 

@@ -1,5 +1,6 @@
 import SecureCore
 import Synchronization
+
 @testable import PinEntry
 
 /// Test data as a password: the literal is test data, not a user's PIN.

@@ -28,9 +28,11 @@ public struct PinCheckRequest: Sendable {
     ///   - policy: the warning policy (default: Wultra rules, warn).
     ///   - minimumPasswordRating: for passwords (default ``PasswordStrengthEstimate/Rating/fair``).
     ///   - today: the day (default: system clock).
-    public init(format: PinFormat, source: PinSource, policy: PinWarningPolicy = PinWarningPolicy(),
-                minimumPasswordRating: PasswordStrengthEstimate.Rating = .fair,
-                today: any TodayProvider = SystemToday()) {
+    public init(
+        format: PinFormat, source: PinSource, policy: PinWarningPolicy = PinWarningPolicy(),
+        minimumPasswordRating: PasswordStrengthEstimate.Rating = .fair,
+        today: any TodayProvider = SystemToday()
+    ) {
         self.format = format
         self.source = source
         self.policy = policy
@@ -82,8 +84,9 @@ public struct PinCheckOutcome: Equatable, Sendable {
         if let estimatedBits, let rating {
             lines.append("estimate: ~\(Self.oneDecimal(estimatedBits)) bits (\(rating.rawValue))")
         }
-        lines.append("verdict: \(verdict.rawValue)"
-                     + (relevantFlags.isEmpty ? "" : " (" + relevantFlags.joined(separator: ", ") + ")"))
+        lines.append(
+            "verdict: \(verdict.rawValue)"
+                + (relevantFlags.isEmpty ? "" : " (" + relevantFlags.joined(separator: ", ") + ")"))
         return lines.joined(separator: "\n")
     }
 
@@ -152,15 +155,17 @@ public enum PinCheck {
             case .warn(let flags): (relevant, outcome) = (flags, .warn)
             case .reject(let flags): (relevant, outcome) = (flags, .reject)
             }
-            return PinCheckOutcome(format: request.format, length: report.length, flags: report.weaknesses.names,
-                                   relevantFlags: relevant.names, verdict: outcome, estimatedBits: nil, rating: nil)
+            return PinCheckOutcome(
+                format: request.format, length: report.length, flags: report.weaknesses.names,
+                relevantFlags: relevant.names, verdict: outcome, estimatedBits: nil, rating: nil)
         }
         let estimate = try PasswordStrengthEstimator().estimate(password)
         let weak = estimate.rating < request.minimumPasswordRating
         let outcome: PinCheckOutcome.Verdict = weak ? (request.policy.action == .warn ? .warn : .reject) : .acceptable
-        return PinCheckOutcome(format: request.format, length: estimate.length, flags: estimate.penalties.names,
-                               relevantFlags: weak ? estimate.penalties.names : [], verdict: outcome,
-                               estimatedBits: estimate.estimatedBits, rating: estimate.rating)
+        return PinCheckOutcome(
+            format: request.format, length: estimate.length, flags: estimate.penalties.names,
+            relevantFlags: weak ? estimate.penalties.names : [], verdict: outcome,
+            estimatedBits: estimate.estimatedBits, rating: estimate.rating)
     }
 
     /// The exit status for an error.

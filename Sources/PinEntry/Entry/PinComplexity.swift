@@ -56,7 +56,7 @@ public struct PinFormat: Equatable, Hashable, Sendable, CustomStringConvertible 
     public func accepts(_ scalar: Unicode.Scalar) -> Bool {
         let value = scalar.value
         if isNumeric { return value >= 0x30 && value <= 0x39 }
-        return value >= 0x20 && !(0x7F ... 0x9F).contains(value)
+        return value >= 0x20 && !(0x7F...0x9F).contains(value)
     }
 
     /// `digits 4` or `characters 8...64`.

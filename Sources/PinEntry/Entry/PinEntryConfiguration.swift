@@ -31,9 +31,11 @@ public struct PinEntryConfiguration: Sendable {
     ///   - biometryStart: automatic or on request (default on request).
     ///   - keypadLayout: standard (default) or shuffled digits.
     ///   - strings: texts (default English).
-    public init(format: PinFormat, isBiometryAvailable: Bool = false,
-                biometryStart: BiometryStart = .onUserRequest,
-                keypadLayout: KeypadLayout = .standard, strings: PinEntryStrings = .english) {
+    public init(
+        format: PinFormat, isBiometryAvailable: Bool = false,
+        biometryStart: BiometryStart = .onUserRequest,
+        keypadLayout: KeypadLayout = .standard, strings: PinEntryStrings = .english
+    ) {
         self.format = format
         self.isBiometryAvailable = isBiometryAvailable
         self.biometryStart = biometryStart
@@ -46,9 +48,12 @@ public struct PinEntryConfiguration: Sendable {
     ///   - complexity: the stored format.
     ///   - isBiometryAvailable: whether biometry can be used (default `false`).
     ///   - biometryStart: automatic or on request (default on request).
-    public init(complexity: PinComplexity, isBiometryAvailable: Bool = false,
-                biometryStart: BiometryStart = .onUserRequest) {
-        self.init(format: PinFormat(complexity), isBiometryAvailable: isBiometryAvailable,
-                  biometryStart: biometryStart)
+    public init(
+        complexity: PinComplexity, isBiometryAvailable: Bool = false,
+        biometryStart: BiometryStart = .onUserRequest
+    ) {
+        self.init(
+            format: PinFormat(complexity), isBiometryAvailable: isBiometryAvailable,
+            biometryStart: biometryStart)
     }
 }

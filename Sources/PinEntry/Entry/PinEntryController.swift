@@ -76,7 +76,8 @@ public final class PinEntryController {
     /// The accessibility label of the delete key now ("Delete", or "Cancel"
     /// when the PIN is empty).
     public var deleteKeyAccessibilityLabel: String {
-        state.deleteCancels ? configuration.strings.cancelAccessibilityLabel
+        state.deleteCancels
+            ? configuration.strings.cancelAccessibilityLabel
             : configuration.strings.deleteAccessibilityLabel
     }
 
@@ -164,9 +165,10 @@ public final class PinEntryController {
     private func appear() throws(PinEntryError) -> [PinEntryEffect] {
         guard !isPresented else { return [.ignored(.notApplicable)] }
         wipe()
-        keypad = try Keypad(layout: configuration.keypadLayout,
-                            includesBiometry: configuration.isBiometryAvailable,
-                            strings: configuration.strings, randomSource: randomSource)
+        keypad = try Keypad(
+            layout: configuration.keypadLayout,
+            includesBiometry: configuration.isBiometryAvailable,
+            strings: configuration.strings, randomSource: randomSource)
         do { pin = try MutablePassword() } catch { throw PinEntryError(error) }
         remainingAttempts = nil
         biometryStartedThisAppearance = false

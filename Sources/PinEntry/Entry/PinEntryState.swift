@@ -34,9 +34,11 @@ public struct PinEntryState: Equatable, Sendable {
 
     /// Creates a state (for comparisons in tests).
     /// - Parameters: one per property, see each property.
-    public init(phase: PinEntryPhase, enteredLength: Int, lengthPolicy: PinLengthPolicy,
-                isConfirmEnabled: Bool, showsConfirmButton: Bool, deleteCancels: Bool,
-                remainingAttempts: RemainingAttempts?) {
+    public init(
+        phase: PinEntryPhase, enteredLength: Int, lengthPolicy: PinLengthPolicy,
+        isConfirmEnabled: Bool, showsConfirmButton: Bool, deleteCancels: Bool,
+        remainingAttempts: RemainingAttempts?
+    ) {
         self.phase = phase
         self.enteredLength = enteredLength
         self.lengthPolicy = lengthPolicy

@@ -15,8 +15,9 @@ public struct GridPosition: Hashable, Sendable, CustomStringConvertible {
     ///   - row: 0 to 3 (a precondition).
     ///   - column: 0 to 2 (a precondition).
     public init(row: Int, column: Int) {
-        precondition((0 ..< Self.rows).contains(row) && (0 ..< Self.columns).contains(column),
-                     "a keypad position lies in the 3 × 4 grid")
+        precondition(
+            (0..<Self.rows).contains(row) && (0..<Self.columns).contains(column),
+            "a keypad position lies in the 3 × 4 grid")
         self.row = row
         self.column = column
     }
@@ -33,7 +34,7 @@ enum PinKey: Hashable, Sendable {
     case delete
 
     /// Every key, digits first.
-    static let all: [PinKey] = (0 ... 9).map { .digit(UInt8($0)) } + [.biometry, .delete]
+    static let all: [PinKey] = (0...9).map { .digit(UInt8($0)) } + [.biometry, .delete]
 
     /// The usual telephone layout: 1 2 3 / 4 5 6 / 7 8 9 / biometry 0 delete.
     var standardPosition: GridPosition {

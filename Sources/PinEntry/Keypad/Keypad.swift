@@ -25,15 +25,17 @@ public struct Keypad: Sendable {
     ///   - randomSource: where the view order, layout and identifiers come
     ///     from (default: the system CSPRNG).
     /// - Throws: ``PinEntryError/randomSourceFailed``.
-    public init(layout: KeypadLayout = .standard, includesBiometry: Bool,
-                strings: PinEntryStrings = .english,
-                randomSource: some RandomSource = SystemRandomSource()) throws(PinEntryError) {
+    public init(
+        layout: KeypadLayout = .standard, includesBiometry: Bool,
+        strings: PinEntryStrings = .english,
+        randomSource: some RandomSource = SystemRandomSource()
+    ) throws(PinEntryError) {
         var positions: [PinKey: GridPosition] = [:]
         for key in PinKey.all { positions[key] = key.standardPosition }
         if layout == .shuffledDigits {
-            var cells = (0 ... 9).map { PinKey.digit(UInt8($0)).standardPosition }
+            var cells = (0...9).map { PinKey.digit(UInt8($0)).standardPosition }
             try randomSource.shuffle(&cells)
-            for digit in 0 ... 9 { positions[.digit(UInt8(digit))] = cells[digit] }
+            for digit in 0...9 { positions[.digit(UInt8(digit))] = cells[digit] }
         }
         var present = PinKey.all.filter { includesBiometry || $0 != .biometry }
         try randomSource.shuffle(&present)
@@ -69,18 +71,23 @@ public struct Keypad: Sendable {
         keys.first { $0.key == .digit(digit) }
     }
 
-    private static func makeKey(_ key: PinKey, id: KeyIdentifier, position: GridPosition,
-                                strings: PinEntryStrings) -> KeypadKey {
+    private static func makeKey(
+        _ key: PinKey, id: KeyIdentifier, position: GridPosition,
+        strings: PinEntryStrings
+    ) -> KeypadKey {
         switch key {
         case .digit(let value):
-            KeypadKey(id: id, kind: .digit, position: position, title: strings.digitTitle(Int(value)),
-                      accessibilityLabel: strings.digitAccessibilityLabel(Int(value)), key: key)
+            KeypadKey(
+                id: id, kind: .digit, position: position, title: strings.digitTitle(Int(value)),
+                accessibilityLabel: strings.digitAccessibilityLabel(Int(value)), key: key)
         case .biometry:
-            KeypadKey(id: id, kind: .biometry, position: position, title: strings.biometryTitle,
-                      accessibilityLabel: strings.biometryAccessibilityLabel, key: key)
+            KeypadKey(
+                id: id, kind: .biometry, position: position, title: strings.biometryTitle,
+                accessibilityLabel: strings.biometryAccessibilityLabel, key: key)
         case .delete:
-            KeypadKey(id: id, kind: .delete, position: position, title: strings.deleteTitle,
-                      accessibilityLabel: strings.deleteAccessibilityLabel, key: key)
+            KeypadKey(
+                id: id, kind: .delete, position: position, title: strings.deleteTitle,
+                accessibilityLabel: strings.deleteAccessibilityLabel, key: key)
         }
     }
 }

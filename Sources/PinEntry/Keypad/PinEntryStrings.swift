@@ -26,13 +26,15 @@ public struct PinEntryStrings: Sendable {
 
     /// Creates a set of strings.
     /// - Parameters: one per property, see each property.
-    public init(digitTitle: @escaping @Sendable (Int) -> String,
-                digitAccessibilityLabel: @escaping @Sendable (Int) -> String,
-                biometryTitle: String, biometryAccessibilityLabel: String,
-                deleteTitle: String, deleteAccessibilityLabel: String, cancelAccessibilityLabel: String,
-                digitsEntered: @escaping @Sendable (Int, Int) -> String,
-                charactersEntered: @escaping @Sendable (Int) -> String,
-                attemptsRemaining: @escaping @Sendable (Int, Int) -> String) {
+    public init(
+        digitTitle: @escaping @Sendable (Int) -> String,
+        digitAccessibilityLabel: @escaping @Sendable (Int) -> String,
+        biometryTitle: String, biometryAccessibilityLabel: String,
+        deleteTitle: String, deleteAccessibilityLabel: String, cancelAccessibilityLabel: String,
+        digitsEntered: @escaping @Sendable (Int, Int) -> String,
+        charactersEntered: @escaping @Sendable (Int) -> String,
+        attemptsRemaining: @escaping @Sendable (Int, Int) -> String
+    ) {
         self.digitTitle = digitTitle
         self.digitAccessibilityLabel = digitAccessibilityLabel
         self.biometryTitle = biometryTitle

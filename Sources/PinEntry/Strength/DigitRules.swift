@@ -23,7 +23,7 @@ struct Digits {
     /// The number formed by `length` digits from `start`.
     func number(from start: Int, length: Int) -> Int {
         var value = 0
-        for i in start ..< start + length { value = value * 10 + self[i] }
+        for i in start..<start + length { value = value * 10 + self[i] }
         return value
     }
 }
@@ -33,7 +33,7 @@ enum DigitRules {
 
     static func isNotUnique(_ d: Digits) -> Bool {
         var seen: UInt16 = 0
-        for i in 0 ..< d.count { seen |= 1 << UInt16(d[i]) }
+        for i in 0..<d.count { seen |= 1 << UInt16(d[i]) }
         let distinct = seen.nonzeroBitCount
         seen = 0
         return d.count <= 7 ? distinct < 3 : distinct < 4
@@ -49,9 +49,9 @@ enum DigitRules {
     static func hasRepeatedBlock(_ d: Digits) -> Bool {
         let n = d.count
         guard n >= 2 else { return false }
-        for period in 1 ... n / 2 where n % period == 0 {
+        for period in 1...n / 2 where n % period == 0 {
             var same = true
-            for i in period ..< n where d[i] != d[i - period] { same = false; break }
+            for i in period..<n where d[i] != d[i - period] { same = false; break }
             if same { return true }
         }
         return false
@@ -60,7 +60,7 @@ enum DigitRules {
     static func longestRun(_ d: Digits) -> Int {
         guard d.count > 0 else { return 0 }
         var longest = 1, run = 1
-        for i in 1 ..< d.count {
+        for i in 1..<d.count {
             run = d[i] == d[i - 1] ? run + 1 : 1
             longest = max(longest, run)
         }
@@ -70,7 +70,7 @@ enum DigitRules {
     /// The second half is the first half reversed (123321).
     static func isMirrored(_ d: Digits) -> Bool {
         guard d.count % 2 == 0 else { return false }
-        for i in 0 ..< d.count / 2 where d[i] != d[d.count - 1 - i] { return false }
+        for i in 0..<d.count / 2 where d[i] != d[d.count - 1 - i] { return false }
         return true
     }
 
@@ -86,7 +86,7 @@ enum DigitRules {
         guard d.count >= 3 else { return false }
         let step = (d[1] - d[0] + 10) % 10
         guard step != 0 else { return false }
-        for i in 2 ..< d.count where (d[i] - d[i - 1] + 10) % 10 != step { return false }
+        for i in 2..<d.count where (d[i] - d[i - 1] + 10) % 10 != step { return false }
         return true
     }
 
@@ -100,7 +100,7 @@ enum DigitRules {
         // covers every numeric length this module accepts up to 63 digits.
         guard n >= 3, n < 64 else { return false }
         var reachable: UInt64 = 1
-        for end in 2 ... n {
+        for end in 2...n {
             let shortest = (end == n && n >= 6) ? 2 : 3
             for start in stride(from: end - shortest, through: 0, by: -1)
             where reachable & (1 << UInt64(start)) != 0 && isStraightLine(d, from: start, to: end, shortest: shortest) {
@@ -118,7 +118,7 @@ enum DigitRules {
         let first = position(d[start]), second = position(d[start + 1])
         let dr = second.row - first.row, dc = second.column - first.column
         guard abs(dr) <= 1, abs(dc) <= 1, dr != 0 || dc != 0 else { return false }
-        for i in start + 2 ..< end {
+        for i in start + 2..<end {
             let a = position(d[i - 1]), b = position(d[i])
             if b.row - a.row != dr || b.column - a.column != dc { return false }
         }
@@ -131,8 +131,8 @@ enum DigitRules {
         guard d.count == 4 else { return false }
         let cycle = [1, 3, 9, 7]
         guard let start = cycle.firstIndex(of: d[0]) else { return false }
-        let forward = (0 ..< 4).allSatisfy { d[$0] == cycle[(start + $0) % 4] }
-        let backward = (0 ..< 4).allSatisfy { d[$0] == cycle[(start - $0 + 4) % 4] }
+        let forward = (0..<4).allSatisfy { d[$0] == cycle[(start + $0) % 4] }
+        let backward = (0..<4).allSatisfy { d[$0] == cycle[(start - $0 + 4) % 4] }
         return forward || backward
     }
 
@@ -154,7 +154,7 @@ enum DigitRules {
     }
 
     static func isDay(_ day: Int, month: Int, year: Int?) -> Bool {
-        (1 ... 12).contains(month) && day >= 1 && day <= daysIn(month: month, year: year)
+        (1...12).contains(month) && day >= 1 && day <= daysIn(month: month, year: year)
     }
 
     /// The four-digit year a two-digit year most plausibly means: the latest
@@ -174,8 +174,8 @@ enum DigitRules {
             let ddmmyy = isDay(n(0, 2), month: n(2, 2), year: expand(twoDigitYear: n(4, 2), today: today))
             let mmddyy = isDay(n(2, 2), month: n(0, 2), year: expand(twoDigitYear: n(4, 2), today: today))
             let yymmdd = isDay(n(4, 2), month: n(2, 2), year: expand(twoDigitYear: n(0, 2), today: today))
-            let mmyyyy = (1 ... 12).contains(n(0, 2)) && years.contains(n(2, 4))
-            let yyyymm = years.contains(n(0, 4)) && (1 ... 12).contains(n(4, 2))
+            let mmyyyy = (1...12).contains(n(0, 2)) && years.contains(n(2, 4))
+            let yyyymm = years.contains(n(0, 4)) && (1...12).contains(n(4, 2))
             return ddmmyy || mmddyy || yymmdd || mmyyyy || yyyymm
         case 8:
             let ddmmyyyy = years.contains(n(4, 4)) && isDay(n(0, 2), month: n(2, 2), year: n(4, 4))

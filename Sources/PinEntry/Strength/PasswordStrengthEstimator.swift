@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SecureCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Penalties the estimator applied to an alphanumeric password.
 public struct PasswordPenalties: OptionSet, Hashable, Sendable, CustomStringConvertible {
@@ -158,7 +159,7 @@ public struct PasswordStrengthEstimator: Sendable {
             var characters = 0
             var runRepeat = 1, runSequence = 1, runKeyboard = 1
             var previous: UInt8 = 0
-            for i in 0 ..< count {
+            for i in 0..<count {
                 let byte = buffer[i]
                 guard byte & 0xC0 != 0x80 else { continue }  // continuation byte: same character
                 characters += 1
@@ -187,10 +188,10 @@ public struct PasswordStrengthEstimator: Sendable {
         var lower = false, upper = false, digit = false, symbol = false, other = false
         for byte in buffer {
             switch byte {
-            case 0x61 ... 0x7A: lower = true
-            case 0x41 ... 0x5A: upper = true
-            case 0x30 ... 0x39: digit = true
-            case 0x20 ... 0x7E: symbol = true
+            case 0x61...0x7A: lower = true
+            case 0x41...0x5A: upper = true
+            case 0x30...0x39: digit = true
+            case 0x20...0x7E: symbol = true
             default: other = true
             }
         }
@@ -206,11 +207,11 @@ public struct PasswordStrengthEstimator: Sendable {
     }
 
     private static func lowered(_ byte: UInt8) -> UInt8 {
-        (0x41 ... 0x5A).contains(byte) ? byte | 0x20 : byte
+        (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
     }
 
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {
-        (0x30 ... 0x39).contains(byte) || (0x61 ... 0x7A).contains(lowered(byte))
+        (0x30...0x39).contains(byte) || (0x61...0x7A).contains(lowered(byte))
     }
 
     private static func isSequenceStep(_ a: UInt8, _ b: UInt8) -> Bool {
@@ -232,35 +233,39 @@ public struct PasswordStrengthEstimator: Sendable {
     }
 
     /// Gives each occurrence of a common word `log2(list size)` bits in total.
-    private static func markCommonWords(_ buffer: UnsafeRawBufferPointer,
-                                        _ bits: UnsafeMutableBufferPointer<Double>) -> Bool {
+    private static func markCommonWords(
+        _ buffer: UnsafeRawBufferPointer,
+        _ bits: UnsafeMutableBufferPointer<Double>
+    ) -> Bool {
         let wordBits = log2(Double(commonWords.count))
         var found = false
         for word in commonWords {
             let w = UnsafeRawBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
             guard w.count <= buffer.count else { continue }
-            for start in 0 ... buffer.count - w.count {
+            for start in 0...buffer.count - w.count {
                 var match = true
-                for k in 0 ..< w.count where lowered(buffer[start + k]) != w[k] { match = false; break }
+                for k in 0..<w.count where lowered(buffer[start + k]) != w[k] { match = false; break }
                 guard match else { continue }
                 found = true
-                for k in 0 ..< w.count { bits[start + k] = min(bits[start + k], wordBits / Double(w.count)) }
+                for k in 0..<w.count { bits[start + k] = min(bits[start + k], wordBits / Double(w.count)) }
             }
         }
         return found
     }
 
     /// Gives each year 1900–2099 `log2(200)` bits for its four digits.
-    private static func markYears(_ buffer: UnsafeRawBufferPointer,
-                                  _ bits: UnsafeMutableBufferPointer<Double>) -> Bool {
+    private static func markYears(
+        _ buffer: UnsafeRawBufferPointer,
+        _ bits: UnsafeMutableBufferPointer<Double>
+    ) -> Bool {
         guard buffer.count >= 4 else { return false }
         var found = false
-        for start in 0 ... buffer.count - 4 {
-            guard (0 ..< 4).allSatisfy({ (0x30 ... 0x39).contains(buffer[start + $0]) }) else { continue }
+        for start in 0...buffer.count - 4 {
+            guard (0..<4).allSatisfy({ (0x30...0x39).contains(buffer[start + $0]) }) else { continue }
             let century = (Int(buffer[start]) - 0x30) * 10 + Int(buffer[start + 1]) - 0x30
             guard century == 19 || century == 20 else { continue }
             found = true
-            for k in 0 ..< 4 { bits[start + k] = min(bits[start + k], log2(200.0) / 4) }
+            for k in 0..<4 { bits[start + k] = min(bits[start + k], log2(200.0) / 4) }
         }
         return found
     }

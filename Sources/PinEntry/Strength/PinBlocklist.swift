@@ -37,9 +37,11 @@ enum PinBlocklist {
 
     static let fourDigitFamilies: [Family] = [
         Family(name: "repeats: aaaa, abab, aabb, abba") { insert in
-            for a in 0 ... 9 { for b in 0 ... 9 {
-                insert([a, b, a, b]); insert([a, a, b, b]); insert([a, b, b, a])
-            } }
+            for a in 0...9 {
+                for b in 0...9 {
+                    insert([a, b, a, b]); insert([a, a, b, b]); insert([a, b, b, a])
+                }
+            }
         },
         Family(name: "constant steps modulo 10 (1234, 3579, 7890, 9630)") { insert in
             constantSteps(length: 4, insert)
@@ -47,19 +49,21 @@ enum PinBlocklist {
         Family(name: "keypad: a straight line of 4 (2580) and the corner square (1397)") { insert in
             insert([2, 5, 8, 0]); insert([0, 8, 5, 2])
             let cycle = [1, 3, 9, 7]
-            for start in 0 ..< 4 {
-                insert((0 ..< 4).map { cycle[(start + $0) % 4] })
-                insert((0 ..< 4).map { cycle[(start - $0 + 4) % 4] })
+            for start in 0..<4 {
+                insert((0..<4).map { cycle[(start + $0) % 4] })
+                insert((0..<4).map { cycle[(start - $0 + 4) % 4] })
             }
         },
         Family(name: "dates DDMM and MMDD (29 February included)") { insert in
-            for month in 1 ... 12 { for day in 1 ... DigitRules.daysIn(month: month, year: nil) {
-                insert([day / 10, day % 10, month / 10, month % 10])
-                insert([month / 10, month % 10, day / 10, day % 10])
-            } }
+            for month in 1...12 {
+                for day in 1...DigitRules.daysIn(month: month, year: nil) {
+                    insert([day / 10, day % 10, month / 10, month % 10])
+                    insert([month / 10, month % 10, day / 10, day % 10])
+                }
+            }
         },
         Family(name: "years 1900-2030") { insert in
-            for year in 1900 ... 2030 { insert(digits(of: year, length: 4)) }
+            for year in 1900...2030 { insert(digits(of: year, length: 4)) }
         },
         Family(name: "DataGenetics most common 4-digit PINs") { insert in
             for pin in dataGeneticsTop { insert(digits(of: pin, length: 4)) }
@@ -72,50 +76,64 @@ enum PinBlocklist {
     /// (with 5-8-0), and the two diagonals.
     static let keypadLinesOfThree: [[Int]] = {
         var lines: [[Int]] = []
-        for a in 0 ... 9 { for b in 0 ... 9 { for c in 0 ... 9 {
-            let candidate = [a, b, c]
-            if DigitRules.isStraightLine(Digits(count: 3) { candidate[$0] }, from: 0, to: 3) {
-                lines.append(candidate)
+        for a in 0...9 {
+            for b in 0...9 {
+                for c in 0...9 {
+                    let candidate = [a, b, c]
+                    if DigitRules.isStraightLine(Digits(count: 3) { candidate[$0] }, from: 0, to: 3) {
+                        lines.append(candidate)
+                    }
+                }
             }
-        } } }
+        }
         return lines
     }()
 
     static let sixDigitFamilies: [Family] = [
         Family(name: "repeats: aaaaaa, ababab, abcabc, aaabbb") { insert in
-            for a in 0 ... 9 { for b in 0 ... 9 {
-                insert([a, b, a, b, a, b]); insert([a, a, a, b, b, b])
-                for c in 0 ... 9 { insert([a, b, c, a, b, c]) }
-            } }
+            for a in 0...9 {
+                for b in 0...9 {
+                    insert([a, b, a, b, a, b]); insert([a, a, a, b, b, b])
+                    for c in 0...9 { insert([a, b, c, a, b, c]) }
+                }
+            }
         },
         Family(name: "constant steps modulo 10 (123456, 987654, 135791)") { insert in
             constantSteps(length: 6, insert)
         },
         Family(name: "doubled and mirrored 3-step runs (112233, 123321)") { insert in
-            for start in 0 ... 9 { for step in 1 ... 9 {
-                let run = (0 ..< 3).map { (start + $0 * step) % 10 }
-                insert([run[0], run[0], run[1], run[1], run[2], run[2]])
-                insert([run[0], run[1], run[2], run[2], run[1], run[0]])
-            } }
+            for start in 0...9 {
+                for step in 1...9 {
+                    let run = (0..<3).map { (start + $0 * step) % 10 }
+                    insert([run[0], run[0], run[1], run[1], run[2], run[2]])
+                    insert([run[0], run[1], run[2], run[2], run[1], run[0]])
+                }
+            }
         },
         Family(name: "keypad: two straight 3-key lines (147258, 159357, 789456)") { insert in
             for first in keypadLinesOfThree { for second in keypadLinesOfThree { insert(first + second) } }
         },
         Family(name: "counting in two-digit numbers by 1 or 10 (101112, 010203, 102030)") { insert in
-            for step in [1, -1, 10, -10] { for first in 0 ... 99 {
-                let last = first + 2 * step
-                guard (0 ... 99).contains(last) else { continue }
-                insert(digits(of: first, length: 2) + digits(of: first + step, length: 2) + digits(of: last, length: 2))
-            } }
+            for step in [1, -1, 10, -10] {
+                for first in 0...99 {
+                    let last = first + 2 * step
+                    guard (0...99).contains(last) else { continue }
+                    insert(
+                        digits(of: first, length: 2) + digits(of: first + step, length: 2) + digits(of: last, length: 2)
+                    )
+                }
+            }
         },
     ]
 
     // MARK: - Helpers
 
     static func constantSteps(length: Int, _ insert: ([Int]) -> Void) {
-        for start in 0 ... 9 { for step in 1 ... 9 {
-            insert((0 ..< length).map { (start + $0 * step) % 10 })
-        } }
+        for start in 0...9 {
+            for step in 1...9 {
+                insert((0..<length).map { (start + $0 * step) % 10 })
+            }
+        }
     }
 
     static func digits(of value: Int, length: Int) -> [Int] {
@@ -139,7 +157,7 @@ struct PinBitset: Sendable {
     init(length: Int, families: [PinBlocklist.Family]) {
         self.length = length
         var space = 1
-        for _ in 0 ..< length { space *= 10 }
+        for _ in 0..<length { space *= 10 }
         var bits = [UInt64](repeating: 0, count: (space + 63) / 64)
         var sizes: [(name: String, added: Int)] = []
         for family in families {

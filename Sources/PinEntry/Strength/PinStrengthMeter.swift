@@ -33,7 +33,7 @@ public struct PinStrengthMeter: Sendable {
     /// The four-digit years that read as dates today.
     public var yearWindow: ClosedRange<Int> {
         let year = today.today().year
-        return (year - yearsBack) ... (year + yearsAhead)
+        return (year - yearsBack)...(year + yearsAhead)
     }
 
     /// Evaluates an immutable PIN.
@@ -70,8 +70,10 @@ public struct PinStrengthMeter: Sendable {
         return try evaluate(copy)
     }
 
-    static func evaluate(buffer: UnsafeRawBufferPointer, today: CalendarDay,
-                         years: ClosedRange<Int>) throws(PinEntryError) -> PinStrengthReport {
+    static func evaluate(
+        buffer: UnsafeRawBufferPointer, today: CalendarDay,
+        years: ClosedRange<Int>
+    ) throws(PinEntryError) -> PinStrengthReport {
         guard buffer.count > 0 else { throw .tooShort(minimum: 1) }
         guard buffer.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { throw .characterNotAllowed }
         let digits = Digits(ascii: buffer)

@@ -28,10 +28,12 @@ public struct PinWarningPolicy: Equatable, Sendable {
     ///   - upToFourDigits: weaknesses that matter up to 4 digits.
     ///   - fiveOrSixDigits: weaknesses that matter for 5–6 digits.
     ///   - sevenOrMoreDigits: weaknesses that matter from 7 digits.
-    public init(action: Action = .warn,
-                upToFourDigits: PinWeaknesses = [.frequentlyUsed, .notUnique],
-                fiveOrSixDigits: PinWeaknesses = [.frequentlyUsed, .notUnique, .repeating],
-                sevenOrMoreDigits: PinWeaknesses = [.frequentlyUsed, .notUnique, .repeating, .pattern]) {
+    public init(
+        action: Action = .warn,
+        upToFourDigits: PinWeaknesses = [.frequentlyUsed, .notUnique],
+        fiveOrSixDigits: PinWeaknesses = [.frequentlyUsed, .notUnique, .repeating],
+        sevenOrMoreDigits: PinWeaknesses = [.frequentlyUsed, .notUnique, .repeating, .pattern]
+    ) {
         self.action = action
         self.upToFourDigits = upToFourDigits
         self.fiveOrSixDigits = fiveOrSixDigits
@@ -44,7 +46,7 @@ public struct PinWarningPolicy: Equatable, Sendable {
     public func relevantWeaknesses(forLength length: Int) -> PinWeaknesses {
         switch length {
         case ...4: upToFourDigits
-        case 5 ... 6: fiveOrSixDigits
+        case 5...6: fiveOrSixDigits
         default: sevenOrMoreDigits
         }
     }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SecureCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Reads a PIN or password from a file descriptor for scripts
 /// (`--pin-fd N`): `read(2)` one byte at a time through an incremental UTF-8

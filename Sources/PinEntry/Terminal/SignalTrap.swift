@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The signal the handler saw last, for the reader to collect.
 private let trappedSignal = Atomic<Int32>(0)
@@ -55,7 +56,8 @@ final class SignalTrap {
         }
         readDescriptor = fds[0]
         writeDescriptor = fds[1]
-        guard wakeDescriptor.compareExchange(expected: -1, desired: fds[1], ordering: .sequentiallyConsistent).exchanged else {
+        guard wakeDescriptor.compareExchange(expected: -1, desired: fds[1], ordering: .sequentiallyConsistent).exchanged
+        else {
             // Another trap is active: leave it untouched. Mark this one
             // restored first, so deinit neither closes twice nor clears
             // the active trap's descriptor.
@@ -110,11 +112,11 @@ final class SignalTrap {
     private func install(_ signal: Int32, handler: (@convention(c) (Int32) -> Void)?) throws(PinEntryError) {
         var action = sigaction()
         sigemptyset(&action.sa_mask)
-        action.sa_flags = 0   // no SA_RESTART: a blocked call returns EINTR
+        action.sa_flags = 0  // no SA_RESTART: a blocked call returns EINTR
         #if canImport(Glibc)
-        action.__sigaction_handler.sa_handler = handler ?? SIG_IGN
+            action.__sigaction_handler.sa_handler = handler ?? SIG_IGN
         #else
-        action.__sigaction_u.__sa_handler = handler ?? SIG_IGN
+            action.__sigaction_u.__sa_handler = handler ?? SIG_IGN
         #endif
         var previous = sigaction()
         guard sigaction(signal, &action, &previous) == 0 else { throw .terminalFailure(errno: errno) }

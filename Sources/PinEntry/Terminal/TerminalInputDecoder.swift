@@ -51,8 +51,8 @@ struct TerminalInputDecoder {
             return .cancel
         case .sequence:
             switch byte {
-            case 0x20 ... 0x3F: return nil                   // parameters and intermediates
-            case 0x40 ... 0x7E:
+            case 0x20...0x3F: return nil  // parameters and intermediates
+            case 0x40...0x7E:
                 escape = .none
                 switch byte {
                 case 0x41: return .arrow(.up)
@@ -77,14 +77,14 @@ struct TerminalInputDecoder {
             case 0x0D, 0x0A: return .enter
             case 0x20: return .space
             case 0x1B: escape = .escape; return nil
-            case 0x00 ... 0x1F: return .ignored
+            case 0x00...0x1F: return .ignored
             default: break
             }
         }
         switch utf8.feed(byte) {
         case .pending: return nil
         case .scalar(let scalar):
-            return (0x80 ... 0x9F).contains(scalar.value) ? .ignored : .character(scalar)
+            return (0x80...0x9F).contains(scalar.value) ? .ignored : .character(scalar)
         case .invalid(let reprocess):
             // Report the ill-formed sequence; a byte that starts something
             // new is decoded by the next call (the reader feeds it again).

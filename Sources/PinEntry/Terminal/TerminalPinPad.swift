@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SecureCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Reads a PIN or password from a terminal, safely: raw mode without echo,
 /// `read(2)` one byte at a time through an incremental UTF-8 decoder straight
@@ -48,9 +49,11 @@ public final class TerminalPinPad {
         ///   - keypadLayout: its layout (default standard).
         ///   - showsProgressText: print the progress text (default `false`).
         ///   - strings: texts (default English).
-        public init(prompt: String = "Enter PIN", showsKeypad: Bool = false,
-                    keypadLayout: KeypadLayout = .standard, showsProgressText: Bool = false,
-                    strings: PinEntryStrings = .english) {
+        public init(
+            prompt: String = "Enter PIN", showsKeypad: Bool = false,
+            keypadLayout: KeypadLayout = .standard, showsProgressText: Bool = false,
+            strings: PinEntryStrings = .english
+        ) {
             self.prompt = prompt
             self.showsKeypad = showsKeypad
             self.keypadLayout = keypadLayout
@@ -75,8 +78,10 @@ public final class TerminalPinPad {
     ///     stays free for results).
     ///   - options: how the pad looks.
     ///   - randomSource: for the keypad (default: CSPRNG).
-    public init(format: PinFormat, input: Int32 = STDIN_FILENO, output: Int32 = STDERR_FILENO,
-                options: Options = Options(), randomSource: any RandomSource = SystemRandomSource()) {
+    public init(
+        format: PinFormat, input: Int32 = STDIN_FILENO, output: Int32 = STDERR_FILENO,
+        options: Options = Options(), randomSource: any RandomSource = SystemRandomSource()
+    ) {
         self.format = format
         self.options = options
         self.input = input
@@ -92,8 +97,9 @@ public final class TerminalPinPad {
     public func readPassword() throws(PinEntryError) -> Password {
         guard isatty(input) == 1 else { throw .notATerminal }
         let controller = PinEntryController(
-            configuration: PinEntryConfiguration(format: format, keypadLayout: options.keypadLayout,
-                                                 strings: options.strings),
+            configuration: PinEntryConfiguration(
+                format: format, keypadLayout: options.keypadLayout,
+                strings: options.strings),
             randomSource: randomSource)
         defer { _ = try? controller.handle(.disappear) }
         let trap = try SignalTrap()
@@ -125,8 +131,10 @@ private struct ReadLoop {
     mutating func run() throws(PinEntryError) -> Password {
         screen.draw(controller, selected: selected)
         while true {
-            var fds = [pollfd(fd: input, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: trap.readDescriptor, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: input, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: trap.readDescriptor, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&fds, 2, decoder.isInEscape ? Self.escapeTimeoutMilliseconds : -1)
             if let signal = trap.takeSignal() { return try cancel(SignalTrap.reason(for: signal)) }
             if ready < 0 {
@@ -210,7 +218,7 @@ private struct ReadLoop {
             case .left: column -= 1
             case .right: column += 1
             }
-            guard (0 ..< GridPosition.rows).contains(row), (0 ..< GridPosition.columns).contains(column) else { return }
+            guard (0..<GridPosition.rows).contains(row), (0..<GridPosition.columns).contains(column) else { return }
             let candidate = GridPosition(row: row, column: column)
             if keypad.key(at: candidate) != nil {
                 selected = candidate

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Draws the pad: the prompt with one dot per entered character, and
@@ -24,9 +24,9 @@ final class TerminalScreen {
         text += "\r\u{1B}[J"
         var lines: [String] = []
         if options.showsKeypad, let keypad = controller.keypad {
-            for row in 0 ..< GridPosition.rows {
+            for row in 0..<GridPosition.rows {
                 var line = "  "
-                for column in 0 ..< GridPosition.columns {
+                for column in 0..<GridPosition.columns {
                     let position = GridPosition(row: row, column: column)
                     let title = keypad.key(at: position)?.title ?? ""
                     let padded = Self.center(title, width: 3)

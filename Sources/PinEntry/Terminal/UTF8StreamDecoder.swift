@@ -28,18 +28,18 @@ struct UTF8StreamDecoder {
     mutating func feed(_ byte: UInt8) -> Step {
         if needed == 0 {
             switch byte {
-            case 0x00 ... 0x7F:
+            case 0x00...0x7F:
                 return .scalar(Unicode.Scalar(byte))
-            case 0xC2 ... 0xDF:
+            case 0xC2...0xDF:
                 start(value: UInt32(byte & 0x1F), needed: 1)
-            case 0xE0 ... 0xEF:
+            case 0xE0...0xEF:
                 start(value: UInt32(byte & 0x0F), needed: 2)
-                if byte == 0xE0 { lowerBound = 0xA0 }   // overlong
-                if byte == 0xED { upperBound = 0x9F }   // surrogates
-            case 0xF0 ... 0xF4:
+                if byte == 0xE0 { lowerBound = 0xA0 }  // overlong
+                if byte == 0xED { upperBound = 0x9F }  // surrogates
+            case 0xF0...0xF4:
                 start(value: UInt32(byte & 0x07), needed: 3)
-                if byte == 0xF0 { lowerBound = 0x90 }   // overlong
-                if byte == 0xF4 { upperBound = 0x8F }   // above U+10FFFF
+                if byte == 0xF0 { lowerBound = 0x90 }  // overlong
+                if byte == 0xF4 { upperBound = 0x8F }  // above U+10FFFF
             default:
                 return .invalid(reprocess: false)
             }
