@@ -63,7 +63,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
-            dependencies: ["SecureCore", "BenchmarkKit"],
+            dependencies: ["SecureCore", "BenchmarkKit", "PinVault", "PinEntry"],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
         .executableTarget(

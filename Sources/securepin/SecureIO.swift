@@ -19,8 +19,8 @@ enum SecureIO {
 
     /// Reads everything from `fd` (up to ``maximumSecretBytes``) into secure
     /// memory. Returns the buffer and how many bytes are valid.
-    static func readAll(from fd: Int32) throws -> (buffer: SecureBytes, count: Int) {
-        let buffer = try SecureBytes(count: maximumSecretBytes + 1)
+    static func readAll(from fd: Int32, maximum: Int = maximumSecretBytes) throws -> (buffer: SecureBytes, count: Int) {
+        let buffer = try SecureBytes(count: maximum + 1)
         let count = try buffer.withUnsafeMutableBytes { raw -> Int in
             var total = 0
             while total < raw.count {
@@ -34,8 +34,23 @@ enum SecureIO {
             }
             return total
         }
-        guard count <= maximumSecretBytes else { throw Failure.tooLong }
+        guard count <= maximum else { throw Failure.tooLong }
         return (buffer, count)
+    }
+
+    /// Writes the raw bytes of `secret` to `fd`.
+    static func writeRaw(_ secret: SecureBytes, to fd: Int32) throws {
+        try secret.withUnsafeBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw Failure.readFailed(errno)
+                }
+                done += n
+            }
+        }
     }
 
     /// Writes the bytes of `secret`, encoded, to `fd` followed by a newline.

@@ -12,8 +12,10 @@ let usage = """
     commands:
       doctor [--json]    what protection this machine gives to secrets
       kdf hash|tune|bench  Argon2id: hash stdin, calibrate the cost, benchmark
+      vault init|unlock|change-pin|status|destroy   a secret sealed under a PIN
+      pin check          strength flags and verdict for a PIN
 
-    Exit codes: 0 success, 2 usage error.
+    Exit codes: 0 success, 1 wrong PIN or failure, 2 usage error or bad input, 3 locked.
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -24,6 +26,10 @@ case "doctor":
     status = Doctor.run(arguments)
 case "kdf":
     status = KDFCommand.run(arguments)
+case "vault":
+    status = VaultCommand.run(arguments)
+case "pin":
+    status = PinCommand.run(arguments)
 case "-h", "--help", "help":
     print(usage)
     status = 0
