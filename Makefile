@@ -21,15 +21,16 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux
 
 .SHELLFLAGS := -o pipefail -ec
-.PHONY: run test deps build test-c test-swift lint bench bench-kdf audit-c format clean
+.PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf stress audit-c format clean
 
 run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
+	$(BUILD_DIR)/debug/securepin demo
 
-test: deps lint test-c test-swift
-	@c=$$(cat $(BUILD_DIR)/test-logs/c-*.log | sed -n 's/.*: \([0-9]*\) passed, 0 failed$$/\1/p' | awk '{s+=$$1} END {print s+0}'); \
+test: deps lint test-c test-swift test-cli
+	@c=$$(cat $(BUILD_DIR)/test-logs/*.log | sed -n 's/.*: \([0-9]*\) passed, 0 failed$$/\1/p' | awk '{s+=$$1} END {print s+0}'); \
 	s=$$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .* passed.*/\1/p' $(BUILD_DIR)/test-logs/swift.log); \
-	echo "make test: C checks $$c, Swift tests $$s"; \
+	echo "make test: C and CLI checks $$c, Swift tests $$s"; \
 	echo "$$((c + s)) passed, 0 failed"
 
 ## deps: install missing Debian packages (apt-get as root, sudo otherwise).
@@ -74,6 +75,13 @@ test-swift: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test 2>&1 | tee $(BUILD_DIR)/test-logs/swift.log
 
+## test-cli: the securepin command as a user runs it, and the end-to-end demo.
+test-cli: deps
+	@mkdir -p $(BUILD_DIR)/test-logs
+	$(SWIFT) build --product securepin
+	Tests/cli/run.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/cli.log
+	$(BUILD_DIR)/debug/securepin demo
+
 lint:
 	swift-format lint --strict -r Sources Tests Benchmarks Package.swift
 
@@ -84,6 +92,12 @@ format:
 bench: deps
 	$(SWIFT) build -c release --product securepin-bench
 	$(BUILD_DIR)/release/securepin-bench memory
+	$(BUILD_DIR)/release/securepin-bench vault
+
+## stress: the vault kill -9 harness with 500 trials each for unlock and PIN change (1,000 kills).
+stress: deps
+	$(SWIFT) build --build-tests
+	SECUREPIN_KILL_TRIALS=500 $(SWIFT) test --filter CrashTests
 
 ## bench-kdf: Argon2id grid (API beside raw libsodium and libargon2, floor), calibrator accuracy;
 ## writes .build/bench/kdf.csv, kdf.json and kdf.svg.

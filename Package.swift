@@ -73,7 +73,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin-bench",
-            dependencies: ["SecureCore", "BenchmarkKit", "CSodium"],
+            dependencies: ["SecureCore", "BenchmarkKit", "CSodium", "PinVault"],
             path: "Benchmarks/securepin-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),

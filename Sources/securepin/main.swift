@@ -10,6 +10,7 @@ let usage = """
     usage: securepin <command> [options]
 
     commands:
+      demo               the end-to-end story, one line per step
       doctor [--json]    what protection this machine gives to secrets
       kdf hash|tune|bench  Argon2id: hash stdin, calibrate the cost, benchmark
       vault init|unlock|change-pin|status|destroy   a secret sealed under a PIN
@@ -22,6 +23,8 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 let command = arguments.isEmpty ? "" : arguments.removeFirst()
 let status: Int32
 switch command {
+case "demo":
+    status = await DemoCommand.run(arguments)
 case "doctor":
     status = Doctor.run(arguments)
 case "kdf":

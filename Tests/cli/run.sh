@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# CLI tests: commands and the output and exit codes a user sees.
+# Usage: Tests/cli/run.sh PATH/TO/securepin
+set -uo pipefail
+B=${1:?usage: run.sh PATH/TO/securepin}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+check() { # name, expected exit code, actual exit code, [condition result]
+    local name=$1 want=$2 got=$3 ok=${4:-0}
+    if [[ $got == "$want" && $ok == 0 ]]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $name (exit $got, wanted $want)" >&2
+    fi
+}
+
+salt=30313233343536373839616263646566 # "0123456789abcdef"
+
+# kdf hash: the same bytes as Debian's argon2 tool, raw and encoded.
+for params in "-t 1 -k 64 -p 1" "-t 3 -k 4096 -p 2" "-t 2 -k 1024 -p 4 -l 48"; do
+    # shellcheck disable=SC2086
+    ours=$(printf 'cli password' | "$B" kdf hash --salt-hex $salt $params)
+    code=$?
+    # shellcheck disable=SC2086
+    theirs=$(printf 'cli password' | argon2 0123456789abcdef -id ${params//-k/-k} -r)
+    [[ $ours == "$theirs" ]]
+    check "kdf hash matches argon2 ($params)" 0 $code $?
+done
+ours=$(printf 'pw' | "$B" kdf hash --salt-hex $salt -t 2 -k 256 -p 1 --encoded)
+theirs=$(printf 'pw' | argon2 0123456789abcdef -id -t 2 -k 256 -p 1 -e)
+[[ $ours == "$theirs" ]]
+check "kdf hash --encoded matches argon2 -e" 0 0 $?
+
+# kdf hash: bad input is exit 2 with one line, and no output.
+for bad in "--salt-hex zz -t 1 -k 64" "--salt-hex 00 -t 1 -k 64" "--salt-hex $salt -t 0 -k 64" \
+    "--salt-hex $salt -t 1 -k 4" "--salt-hex $salt -t 1 -k 99999999" "--salt-hex $salt -t 1 -k 64 -l 8" \
+    "--salt-hex $salt -t 1 -k 64 --bogus"; do
+    # shellcheck disable=SC2086
+    out=$(printf 'x' | "$B" kdf hash $bad 2>"$work/err")
+    code=$?
+    [[ -z $out && $(wc -l <"$work/err") -eq 1 ]]
+    check "kdf hash $bad -> exit 2, one line" 2 $code $?
+done
+printf '' | "$B" kdf hash --salt-hex $salt -t 1 -k 64 >/dev/null 2>&1
+check "kdf hash refuses an empty password" 2 $?
+printf '\xff\xfe' | "$B" kdf hash --salt-hex $salt -t 1 -k 64 >/dev/null 2>&1
+check "kdf hash refuses non-UTF-8" 2 $?
+
+# kdf tune --json has the documented fields.
+json=$("$B" kdf tune --target-ms 30 --max-memory 64M --json)
+check "kdf tune runs" 0 $?
+for field in memory_kib iterations parallelism backend measured_ms target_ms; do
+    grep -q "\"$field\"" <<<"$json"
+    check "kdf tune --json has $field" 0 0 $?
+done
+
+# vault: init, unlock, wrong PIN, change-pin, status, destroy.
+v="$work/vault"
+printf 'the secret' | "$B" vault init --vault "$v" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null
+check "vault init" 0 $?
+[[ $(stat -c %a "$v") == 700 && $(stat -c %a "$v/vault") == 600 ]]
+check "vault modes 0700/0600" 0 0 $?
+out=$("$B" vault unlock --vault "$v" --pin-fd 3 3<<<"2468")
+check "vault unlock" 0 $?
+[[ $out == "the secret" ]]
+check "vault unlock prints the secret" 0 0 $?
+"$B" vault unlock --vault "$v" --pin-fd 3 3<<<"1111" >/dev/null 2>"$work/err"
+check "vault unlock wrong PIN -> 1" 1 $?
+grep -q "wrong PIN (19 attempts remaining)" "$work/err"
+check "wrong PIN message" 0 0 $?
+"$B" vault status --vault "$v" --json >"$work/status"
+check "vault status --json" 0 $?
+grep -q '"failures":1' "$work/status" && grep -q '"state":"ready"' "$work/status" && grep -q '"next_attempt_at"' "$work/status"
+check "status fields" 0 0 $?
+"$B" vault change-pin --vault "$v" --pin-fd 3 --new-pin-fd 4 3<<<"2468" 4<<<"1357" >/dev/null
+check "vault change-pin" 0 $?
+"$B" vault unlock --vault "$v" --pin-fd 3 3<<<"2468" >/dev/null 2>&1
+check "old PIN refused after change" 1 $?
+out=$("$B" vault unlock --vault "$v" --pin-fd 3 3<<<"1357")
+[[ $out == "the secret" ]]
+check "new PIN opens" 0 $? 
+for _ in 1 2 3 4 5; do "$B" vault unlock --vault "$v" --pin-fd 3 3<<<"0000" >/dev/null 2>&1; done
+"$B" vault unlock --vault "$v" --pin-fd 3 3<<<"1357" >/dev/null 2>"$work/err"
+check "throttled -> 3" 3 $?
+grep -q "try again in 60 s" "$work/err"
+check "throttle message" 0 0 $?
+cp "$v/vault" "$work/saved"
+printf 'garbage' >"$v/vault"
+"$B" vault unlock --vault "$v" --pin-fd 3 3<<<"1357" >/dev/null 2>"$work/err"
+check "garbage vault -> 2" 2 $?
+grep -q "not a SecurePIN vault file" "$work/err"
+check "garbage message" 0 0 $?
+cp "$work/saved" "$v/vault"
+printf 'x' | "$B" vault init --vault "$v" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null 2>&1
+check "init over an existing vault -> 2" 2 $?
+"$B" vault unlock --vault "$work/none" --pin-fd 3 3<<<"1" >/dev/null 2>&1
+check "no vault -> 2" 2 $?
+"$B" vault unlock --vault "$v" --pin-fd 3 3<<<"12a4" >/dev/null 2>&1
+check "still throttled: refused without counting" 3 $?
+"$B" vault destroy --vault "$v" >/dev/null
+check "vault destroy" 0 $?
+[[ ! -e $v ]]
+check "vault directory gone" 0 0 $?
+
+# pin check.
+"$B" pin check --pin-fd 0 <<<"1234" >/dev/null
+check "pin check 1234 warns" 3 $?
+"$B" pin check --pin-fd 0 --reject --json <<<"1111" >"$work/out"
+check "pin check --reject 1111" 4 $?
+grep -q '"verdict":"reject"' "$work/out"
+check "pin check json verdict" 0 0 $?
+"$B" pin check --pin-fd 0 <<<"12x4" >/dev/null 2>&1
+check "pin check non-digit -> 1" 1 $?
+
+# usage errors.
+"$B" bogus >/dev/null 2>&1
+check "unknown command -> 2" 2 $?
+"$B" vault unlock >/dev/null 2>&1
+check "missing --vault -> 2" 2 $?
+
+echo "cli: $passed passed, $failed failed"
+[[ $failed == 0 ]]
