@@ -51,16 +51,27 @@ build: deps
 	$(SWIFT) build --build-tests
 
 ## test-c: the C core's own tests, plain and under ASan+UBSan, with and without secret memory.
-C_TESTS     := core crypto
+C_TESTS     := core crypto whitebox
 
 test-c: deps $(foreach t,$(C_TESTS),$(C_TEST_DIR)/test_$(t) $(C_TEST_DIR)/test_$(t)_san)
 	@mkdir -p $(BUILD_DIR)/test-logs
+	$(C_TEST_DIR)/test_whitebox | tee $(BUILD_DIR)/test-logs/c-whitebox.log
+	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_whitebox_san | tee $(BUILD_DIR)/test-logs/c-whitebox-san.log
 	$(C_TEST_DIR)/test_crypto | tee $(BUILD_DIR)/test-logs/c-crypto.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_crypto_san | tee $(BUILD_DIR)/test-logs/c-crypto-san.log
 	$(C_TEST_DIR)/test_core | tee $(BUILD_DIR)/test-logs/c-plain.log
 	$(C_TEST_DIR)/test_core --no-secretmem | tee $(BUILD_DIR)/test-logs/c-plain-nosecretmem.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_core_san | tee $(BUILD_DIR)/test-logs/c-san.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_core_san --no-secretmem | tee $(BUILD_DIR)/test-logs/c-san-nosecretmem.log
+
+# The white-box test includes password.c itself, so it links the other sources only.
+$(C_TEST_DIR)/test_whitebox: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_whitebox.c CSecureCore/tests/check.h
+	@mkdir -p $(C_TEST_DIR)
+	$(CC) $(CFLAGS_CORE) -O2 $(filter-out CSecureCore/password.c,$(CORE_SRCS)) CSecureCore/tests/test_whitebox.c $(LIBS_CORE) -o $@
+
+$(C_TEST_DIR)/test_whitebox_san: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_whitebox.c CSecureCore/tests/check.h
+	@mkdir -p $(C_TEST_DIR)
+	$(CC) $(CFLAGS_CORE) $(SAN_FLAGS) $(filter-out CSecureCore/password.c,$(CORE_SRCS)) CSecureCore/tests/test_whitebox.c $(LIBS_CORE) -o $@
 
 $(C_TEST_DIR)/test_%: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_%.c CSecureCore/tests/check.h
 	@mkdir -p $(C_TEST_DIR)
@@ -93,6 +104,8 @@ bench: deps
 	$(SWIFT) build -c release --product securepin-bench
 	$(BUILD_DIR)/release/securepin-bench memory
 	$(BUILD_DIR)/release/securepin-bench vault
+	$(SWIFT) build -c release --product activation-bench
+	$(BUILD_DIR)/release/activation-bench
 
 ## stress: the vault kill -9 harness with 500 trials each for unlock and PIN change (1,000 kills).
 stress: deps
