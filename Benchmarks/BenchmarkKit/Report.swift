@@ -91,7 +91,7 @@ public func kdfSVG(_ rows: [KDFRow], targetMs: Double) -> String {
     svg += "<line x1=\"\(left)\" y1=\"\(fixed(y(targetMs)))\" x2=\"\(width - right)\" y2=\"\(fixed(y(targetMs)))\" "
     svg += "stroke=\"red\" stroke-dasharray=\"6 4\"/>\n"
     svg +=
-        "<text x=\"\(width - right + 6)\" y=\"\(fixed(y(targetMs) + 4))\" fill=\"red\">target \(fixed(targetMs, 0)) ms</text>\n"
+        "<text x=\"\(left + 6)\" y=\"\(fixed(y(targetMs) - 5))\" fill=\"red\">target \(fixed(targetMs, 0)) ms</text>\n"
     let colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
     var legend = 0
     let groups = Dictionary(grouping: rows) { "t=\($0.iterations) p=\($0.parallelism)" }
