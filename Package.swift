@@ -59,7 +59,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "Activation",
-            dependencies: ["SecureCore"],
+            dependencies: ["SecureCore", "PinVault"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
