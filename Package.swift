@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .library(name: "PinVault", targets: ["PinVault"]),
         .library(name: "Activation", targets: ["Activation"]),
+        .library(name: "ActivationServer", targets: ["ActivationServer"]),
         .executable(name: "securepin", targets: ["securepin"]),
         .library(name: "PinEntry", targets: ["PinEntry"]),
     ],
@@ -60,6 +61,10 @@ let package = Package(
         .target(
             name: "Activation",
             dependencies: ["SecureCore", "PinVault"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "ActivationServer",
+            dependencies: ["Activation", "SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
