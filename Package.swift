@@ -97,6 +97,14 @@ let package = Package(
             dependencies: ["Activation", "SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
+            name: "ActivationServiceTests",
+            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "ActivationServerTests",
+            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
             name: "SecureCoreTests",
             dependencies: ["SecureCore", "spc-test-helper"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
