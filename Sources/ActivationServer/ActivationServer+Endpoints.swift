@@ -160,10 +160,24 @@ extension ActivationServer {
             throw .authenticationFailed
         }
         if let allowed, !allowed.contains(header.factorSet) { throw .authenticationFailed }
+        let data = try? RequestData(method: method, uriIdentifier: uriIdentifier, nonce: header.nonce, body: body)
+            .normalized(applicationSecret: applicationSecret)
+        let (record, keys) = try verifyCode(
+            header.authenticationCode, activationId: header.activationId, factorSet: header.factorSet, data: data,
+            format: header.version.authenticationCodeFormat)
+        return (record, keys, header.factorSet)
+    }
+
+    /// The common part: refuses an unknown or inactive activation without
+    /// counting, verifies with the look-ahead, records the attempt atomically.
+    /// `data` is `nil` when the request could not be normalised (counted as a failure).
+    func verifyCode(
+        _ code: String, activationId: String, factorSet: FactorSet, data: [UInt8]?, format: AuthenticationCodeFormat
+    ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys) {
         let now = clock.now()
         let record: ActivationRecord
         do throws(ActivationServerError) {
-            record = try store.update(activationId: header.activationId) { r in
+            record = try store.update(activationId: activationId) { r in
                 r.expireBlock(now: now)
                 return r
             }
@@ -173,22 +187,17 @@ extension ActivationServer {
         guard record.state == .active, let device = record.devicePublicKey else { throw .authenticationFailed }
         let keys = try factorKeys(record, devicePublicKey: device)
         var outcome = AttemptOutcome.rejected
-        if !header.factorSet.factors.contains(.biometry) || record.biometryEnabled {
-            let secret = applicationSecret
+        if let data, !factorSet.factors.contains(.biometry) || record.biometryEnabled {
             let lookAhead = configuration.lookAhead
             let match = try? protocolStep { () throws(ActivationError) in
-                let data = try RequestData(
-                    method: method, uriIdentifier: uriIdentifier, nonce: header.nonce, body: body
-                )
-                .normalized(applicationSecret: secret)
-                return try crypto.verifyAuthenticationCode(
-                    header.authenticationCode, data: data, factors: header.factorSet, keys: keys.signingKeys,
-                    counter: record.counter, format: header.version.authenticationCodeFormat, lookAhead: lookAhead)
+                try crypto.verifyAuthenticationCode(
+                    code, data: data, factors: factorSet, keys: keys.signingKeys, counter: record.counter,
+                    format: format, lookAhead: lookAhead)
             }
             if let match {
                 outcome = .accepted(
                     codeIndex: record.counterIndex + UInt64(match.distance), nextCounter: match.nextCounter,
-                    resetsFailures: header.factorSet != .possession)
+                    resetsFailures: factorSet != .possession)
             }
         }
         let result: AttemptResult
@@ -204,7 +213,7 @@ extension ActivationServer {
             keys.destroy()
             throw .authenticationFailed
         }
-        return (record, keys, header.factorSet)
+        return (record, keys)
     }
 
     func factorKeys(_ record: ActivationRecord, devicePublicKey: [UInt8]) throws(ActivationServerError) -> FactorKeys {

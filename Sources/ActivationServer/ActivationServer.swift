@@ -134,6 +134,35 @@ public final class ActivationServer: Sendable {
         return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factors)
     }
 
+    /// Verifies an offline authentication code (decimal components over the
+    /// offline data: `POST`, application secret `offline`), counting the
+    /// attempt like any other. Possession alone is refused.
+    /// - Parameters:
+    ///   - code: the code as the user typed it (components joined with `-`).
+    ///   - activationId: the activation the operation was issued for.
+    ///   - factorSet: the factors the code claims (`possession_knowledge` or `possession_biometry`).
+    ///   - uriIdentifier: the operation's resource identifier.
+    ///   - nonce: the operation's 16-byte nonce.
+    ///   - body: the operation data.
+    ///   - componentLength: digits per component, 4 ... 8 (the client's configuration).
+    /// - Returns: who was authenticated.
+    /// - Throws: ``ActivationServerError/authenticationFailed``, ``ActivationServerError/malformedRequest(reason:)``.
+    public func verifyOfflineCode(
+        _ code: String, activationId: String, factorSet: FactorSet, uriIdentifier: String, nonce: [UInt8],
+        body: [UInt8], componentLength: Int = ProtocolConstants.decimalComponentLength
+    ) throws(ActivationServerError) -> VerifiedAuthorization {
+        guard ProtocolConstants.offlineComponentLengths.contains(componentLength) else {
+            throw .malformedRequest(reason: "component length must be 4 ... 8")
+        }
+        guard factorSet != .possession else { throw .authenticationFailed }
+        let data = try? RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body).normalizedOffline
+        let (record, keys) = try verifyCode(
+            code, activationId: activationId, factorSet: factorSet, data: data,
+            format: .decimal(componentLength: componentLength))
+        keys.destroy()
+        return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factorSet)
+    }
+
     /// A 20-character code in four groups of Base32 letters and digits.
     static func activationCode() throws(ActivationServerError) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")

@@ -126,3 +126,49 @@ struct BiometryFactorTests {
         _ = try await service.authenticateUsingBiometry(prompt: "p")
     }
 }
+
+@Suite("Offline authentication codes")
+struct OfflineCodeTests {
+    @Test("an offline code has the configured component length and verifies once")
+    func offlineCode() async throws {
+        let base = try Harness()
+        for length in [4, 6, 8] {
+            let configuration = try ActivationConfiguration(
+                instanceId: "offline-\(length)", baseEndpointURL: "https://bank.example/s",
+                configuration: try base.serverConfiguration.configurationString(),
+                offlineAuthenticationCodeComponentLength: length, knowledgeKeyParameters: .testing)
+            let service = try ActivationService(
+                configuration: configuration, storage: base.storage, transport: base.transport, clock: base.clock)
+            let id = try await base.activate(service)
+            let nonce = [UInt8](repeating: 0x5A, count: 16)
+            let body = Array("amount=100&to=CZ01".utf8)
+            let code = try await service.offlineAuthenticationCode(
+                uriIdentifier: "/operation/authorize/offline", nonce: nonce, body: body,
+                authentication: .possessionWithPassword(try pin("1234")))
+            let parts = code.split(separator: "-")
+            #expect(parts.count == 2)
+            #expect(parts.allSatisfy { $0.count == length && $0.allSatisfy(\.isNumber) })
+            let verified = try base.server.verifyOfflineCode(
+                code, activationId: id, factorSet: .possessionKnowledge, uriIdentifier: "/operation/authorize/offline",
+                nonce: nonce, body: body, componentLength: length)
+            #expect(verified.factorSet == .possessionKnowledge)
+            #expect(throws: ActivationServerError.authenticationFailed) {
+                try base.server.verifyOfflineCode(
+                    code, activationId: id, factorSet: .possessionKnowledge,
+                    uriIdentifier: "/operation/authorize/offline", nonce: nonce, body: body, componentLength: length)
+            }
+            #expect(try base.server.activationDetail(id).failedAttempts == 1)
+        }
+    }
+
+    @Test("possession alone cannot make an offline code")
+    func possessionRefused() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        try await h.activate(service)
+        await #expect(throws: ActivationError.invalidActivationState(reason: "an offline code needs a second factor")) {
+            try await service.offlineAuthenticationCode(
+                uriIdentifier: "/x", nonce: [UInt8](repeating: 1, count: 16), body: [], authentication: .possession())
+        }
+    }
+}

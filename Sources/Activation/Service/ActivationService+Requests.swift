@@ -34,11 +34,56 @@ extension ActivationService {
             authentication: .possessionWithPassword(password))
     }
 
+    /// Computes an offline authentication code (for example for a QR-code
+    /// operation the user confirms by typing the code on another device):
+    /// decimal components of ``ActivationConfiguration/offlineAuthenticationCodeComponentLength``
+    /// digits over the offline data (`POST`, application secret `offline`).
+    /// The counter moves as for any code.
+    /// - Parameters:
+    ///   - uriIdentifier: the operation's resource identifier.
+    ///   - nonce: the 16-byte nonce of the operation.
+    ///   - body: the operation data.
+    ///   - authentication: possession with the PIN or with biometry.
+    /// - Returns: the code, components joined with `-`.
+    /// - Throws: ``ActivationError/invalidActivationState(reason:)`` for possession-only
+    ///   credentials, and the errors of ``signRequest(method:uriIdentifier:body:authentication:)``.
+    public func offlineAuthenticationCode(
+        uriIdentifier: String, nonce: [UInt8], body: [UInt8], authentication: ActivationAuthentication
+    ) async throws(ActivationError) -> String {
+        guard authentication.factorSet != .possession else {
+            throw .invalidActivationState(reason: "an offline code needs a second factor")
+        }
+        let request = try RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+        return try await computeCode(
+            data: { () throws(ActivationError) in request.normalizedOffline }, authentication: authentication,
+            format: .decimal(componentLength: configuration.offlineAuthenticationCodeComponentLength)
+        ).code
+    }
+
     // MARK: - Signing and sending
 
     func sign(method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication)
         async throws(ActivationError) -> AuthorizationHeader
     {
+        let nonce = try lift { () throws(SecureCoreError) in
+            try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
+        }
+        let request = try RequestData(method: method, uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+        let secret = configuration.sdkConfiguration.applicationSecret
+        let (activationId, code) = try await computeCode(
+            data: { () throws(ActivationError) in try request.normalized(applicationSecret: secret) },
+            authentication: authentication, format: ProtocolVersion.v3_3.authenticationCodeFormat)
+        return try AuthorizationHeader(
+            activationId: activationId, applicationKey: configuration.sdkConfiguration.applicationKey,
+            nonce: nonce, factorSet: authentication.factorSet, authenticationCode: code, version: .v3_3)
+    }
+
+    /// Computes one code over `data()` with the credentials' factors, then
+    /// moves and stores the counter before the code is handed out.
+    func computeCode(
+        data: () throws(ActivationError) -> [UInt8], authentication: ActivationAuthentication,
+        format: AuthenticationCodeFormat
+    ) async throws(ActivationError) -> (activationId: String, code: String) {
         guard record != nil else { throw .missingActivation }
         let kind = try authentication.usableKind(now: clock.now())
         var biometry: SecureBytes?
@@ -58,20 +103,13 @@ extension ActivationService {
         if case .password(let password) = kind {
             knowledge = try crypto.unwrapKnowledgeKey(updated.knowledgeKey, pin: password)
         }
-        let nonce = try lift { () throws(SecureCoreError) in
-            try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
-        }
-        let data = try RequestData(method: method, uriIdentifier: uriIdentifier, nonce: nonce, body: body)
-            .normalized(applicationSecret: configuration.sdkConfiguration.applicationSecret)
         let code = try crypto.authenticationCode(
-            data: data, factors: authentication.factorSet,
+            data: try data(), factors: authentication.factorSet,
             keys: SigningKeys(possession: keys.possession, knowledge: knowledge, biometry: biometry),
-            counter: try updated.currentCounter, format: ProtocolVersion.v3_3.authenticationCodeFormat)
+            counter: try updated.currentCounter, format: format)
         try updated.advanceCounter()
         try persist(updated)
-        return try AuthorizationHeader(
-            activationId: updated.activationId, applicationKey: configuration.sdkConfiguration.applicationKey,
-            nonce: nonce, factorSet: authentication.factorSet, authenticationCode: code, version: .v3_3)
+        return (updated.activationId, code)
     }
 
     /// Encodes, signs when the endpoint is signed, sends, and decodes.
