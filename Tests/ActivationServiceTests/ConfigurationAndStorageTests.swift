@@ -228,3 +228,36 @@ struct ConfigurationAndStorageTests {
         #expect(base.transport.sent.allSatisfy { $0.header("x-trace") == "t-1" && $0.header("User-Agent") == nil })
     }
 }
+
+@Suite("File storage")
+struct FileStorageTests {
+    @Test("the directory is made private and files are written 0600")
+    func permissions() throws {
+        let path = temporaryDirectory()
+        #expect(mkdir(path, 0o755) == 0)
+        let storage = try FileActivationStorage(directory: path)
+        var st = stat()
+        #expect(stat(path, &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o700)
+        try storage.write("a", [1, 2, 3])
+        #expect(stat(path + "/a", &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o600)
+        #expect(try storage.read("a") == [1, 2, 3])
+        let names = try FileManager.default.contentsOfDirectory(atPath: path)
+        #expect(names == ["a"])
+        try storage.remove("a")
+        try storage.remove("a")
+        #expect(try storage.read("a") == nil)
+    }
+
+    @Test("a key file left without a state file (an interrupted create) is removed on open")
+    func strayKeyFile() async throws {
+        let h = try Harness()
+        try await h.activate(try h.makeService())
+        try h.storage.remove(h.configuration.storageNames.state)
+        #expect(try h.storage.readSecret(h.configuration.storageNames.keys) != nil)
+        let service = try h.makeService()
+        #expect(await service.hasValidActivation() == false)
+        #expect(try h.storage.readSecret(h.configuration.storageNames.keys) == nil)
+    }
+}

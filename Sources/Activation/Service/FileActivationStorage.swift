@@ -17,12 +17,16 @@ public struct FileActivationStorage: ActivationStorage {
     /// The directory.
     public let directory: String
 
-    /// Uses `directory`, creating it (0700) when it is missing.
+    /// Uses `directory`, creating it (0700) when it is missing and taking
+    /// away the group's and others' access when it has any.
     /// - Parameter directory: an absolute path.
     /// - Throws: ``ActivationError/storage(operation:errno:)``.
     public init(directory: String) throws(ActivationError) {
         self.directory = directory
         if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw .storage(operation: "mkdir", errno: errno) }
+        var st = stat()
+        guard stat(directory, &st) == 0 else { throw .storage(operation: "stat", errno: errno) }
+        if st.st_mode & 0o077 != 0 && chmod(directory, 0o700) != 0 { throw .storage(operation: "chmod", errno: errno) }
     }
 
     private func path(_ name: String) -> String { directory + "/" + name }
