@@ -3,6 +3,7 @@ import ActivationServer
 import Foundation
 import PinVault
 import SecureCore
+import Synchronization
 import Testing
 
 @Suite("Activation lifecycle against the in-process server")
@@ -199,5 +200,47 @@ struct ActivationLifecycleTests {
         #expect(await service.hasValidActivation())
         try await flows.cancelEnrollment()
         #expect(await service.hasValidActivation() == false)
+    }
+}
+
+/// Answers every status request after the first with the first answer.
+final class ReplayingTransport: ActivationTransport, @unchecked Sendable {
+    let inner: any ActivationTransport
+    private let saved = Mutex<TransportResponse?>(nil)
+
+    init(inner: any ActivationTransport) { self.inner = inner }
+
+    func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse {
+        guard request.path == ActivationAPI.activationStatus.path else {
+            return try await inner.send(request, timeout: timeout)
+        }
+        if let old = saved.withLock({ $0 }) { return old }
+        let response = try await inner.send(request, timeout: timeout)
+        saved.withLock { $0 = response }
+        return response
+    }
+}
+
+@Suite("Replayed answers")
+struct ReplayedAnswerTests {
+    @Test("a replayed status answer does not open under a new challenge; the activation stays")
+    func replayedStatus() async throws {
+        let h = try Harness()
+        try await h.activate(try h.makeService())
+        let service = try ActivationService(
+            configuration: h.configuration, storage: h.storage, transport: ReplayingTransport(inner: h.transport),
+            clock: h.clock)
+        #expect(try await service.fetchActivationStatus().state == .active)
+        await #expect(
+            throws: ActivationError.invalidResponse(reason: "activation/status: the status blob does not open")
+        ) {
+            try await service.fetchActivationStatus()
+        }
+        #expect(await service.hasValidActivation())
+        let flows = ActivationFlows(service: service, clock: h.clock)
+        #expect(
+            await flows.refresh(trigger: .applicationStart)
+                == .connectionError(.invalidResponse(reason: "activation/status: the status blob does not open")))
+        #expect(await service.hasValidActivation())
     }
 }
