@@ -261,3 +261,41 @@ struct FileStorageTests {
         #expect(try h.storage.readSecret(h.configuration.storageNames.keys) == nil)
     }
 }
+
+@Suite("Shared storage")
+struct SharedStorageTests {
+    @Test("two services over one storage (an app and its extension) never reuse a counter")
+    func twoServicesShareTheCounter() async throws {
+        let h = try Harness()
+        let app = try h.makeService()
+        let id = try await h.activate(app)
+        let extensionService = try h.makeService()
+        var headers: [String] = []
+        for round in 0..<6 {
+            let signer = round % 2 == 0 ? app : extensionService
+            headers.append(
+                try await signer.signRequest(
+                    method: "POST", uriIdentifier: "/r", body: [], authentication: .possession()
+                )
+                .value)
+        }
+        for header in headers {
+            _ = try h.server.verifyAuthorization(header: header, method: "POST", uriIdentifier: "/r", body: [])
+        }
+        // Concurrently, too: the two codes take counters 6 and 7 (one each).
+        async let a = app.signRequest(method: "POST", uriIdentifier: "/r", body: [], authentication: .possession())
+        async let b = extensionService.signRequest(
+            method: "POST", uriIdentifier: "/r", body: [], authentication: .possession())
+        _ = try await (a, b)
+        let stored = try JSONDecoder().decode(
+            CounterView.self, from: Data(try #require(try h.storage.read(h.configuration.storageNames.state))))
+        #expect(stored.counterIndex == 8)
+        let next = try await app.signRequest(
+            method: "POST", uriIdentifier: "/r", body: [], authentication: .possession())
+        _ = try h.server.verifyAuthorization(header: next.value, method: "POST", uriIdentifier: "/r", body: [])
+        #expect(try h.server.activationDetail(id).failedAttempts == 0)
+        #expect(try h.server.activationDetail(id).counterIndex == 9)
+    }
+
+    struct CounterView: Decodable { let counterIndex: UInt64 }
+}

@@ -66,6 +66,9 @@ final class FlakyStorage: ActivationStorage, @unchecked Sendable {
     func read(_ name: String) throws(ActivationError) -> [UInt8]? { try inner.read(name) }
     func readSecret(_ name: String) throws(ActivationError) -> SecureBytes? { try inner.readSecret(name) }
     func remove(_ name: String) throws(ActivationError) { try inner.remove(name) }
+    func withExclusiveAccess<R>(_ body: () throws(ActivationError) -> R) throws(ActivationError) -> R {
+        try inner.withExclusiveAccess(body)
+    }
     func write(_ name: String, _ bytes: [UInt8]) throws(ActivationError) {
         if failing.withLock({ $0 }) { throw .storage(operation: "write", errno: 28) }
         try inner.write(name, bytes)

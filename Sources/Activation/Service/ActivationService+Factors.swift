@@ -48,12 +48,13 @@ extension ActivationService {
         }
         defer { old.destroy() }
         guard newPassword.length > 0 else { throw .emptyPIN }
-        let key = try crypto.unwrapKnowledgeKey(current.knowledgeKey, pin: old)
-        defer { key.destroy() }
-        var updated = current
-        updated.knowledgeKey = try crypto.wrapKnowledgeKey(
-            key, pin: newPassword, parameters: configuration.knowledgeKeyParameters)
-        try persist(updated)
+        let parameters = configuration.knowledgeKeyParameters
+        let crypto = crypto
+        try mutateRecord { (r) throws(ActivationError) in
+            let key = try crypto.unwrapKnowledgeKey(r.knowledgeKey, pin: old)
+            defer { key.destroy() }
+            r.knowledgeKey = try crypto.wrapKnowledgeKey(key, pin: newPassword, parameters: parameters)
+        }
     }
 
     // MARK: - Biometry
@@ -91,11 +92,12 @@ extension ActivationService {
         try mapVault { () throws(VaultError) in
             try authenticator.storeKey(biometryKey, account: configuration.biometryKeyAccount)
         }
-        var updated = current
-        updated.biometryEnabled = true
-        updated.enrolledSetFingerprint = Base64.encode(authenticator.enrolledSetFingerprint)
+        let enrolled = Base64.encode(authenticator.enrolledSetFingerprint)
         do {
-            try persist(updated)
+            try mutateRecord { (r) throws(ActivationError) in
+                r.biometryEnabled = true
+                r.enrolledSetFingerprint = enrolled
+            }
         } catch {
             authenticator.deleteKey(account: configuration.biometryKeyAccount)
             throw error
@@ -107,11 +109,12 @@ extension ActivationService {
     /// cannot be reached the local factor is gone anyway and the error is thrown.
     /// - Throws: ``ActivationError/biometryNotConfigured``, the network and server errors.
     public func removeBiometryFactor() async throws(ActivationError) {
-        guard var updated = record else { throw .missingActivation }
-        guard updated.biometryEnabled else { throw .biometryNotConfigured }
-        updated.biometryEnabled = false
-        updated.enrolledSetFingerprint = nil
-        try persist(updated)
+        guard let current = record else { throw .missingActivation }
+        guard current.biometryEnabled else { throw .biometryNotConfigured }
+        try mutateRecord { (r) throws(ActivationError) in
+            r.biometryEnabled = false
+            r.enrolledSetFingerprint = nil
+        }
         authenticator?.deleteKey(account: configuration.biometryKeyAccount)
         _ = try await send(ActivationAPI.removeBiometry, EmptyMessage(), authentication: .possession())
     }
@@ -137,16 +140,17 @@ extension ActivationService {
     /// Releases the biometry key after a prompt, enforcing the invalidation rule.
     func biometryKey(prompt: String) async throws(ActivationError) -> SecureBytes {
         guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
-        guard var current = record else { throw .missingActivation }
+        guard let current = record else { throw .missingActivation }
         guard current.biometryEnabled else { throw .biometryNotConfigured }
         let biometric = configuration.biometricConfiguration
         if biometric.invalidateBiometricFactorAfterChange && !biometric.allowFallbackToDevicePasscode,
             current.enrolledSetFingerprint != Base64.encode(authenticator.enrolledSetFingerprint)
         {
             authenticator.deleteKey(account: configuration.biometryKeyAccount)
-            current.biometryEnabled = false
-            current.enrolledSetFingerprint = nil
-            try persist(current)
+            try mutateRecord { (r) throws(ActivationError) in
+                r.biometryEnabled = false
+                r.enrolledSetFingerprint = nil
+            }
             throw .biometryInvalidated
         }
         do throws(VaultError) {

@@ -97,19 +97,23 @@ extension ActivationService {
             break
         }
         // Read the state after the prompt: the activation may have changed meanwhile.
-        guard var updated = record, let keys else { throw .missingActivation }
-        var knowledge: SecureBytes?
-        defer { knowledge?.destroy() }
-        if case .password(let password) = kind {
-            knowledge = try crypto.unwrapKnowledgeKey(updated.knowledgeKey, pin: password)
+        guard let keys else { throw .missingActivation }
+        let normalized = try data()
+        let factors = authentication.factorSet
+        let crypto = crypto
+        return try mutateRecord { (r) throws(ActivationError) -> (activationId: String, code: String) in
+            var knowledge: SecureBytes?
+            defer { knowledge?.destroy() }
+            if case .password(let password) = kind {
+                knowledge = try crypto.unwrapKnowledgeKey(r.knowledgeKey, pin: password)
+            }
+            let code = try crypto.authenticationCode(
+                data: normalized, factors: factors,
+                keys: SigningKeys(possession: keys.possession, knowledge: knowledge, biometry: biometry),
+                counter: try r.currentCounter, format: format)
+            try r.advanceCounter()
+            return (r.activationId, code)
         }
-        let code = try crypto.authenticationCode(
-            data: try data(), factors: authentication.factorSet,
-            keys: SigningKeys(possession: keys.possession, knowledge: knowledge, biometry: biometry),
-            counter: try updated.currentCounter, format: format)
-        try updated.advanceCounter()
-        try persist(updated)
-        return (updated.activationId, code)
     }
 
     /// Encodes, signs when the endpoint is signed, sends, and decodes.

@@ -54,9 +54,11 @@ extension ActivationService {
             lookAhead: lookAhead)
         {
             if distance > 0 {
-                var updated = current
-                for _ in 0..<distance { try updated.advanceCounter() }
-                try persist(updated)
+                // Never backwards: another process may have moved on meanwhile.
+                let target = current.counterIndex + UInt64(distance)
+                try mutateRecord { (r) throws(ActivationError) in
+                    while r.counterIndex < target { try r.advanceCounter() }
+                }
             }
             return true
         }

@@ -234,10 +234,26 @@ public actor ActivationService {
 
     // MARK: - Persistence
 
-    /// Stores `updated`, then adopts it: a failed write changes nothing.
-    func persist(_ updated: LocalActivationRecord) throws(ActivationError) {
-        try storage.write(configuration.storageNames.state, updated.encoded())
-        record = updated
+    /// Changes the stored activation under the storage lock: re-reads the
+    /// state (another process may have moved the counter), applies `change`,
+    /// writes, and only then adopts the result — a failed write changes nothing.
+    func mutateRecord<R>(_ change: (inout LocalActivationRecord) throws(ActivationError) -> R)
+        throws(ActivationError) -> R
+    {
+        guard let known = record else { throw .missingActivation }
+        let names = configuration.storageNames
+        let instanceId = configuration.instanceId
+        return try storage.withExclusiveAccess { () throws(ActivationError) -> R in
+            guard let bytes = try storage.read(names.state) else { throw .missingActivation }
+            var current = try LocalActivationRecord.decode(bytes, instanceId: instanceId)
+            guard current.activationId == known.activationId, current.keyCheck == known.keyCheck else {
+                throw .invalidActivationState(reason: "the stored activation was replaced")
+            }
+            let result = try change(&current)
+            try storage.write(names.state, current.encoded())
+            record = current
+            return result
+        }
     }
 }
 

@@ -31,4 +31,11 @@ public protocol ActivationStorage: Sendable {
     /// - Parameter name: the blob's name.
     /// - Throws: ``ActivationError/storage(operation:errno:)``.
     func remove(_ name: String) throws(ActivationError)
+    /// Runs `body` holding an exclusive lock on the storage, so services in
+    /// several processes (an application and its extension) serialise their
+    /// read-modify-write of the counter. `body` does not call back into the lock.
+    /// - Parameter body: the critical section.
+    /// - Returns: what `body` returned.
+    /// - Throws: ``ActivationError/storage(operation:errno:)`` and what `body` throws.
+    func withExclusiveAccess<R>(_ body: () throws(ActivationError) -> R) throws(ActivationError) -> R
 }

@@ -13,6 +13,8 @@ import SecureCore
 public struct FileActivationStorage: ActivationStorage {
     /// Largest blob accepted; anything larger is damaged data.
     public static let maximumBlobSize = 1 << 16
+    /// The name of the lock file.
+    static let lockName = ".lock"
 
     /// The directory.
     public let directory: String
@@ -96,6 +98,17 @@ public struct FileActivationStorage: ActivationStorage {
         }
         if unlink(path(name)) != 0 && errno != ENOENT { throw .storage(operation: "unlink", errno: errno) }
         try syncDirectory()
+    }
+
+    /// Holds `flock(LOCK_EX)` on the directory's lock file while `body` runs.
+    public func withExclusiveAccess<R>(_ body: () throws(ActivationError) -> R) throws(ActivationError) -> R {
+        let fd = open(path(Self.lockName), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .storage(operation: "open lock", errno: errno) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .storage(operation: "flock", errno: errno) }
+        }
+        return try body()
     }
 
     private func openForReading(_ name: String) throws(ActivationError) -> (Int32, Int)? {
