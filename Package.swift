@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .library(name: "PinVault", targets: ["PinVault"]),
         .library(name: "Activation", targets: ["Activation"]),
+        .library(name: "ActivationServer", targets: ["ActivationServer"]),
         .executable(name: "securepin", targets: ["securepin"]),
         .library(name: "PinEntry", targets: ["PinEntry"]),
     ],
@@ -59,7 +60,11 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "Activation",
-            dependencies: ["SecureCore"],
+            dependencies: ["SecureCore", "PinVault"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "ActivationServer",
+            dependencies: ["Activation", "SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
@@ -90,6 +95,14 @@ let package = Package(
         .testTarget(
             name: "ActivationTests",
             dependencies: ["Activation", "SecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "ActivationServiceTests",
+            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "ActivationServerTests",
+            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "SecureCoreTests",

@@ -70,7 +70,7 @@ extension ActivationCrypto {
 }
 
 /// Equal lengths and equal bytes, with no early exit on the first difference.
-func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+package func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }
     var difference: UInt8 = 0
     for i in 0..<a.count { difference |= a[i] ^ b[i] }

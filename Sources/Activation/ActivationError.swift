@@ -1,3 +1,4 @@
+import PinVault
 import SecureCore
 
 /// Errors raised by the Activation module. None carries secret content: a
@@ -55,6 +56,68 @@ public enum ActivationError: Error, Equatable, Sendable {
     case emptyPIN
     /// A failure of the secure core (memory, a destroyed key, an internal error).
     case core(SecureCoreError)
+
+    // MARK: Configuration and local data (the service)
+
+    /// A configuration value or an argument is invalid (the seed's
+    /// `wrongParameter`): a malformed configuration string, an instance
+    /// identifier with forbidden characters, an offline component length
+    /// outside 4 ... 8. `reason` names the value, never a secret.
+    case wrongParameter(reason: String)
+    /// The stored activation data is damaged or inconsistent (the seed's
+    /// `invalidActivationData`). ``ActivationService/cleanupInstanceData(configuration:storage:authenticator:)``
+    /// removes it so a new activation can be created.
+    case invalidActivationData(reason: String)
+    /// The stored activation data was written by a newer format this
+    /// library does not read (the seed's `upgradeSDK`); nothing was changed.
+    case upgradeSDK(foundVersion: Int)
+    /// There is no activation on this device.
+    case missingActivation
+    /// The operation does not fit the activation's local or server state;
+    /// `reason` says which (for example "an activation already exists").
+    case invalidActivationState(reason: String)
+    /// The storage refused an operation (`errno`), with the step that failed.
+    case storage(operation: String, errno: Int32)
+
+    // MARK: Network and server
+
+    /// The request did not reach the server or no answer came back (no
+    /// connection, time-out). The activation is never removed because of it.
+    case network(reason: String)
+    /// The server rejected the authentication (HTTP 401 with
+    /// `ERR_AUTHENTICATION`): a wrong PIN, a changed activation state or a
+    /// counter out of step. Fetch the status to tell which.
+    case authentication
+    /// The server answered with an error other than an authentication
+    /// failure; `code` is its error code (for example `ERR_ACTIVATION`).
+    case server(statusCode: Int, code: String)
+    /// The server's answer does not follow the protocol (bad JSON, a bad
+    /// signature over the activation data, a status blob that does not open).
+    case invalidResponse(reason: String)
+    /// The credentials were already used for a request the server rejected
+    /// with HTTP 401; sending another request with them could block the
+    /// activation. Ask the user again.
+    case credentialsRejected
+    /// Biometry credentials fetched in advance are past their lifetime, or
+    /// were destroyed.
+    case credentialsExpired
+
+    // MARK: Biometry
+
+    /// The system cannot do biometric authentication now; see the status.
+    case biometryNotAvailable(BiometricSystemStatus)
+    /// The activation has no biometry factor.
+    case biometryNotConfigured
+    /// The enrolled biometry changed and the configuration invalidates the
+    /// factor after a change: the factor was removed locally.
+    case biometryInvalidated
+    /// The biometric match failed.
+    case biometryFailed
+
+    // MARK: Flow
+
+    /// The user or the caller cancelled (a biometric prompt, a cancelled task).
+    case cancelled
 }
 
 extension ActivationError {
@@ -71,7 +134,7 @@ extension ActivationError {
 
 /// Runs a secure-core operation and lifts its error into ``ActivationError``.
 @inline(__always)
-func lift<R>(keyField: String = "key", _ body: () throws(SecureCoreError) -> R) throws(ActivationError) -> R {
+package func lift<R>(keyField: String = "key", _ body: () throws(SecureCoreError) -> R) throws(ActivationError) -> R {
     do throws(SecureCoreError) {
         return try body()
     } catch {

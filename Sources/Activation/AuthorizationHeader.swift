@@ -36,13 +36,7 @@ public struct AuthorizationHeader: Sendable, Equatable {
         activationId: String, applicationKey: String, nonce: [UInt8], factorSet: FactorSet,
         authenticationCode: String, version: ProtocolVersion
     ) throws(ActivationError) {
-        let idBytes = activationId.utf8
-        let idOK = idBytes.allSatisfy { c in
-            (0x30...0x39).contains(c) || (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || c == 0x2D
-        }
-        guard !idBytes.isEmpty, idBytes.count <= ProtocolConstants.maximumActivationIdLength, idOK else {
-            throw .invalidActivationId
-        }
+        try Self.validateActivationId(activationId)
         _ = try Base64.decode(
             applicationKey, field: "pa_application_key", count: ProtocolConstants.applicationKeyByteCount)
         guard nonce.count == ProtocolConstants.nonceByteCount else {
@@ -57,6 +51,19 @@ public struct AuthorizationHeader: Sendable, Equatable {
         self.factorSet = factorSet
         self.authenticationCode = authenticationCode
         self.version = version
+    }
+
+    /// Checks an activation identifier: 1 ... 64 letters, digits or dashes.
+    /// - Parameter activationId: the identifier.
+    /// - Throws: ``ActivationError/invalidActivationId``.
+    public static func validateActivationId(_ activationId: String) throws(ActivationError) {
+        let idBytes = activationId.utf8
+        let idOK = idBytes.allSatisfy { c in
+            (0x30...0x39).contains(c) || (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || c == 0x2D
+        }
+        guard !idBytes.isEmpty, idBytes.count <= ProtocolConstants.maximumActivationIdLength, idOK else {
+            throw .invalidActivationId
+        }
     }
 
     /// The header name, `X-PowerAuth-Authorization`.

@@ -2,11 +2,11 @@
 /// input gives bytes or `nil`, and it accepts only the canonical encoding —
 /// no whitespace, padding only at the end, unused bits zero — so one value
 /// has exactly one text form (what a signed header needs).
-enum Base64 {
+package enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// Encodes with padding.
-    static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var i = 0
@@ -25,7 +25,7 @@ enum Base64 {
     }
 
     /// Decodes canonical padded Base64, or returns `nil`.
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         let chars = Array(text.utf8)
         guard chars.count % 4 == 0 else { return nil }
         var out: [UInt8] = []
@@ -42,7 +42,8 @@ enum Base64 {
 
     /// Decodes `field`, throwing a typed error when it is not canonical
     /// Base64 or (if `count` is given) not exactly that many bytes.
-    static func decode(_ text: some StringProtocol, field: String, count: Int? = nil) throws(ActivationError) -> [UInt8]
+    package static func decode(_ text: some StringProtocol, field: String, count: Int? = nil) throws(ActivationError)
+        -> [UInt8]
     {
         guard let bytes = decode(text) else { throw .malformedBase64(field: field) }
         if let count, bytes.count != count { throw .invalidLength(field: field, expected: count, actual: bytes.count) }

@@ -56,4 +56,13 @@ public enum ProtocolConstants {
     public static let maximumActivationIdLength = 64
     /// Longest header value the parser reads.
     public static let maximumHeaderLength = 4096
+
+    /// SecurePIN extension: `KDF` indices (n, n + 1) under the transport key of
+    /// the 32-byte AEAD key that seals the vault key in `vault/unlock`.
+    public static let vaultTransportKeyIndex: UInt64 = 5000
+    /// SecurePIN extension: `KDF` indices (n, n + 1) under the vault key of the
+    /// 32-byte AEAD key that seals the biometry key on the device.
+    public static let biometrySealKeyIndex: UInt64 = 6000
+    /// Maximum failed attempts a server allows by default.
+    public static let defaultMaxFailedAttempts = 5
 }

@@ -1,0 +1,66 @@
+/// One request as it goes on the wire: the method, the path after the base
+/// URL, headers and the JSON body. The authentication code covers the body
+/// bytes, so they are sent exactly as signed.
+public struct TransportRequest: Sendable, Equatable {
+    /// The HTTP method (`POST` for every endpoint of this API).
+    public var method: String
+    /// The path, for example `/pa/v3/activation/status`.
+    public var path: String
+    /// Header names and values (names as written; look-ups ignore case).
+    public var headers: [String: String]
+    /// The body bytes (public JSON).
+    public var body: [UInt8]
+
+    /// Creates a request.
+    /// - Parameters:
+    ///   - method: the HTTP method.
+    ///   - path: the endpoint path.
+    ///   - headers: the headers.
+    ///   - body: the body bytes.
+    public init(method: String = "POST", path: String, headers: [String: String] = [:], body: [UInt8]) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The value of a header, ignoring the case of its name.
+    /// - Parameter name: the header name.
+    /// - Returns: the value, or `nil`.
+    public func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.key.lowercased() == wanted }?.value
+    }
+}
+
+/// One response: the HTTP status and the JSON body.
+public struct TransportResponse: Sendable, Equatable {
+    /// The HTTP status code.
+    public var statusCode: Int
+    /// The body bytes (public JSON).
+    public var body: [UInt8]
+
+    /// Creates a response.
+    /// - Parameters:
+    ///   - statusCode: the HTTP status.
+    ///   - body: the body bytes.
+    public init(statusCode: Int, body: [UInt8]) {
+        self.statusCode = statusCode
+        self.body = body
+    }
+}
+
+/// How the client reaches the server. An in-process implementation calls
+/// the server logic directly; an HTTP one sends the same bytes over the
+/// network. Implementations report a failure to deliver as
+/// ``ActivationError/network(reason:)`` and return every HTTP answer,
+/// whatever its status, as a ``TransportResponse``.
+public protocol ActivationTransport: Sendable {
+    /// Sends a request and waits for the answer.
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - timeout: how long to wait at most.
+    /// - Returns: the server's answer.
+    /// - Throws: ``ActivationError/network(reason:)``, ``ActivationError/cancelled``.
+    func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
+}

@@ -1,0 +1,118 @@
+import PinVault
+
+/// Everything an ``ActivationService`` needs to know about its application
+/// and server (the seed's `PowerAuthConfiguration`), validated when made.
+public struct ActivationConfiguration: Sendable {
+    /// Default length of an offline authentication-code component.
+    public static let defaultOfflineComponentLength = 8
+
+    /// Distinguishes several service instances in one application; every
+    /// storage name is scoped by it. 1 ... 128 letters, digits, `.`, `_` or `-`.
+    public let instanceId: String
+    /// Everything that goes before the `/pa/` prefix of the endpoints.
+    public let baseEndpointURL: String
+    /// The parsed configuration string.
+    public let sdkConfiguration: SDKConfiguration
+    /// The protocol algorithm; only ``ProtocolAlgorithm/legacyP256`` is implemented.
+    public let algorithm: ProtocolAlgorithm
+    /// Digits of an offline authentication-code component, 4 ... 8 (default 8).
+    public let offlineAuthenticationCodeComponentLength: Int
+    /// The account under which the biometry key is stored (default: the instance id).
+    public let biometryKeyAccount: String
+    /// How the biometry factor behaves (the seed's defaults).
+    public let biometricConfiguration: BiometricConfiguration
+    /// The HTTP client settings.
+    public let clientConfiguration: ActivationClientConfiguration
+    /// Argon2id cost of the PIN wrap of the knowledge key.
+    public let knowledgeKeyParameters: PINKeyDerivationParameters
+
+    /// Validates and stores a configuration.
+    /// - Parameters:
+    ///   - instanceId: 1 ... 128 letters, digits, `.`, `_` or `-` (a bundle id fits).
+    ///   - baseEndpointURL: an `http://` or `https://` URL without query or fragment.
+    ///   - configuration: the configuration string issued by the server.
+    ///   - algorithm: the algorithm name; default `LEGACY_P256`.
+    ///   - offlineAuthenticationCodeComponentLength: 4 ... 8, default 8.
+    ///   - biometryKeyAccount: the biometry key's account; default the instance id.
+    ///   - biometricConfiguration: the biometry behaviour.
+    ///   - clientConfiguration: the HTTP client settings.
+    ///   - knowledgeKeyParameters: Argon2id cost of the PIN wrap (default 64 MiB, 3 passes).
+    /// - Throws: ``ActivationError/wrongParameter(reason:)``,
+    ///   ``ActivationError/unknownAlgorithm(_:)``, ``ActivationError/unsupportedAlgorithm(name:missing:)``.
+    public init(
+        instanceId: String, baseEndpointURL: String, configuration: String,
+        algorithm: String = ProtocolAlgorithm.legacyP256.rawValue,
+        offlineAuthenticationCodeComponentLength: Int = ActivationConfiguration.defaultOfflineComponentLength,
+        biometryKeyAccount: String? = nil, biometricConfiguration: BiometricConfiguration = BiometricConfiguration(),
+        clientConfiguration: ActivationClientConfiguration = ActivationClientConfiguration(),
+        knowledgeKeyParameters: PINKeyDerivationParameters = .default
+    ) throws(ActivationError) {
+        guard Self.isValidName(instanceId) else {
+            throw .wrongParameter(reason: "instance id must be 1 ... 128 letters, digits, '.', '_' or '-'")
+        }
+        guard Self.isValidBaseURL(baseEndpointURL) else {
+            throw .wrongParameter(reason: "base endpoint URL must be http(s) without query or fragment")
+        }
+        guard ProtocolConstants.offlineComponentLengths.contains(offlineAuthenticationCodeComponentLength) else {
+            throw .wrongParameter(reason: "offline component length must be 4 ... 8")
+        }
+        let account = biometryKeyAccount ?? instanceId
+        guard Self.isValidName(account) else { throw .wrongParameter(reason: "biometry key account is not valid") }
+        try knowledgeKeyParameters.validate()
+        let parsedAlgorithm = try ProtocolAlgorithm(name: algorithm)
+        try parsedAlgorithm.requireSupported()
+        self.instanceId = instanceId
+        self.baseEndpointURL = baseEndpointURL.hasSuffix("/") ? String(baseEndpointURL.dropLast()) : baseEndpointURL
+        self.sdkConfiguration = try SDKConfiguration(parsing: configuration)
+        self.algorithm = parsedAlgorithm
+        self.offlineAuthenticationCodeComponentLength = offlineAuthenticationCodeComponentLength
+        self.biometryKeyAccount = account
+        self.biometricConfiguration = biometricConfiguration
+        self.clientConfiguration = clientConfiguration
+        self.knowledgeKeyParameters = knowledgeKeyParameters
+    }
+
+    /// The storage names of this instance, scoped by ``instanceId``.
+    public var storageNames: StorageNames { StorageNames(instanceId: instanceId) }
+
+    static func isValidName(_ text: String) -> Bool {
+        let bytes = text.utf8
+        return !bytes.isEmpty && bytes.count <= 128
+            && bytes.allSatisfy { c in
+                (0x30...0x39).contains(c) || (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c)
+                    || c == UInt8(ascii: ".") || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
+            } && text != "." && text != ".."
+    }
+
+    static func isValidBaseURL(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("https://") {
+            rest = lower.dropFirst(8)
+        } else if lower.hasPrefix("http://") {
+            rest = lower.dropFirst(7)
+        } else {
+            return false
+        }
+        guard text.utf8.count <= 2048, let host = rest.split(separator: "/", omittingEmptySubsequences: false).first,
+            !host.isEmpty
+        else { return false }
+        return !text.contains("?") && !text.contains("#") && !text.utf8.contains { $0 <= 0x20 || $0 >= 0x7F }
+    }
+}
+
+/// The names under which one instance keeps its data. Two instances with
+/// different ids never share a file or a biometry account.
+public struct StorageNames: Sendable, Equatable {
+    /// The public state file (identifiers, counter, wrapped knowledge key).
+    public let state: String
+    /// The secret key file (possession and transport keys).
+    public let keys: String
+
+    /// Derives the names from an instance id.
+    /// - Parameter instanceId: a validated instance id.
+    public init(instanceId: String) {
+        state = "\(instanceId).activation"
+        keys = "\(instanceId).keys"
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import PinVault
+import SecureCore
+
+extension ActivationService {
+    /// Signs a request of your own: computes the authentication code, moves
+    /// and stores the counter, and returns the `X-PowerAuth-Authorization` header.
+    ///
+    /// If your server answers the request with HTTP 401, call
+    /// ``ActivationAuthentication/markRejected()`` and fetch the status; never
+    /// send another request signed with the same credentials.
+    /// - Parameters:
+    ///   - method: the HTTP method.
+    ///   - uriIdentifier: the resource identifier the server expects.
+    ///   - body: the exact body bytes that will be sent.
+    ///   - authentication: the factors.
+    /// - Returns: the header.
+    /// - Throws: ``ActivationError/missingActivation``, ``ActivationError/credentialsRejected``,
+    ///   ``ActivationError/credentialsExpired``, the biometry errors, ``ActivationError/storage(operation:errno:)``.
+    public func signRequest(
+        method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication
+    ) async throws(ActivationError) -> AuthorizationHeader {
+        try await sign(method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
+    }
+
+    /// Checks a PIN with the server (`signature/validate`, possession and
+    /// knowledge). A wrong PIN counts as a failed attempt on the server.
+    /// - Parameter password: the PIN.
+    /// - Throws: ``ActivationError/authentication`` for a wrong PIN or an
+    ///   activation that is no longer active, and the network errors.
+    public func validatePassword(_ password: Password) async throws(ActivationError) {
+        _ = try await send(
+            ActivationAPI.validateSignature, ValidateSignatureRequest(reason: "VALIDATE_PASSWORD"),
+            authentication: .possessionWithPassword(password))
+    }
+
+    /// Computes an offline authentication code (for example for a QR-code
+    /// operation the user confirms by typing the code on another device):
+    /// decimal components of ``ActivationConfiguration/offlineAuthenticationCodeComponentLength``
+    /// digits over the offline data (`POST`, application secret `offline`).
+    /// The counter moves as for any code.
+    /// - Parameters:
+    ///   - uriIdentifier: the operation's resource identifier.
+    ///   - nonce: the 16-byte nonce of the operation.
+    ///   - body: the operation data.
+    ///   - authentication: possession with the PIN or with biometry.
+    /// - Returns: the code, components joined with `-`.
+    /// - Throws: ``ActivationError/invalidActivationState(reason:)`` for possession-only
+    ///   credentials, and the errors of ``signRequest(method:uriIdentifier:body:authentication:)``.
+    public func offlineAuthenticationCode(
+        uriIdentifier: String, nonce: [UInt8], body: [UInt8], authentication: ActivationAuthentication
+    ) async throws(ActivationError) -> String {
+        guard authentication.factorSet != .possession else {
+            throw .invalidActivationState(reason: "an offline code needs a second factor")
+        }
+        let request = try RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+        return try await computeCode(
+            data: { () throws(ActivationError) in request.normalizedOffline }, authentication: authentication,
+            format: .decimal(componentLength: configuration.offlineAuthenticationCodeComponentLength)
+        ).code
+    }
+
+    // MARK: - Signing and sending
+
+    func sign(method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication)
+        async throws(ActivationError) -> AuthorizationHeader
+    {
+        let nonce = try lift { () throws(SecureCoreError) in
+            try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
+        }
+        let request = try RequestData(method: method, uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+        let secret = configuration.sdkConfiguration.applicationSecret
+        let (activationId, code) = try await computeCode(
+            data: { () throws(ActivationError) in try request.normalized(applicationSecret: secret) },
+            authentication: authentication, format: ProtocolVersion.v3_3.authenticationCodeFormat)
+        return try AuthorizationHeader(
+            activationId: activationId, applicationKey: configuration.sdkConfiguration.applicationKey,
+            nonce: nonce, factorSet: authentication.factorSet, authenticationCode: code, version: .v3_3)
+    }
+
+    /// Computes one code over `data()` with the credentials' factors, then
+    /// moves and stores the counter before the code is handed out.
+    func computeCode(
+        data: () throws(ActivationError) -> [UInt8], authentication: ActivationAuthentication,
+        format: AuthenticationCodeFormat
+    ) async throws(ActivationError) -> (activationId: String, code: String) {
+        guard record != nil else { throw .missingActivation }
+        let kind = try authentication.usableKind(now: clock.now())
+        var biometry: SecureBytes?
+        defer { biometry?.destroy() }
+        switch kind {
+        case .biometryPrompt(let prompt):
+            biometry = try await biometryKey(prompt: prompt)
+        case .biometryKey(let key, _):
+            biometry = try lift { () throws(SecureCoreError) in try copy(key) }
+        case .possession, .password:
+            break
+        }
+        // Read the state after the prompt: the activation may have changed meanwhile.
+        guard let keys else { throw .missingActivation }
+        let normalized = try data()
+        let factors = authentication.factorSet
+        let crypto = crypto
+        return try mutateRecord { (r) throws(ActivationError) -> (activationId: String, code: String) in
+            var knowledge: SecureBytes?
+            defer { knowledge?.destroy() }
+            if case .password(let password) = kind {
+                knowledge = try crypto.unwrapKnowledgeKey(r.knowledgeKey, pin: password)
+            }
+            let code = try crypto.authenticationCode(
+                data: normalized, factors: factors,
+                keys: SigningKeys(possession: keys.possession, knowledge: knowledge, biometry: biometry),
+                counter: try r.currentCounter, format: format)
+            try r.advanceCounter()
+            return (r.activationId, code)
+        }
+    }
+
+    /// Encodes, signs when the endpoint is signed, sends, and decodes.
+    func send<Request, Response>(
+        _ endpoint: ActivationAPI.Endpoint<Request, Response>, _ message: Request,
+        authentication: ActivationAuthentication?
+    ) async throws(ActivationError) -> Response {
+        let body = try WireCoding.encode(RequestEnvelope(requestObject: message))
+        var request = TransportRequest(
+            method: ActivationAPI.method, path: endpoint.path, headers: ["Content-Type": ActivationAPI.contentType],
+            body: body)
+        if let uriIdentifier = endpoint.uriIdentifier {
+            guard let authentication else {
+                throw .invalidActivationState(reason: "a signed endpoint needs credentials")
+            }
+            let header = try await sign(
+                method: ActivationAPI.method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
+            request.headers[AuthorizationHeader.name] = header.value
+        }
+        let client = configuration.clientConfiguration
+        if let agent = client.userAgent { request.headers["User-Agent"] = agent }
+        for interceptor in client.requestInterceptors { interceptor.process(&request) }
+        let response = try await transport.send(request, timeout: client.requestTimeout)
+        switch response.statusCode {
+        case 200:
+            guard let envelope = try? WireCoding.decode(ResponseEnvelope<Response>.self, response.body),
+                envelope.status == "OK"
+            else { throw .invalidResponse(reason: "\(endpoint.path): the body does not follow the API") }
+            return envelope.responseObject
+        default:
+            let code = (try? WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, response.body))?.responseObject
+                .code
+            if response.statusCode == 401 {
+                // Never again with these credentials: a second wrong PIN would be counted too.
+                authentication?.markRejected()
+                throw .authentication
+            }
+            throw .server(statusCode: response.statusCode, code: code ?? "UNKNOWN")
+        }
+    }
+}
+
+/// A copy of a secret in new secure memory.
+func copy(_ key: SecureBytes) throws(SecureCoreError) -> SecureBytes {
+    do {
+        return try key.withUnsafeBytes { try SecureBytes(copying: $0) }
+    } catch let error as SecureCoreError {
+        throw error
+    } catch {
+        throw .destroyed
+    }
+}
+
+/// JSON coding of the API messages, in one place so the client and the
+/// server write the same bytes.
+public enum WireCoding {
+    /// Encodes a message with sorted keys.
+    /// - Parameter value: the message.
+    /// - Returns: UTF-8 JSON bytes.
+    /// - Throws: ``ActivationError/invalidResponse(reason:)`` if the value cannot be encoded.
+    public static func encode(_ value: some Encodable) throws(ActivationError) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return Array(try encoder.encode(value))
+        } catch {
+            throw .invalidResponse(reason: "a message could not be encoded")
+        }
+    }
+
+    /// Decodes a message; any malformed input is a typed error.
+    /// - Parameters:
+    ///   - type: the message type.
+    ///   - bytes: UTF-8 JSON bytes (at most 64 KiB).
+    /// - Returns: the message.
+    /// - Throws: ``ActivationError/invalidResponse(reason:)``.
+    public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(ActivationError) -> T {
+        guard bytes.count <= 1 << 16 else { throw .invalidResponse(reason: "the body is too large") }
+        do {
+            return try JSONDecoder().decode(type, from: Data(bytes))
+        } catch {
+            throw .invalidResponse(reason: "the body is not the expected JSON")
+        }
+    }
+}

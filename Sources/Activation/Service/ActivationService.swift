@@ -1,0 +1,280 @@
+import Foundation
+import PinVault
+import SecureCore
+
+/// The client side of an activation: the module's one entry type. It creates
+/// an activation (device keys, key agreement with the server, factor keys
+/// stored: the knowledge key wrapped under the PIN, the biometry key behind
+/// the ``PinVault/BiometricAuthenticator``), signs requests, fetches the
+/// status, changes the PIN in two steps and adds or removes the biometry
+/// factor. Calls are serialised by the actor; the counter moves and is
+/// stored before any signed request leaves.
+public actor ActivationService {
+    /// The validated configuration.
+    public nonisolated let configuration: ActivationConfiguration
+    let storage: any ActivationStorage
+    let transport: any ActivationTransport
+    let authenticator: (any BiometricAuthenticator)?
+    let clock: any ActivationClock
+    let crypto: ActivationCrypto
+    var record: LocalActivationRecord?
+    var keys: LocalActivationKeys?
+
+    /// Opens the instance's stored activation, if there is one.
+    /// - Parameters:
+    ///   - configuration: the configuration.
+    ///   - storage: where the activation is kept.
+    ///   - transport: how the server is reached.
+    ///   - authenticator: the biometric key store, if the device has one.
+    ///   - clock: the time source.
+    /// - Throws: ``ActivationError/invalidActivationData(reason:)`` (recover with
+    ///   ``cleanupInstanceData(configuration:storage:authenticator:)``),
+    ///   ``ActivationError/upgradeSDK(foundVersion:)``, ``ActivationError/storage(operation:errno:)``.
+    public init(
+        configuration: ActivationConfiguration, storage: any ActivationStorage, transport: any ActivationTransport,
+        authenticator: (any BiometricAuthenticator)? = nil, clock: any ActivationClock = SystemActivationClock()
+    ) throws(ActivationError) {
+        self.configuration = configuration
+        self.storage = storage
+        self.transport = transport
+        self.authenticator = authenticator
+        self.clock = clock
+        self.crypto = try ActivationCrypto(algorithm: configuration.algorithm)
+        let names = configuration.storageNames
+        guard let stateBytes = try storage.read(names.state) else {
+            // A key file without a state file is what an interrupted create or
+            // remove leaves: nothing refers to it any more.
+            try storage.remove(names.keys)
+            return
+        }
+        let loaded = try LocalActivationRecord.decode(stateBytes, instanceId: configuration.instanceId)
+        guard let blob = try storage.readSecret(names.keys) else {
+            throw .invalidActivationData(reason: "the key file is missing")
+        }
+        let loadedKeys = try LocalActivationKeys.parse(blob)
+        guard try Base64.encode(loadedKeys.keyCheck()) == loaded.keyCheck else {
+            loadedKeys.destroy()
+            throw .invalidActivationData(reason: "the key file does not belong to the activation state")
+        }
+        record = loaded
+        keys = loadedKeys
+    }
+
+    /// Removes everything an instance stored (state, keys, biometry key),
+    /// for example after ``ActivationError/invalidActivationData(reason:)``.
+    /// - Parameters:
+    ///   - configuration: the instance's configuration.
+    ///   - storage: its storage.
+    ///   - authenticator: its biometric key store.
+    /// - Throws: ``ActivationError/storage(operation:errno:)``.
+    public static func cleanupInstanceData(
+        configuration: ActivationConfiguration, storage: any ActivationStorage,
+        authenticator: (any BiometricAuthenticator)? = nil
+    ) throws(ActivationError) {
+        try storage.remove(configuration.storageNames.state)
+        try storage.remove(configuration.storageNames.keys)
+        authenticator?.deleteKey(account: configuration.biometryKeyAccount)
+    }
+
+    deinit { keys?.destroy() }
+
+    // MARK: - State
+
+    /// Whether an activation is stored on this device (in any server state).
+    /// - Returns: `true` when there is one.
+    public func hasValidActivation() -> Bool { record != nil }
+
+    /// The stored activation's identifier.
+    /// - Returns: the identifier, or `nil` without an activation.
+    public func activationIdentifier() -> String? { record?.activationId }
+
+    /// The fingerprint of the stored activation, to compare with the server's.
+    /// - Returns: 8 decimal digits.
+    /// - Throws: ``ActivationError/missingActivation``.
+    public func activationFingerprint() throws(ActivationError) -> String {
+        guard let record else { throw .missingActivation }
+        return try crypto.fingerprint(
+            devicePublicKey: try Base64.decode(record.devicePublicKey, field: "devicePublicKey"),
+            serverPublicKey: try Base64.decode(record.serverPublicKey, field: "serverPublicKey"),
+            activationId: record.activationId)
+    }
+
+    /// Whether the activation has a biometry factor.
+    /// - Returns: `true` when it has one.
+    public func hasBiometryFactor() -> Bool { record?.biometryEnabled ?? false }
+
+    /// Biometry on the system and activation levels.
+    /// - Returns: the status.
+    public func biometricStatus() -> ActivationBiometricStatus {
+        ActivationBiometricStatus(
+            systemStatus: authenticator?.systemStatus ?? .notSupported,
+            biometryType: authenticator?.biometryType ?? .none,
+            isBiometricFactorConfigured: record?.biometryEnabled ?? false)
+    }
+
+    /// Forgets the activation on this device: the state and key files are
+    /// overwritten and deleted, the biometry key removed. The server is not told.
+    /// - Throws: ``ActivationError/storage(operation:errno:)``.
+    public func removeActivationLocal() throws(ActivationError) {
+        let names = configuration.storageNames
+        // The state goes first: once it is gone the activation is gone, and a
+        // left-over key file is removed by the next init.
+        try storage.remove(names.state)
+        record = nil
+        keys?.destroy()
+        keys = nil
+        authenticator?.deleteKey(account: configuration.biometryKeyAccount)
+        try storage.remove(names.keys)
+    }
+
+    // MARK: - Activation
+
+    /// Creates an activation from an activation code the server prepared.
+    /// - Parameters:
+    ///   - activationCode: the code (from the back office or a QR code).
+    ///   - name: a display name for this device.
+    ///   - password: the new PIN; the knowledge key is wrapped under it.
+    ///   - enableBiometry: also store the biometry key behind the authenticator.
+    /// - Returns: the identifier and the fingerprint to show while the commit is pending.
+    /// - Throws: ``ActivationError/invalidActivationState(reason:)`` when an activation
+    ///   exists, ``ActivationError/emptyPIN``, ``ActivationError/biometryNotAvailable(_:)``,
+    ///   the network and server errors, ``ActivationError/invalidResponse(reason:)``,
+    ///   ``ActivationError/storage(operation:errno:)``.
+    public func createActivation(
+        activationCode: String, name: String, password: Password, enableBiometry: Bool = false
+    ) async throws(ActivationError) -> ActivationResult {
+        guard record == nil else { throw .invalidActivationState(reason: "an activation already exists") }
+        guard password.length > 0 else { throw .emptyPIN }
+        if enableBiometry {
+            guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
+            guard authenticator.systemStatus == .available else {
+                throw .biometryNotAvailable(authenticator.systemStatus)
+            }
+        }
+        let device = try crypto.generateKeyPair()
+        defer { device.privateKey.destroy() }
+        let sdk = configuration.sdkConfiguration
+        let response = try await send(
+            ActivationAPI.createActivation,
+            CreateActivationRequest(
+                activationCode: activationCode, applicationKey: sdk.applicationKey,
+                devicePublicKey: Base64.encode(device.publicKey), activationName: name, biometryEnabled: enableBiometry),
+            authentication: nil)
+        guard record == nil else { throw .invalidActivationState(reason: "an activation already exists") }
+        let (serverKey, counter) = try verifyCreateResponse(response, devicePublicKey: device.publicKey)
+        let master = try crypto.masterSecret(privateKey: device.privateKey, peerPublicKey: serverKey)
+        defer { master.destroy() }
+        let factorKeys = try crypto.factorKeys(masterSecret: master)
+        defer { factorKeys.knowledge.destroy(); factorKeys.biometry.destroy(); factorKeys.vault.destroy() }
+        let newKeys = LocalActivationKeys(possession: factorKeys.possession, transport: factorKeys.transport)
+        let seal = try crypto.aeadKey(from: factorKeys.vault, index: ProtocolConstants.biometrySealKeyIndex)
+        defer { seal.destroy() }
+        let sealedBiometry = try lift { () throws(SecureCoreError) in
+            try AEAD.seal(factorKeys.biometry, using: seal, associatedData: Array(response.activationId.utf8))
+        }
+        let newRecord = LocalActivationRecord(
+            formatVersion: LocalActivationRecord.currentFormatVersion, instanceId: configuration.instanceId,
+            activationId: response.activationId, algorithm: configuration.algorithm.rawValue,
+            devicePublicKey: Base64.encode(device.publicKey), serverPublicKey: response.serverPublicKey,
+            counter: counter.base64, counterIndex: 0, counterHistory: [],
+            knowledgeKey: try crypto.wrapKnowledgeKey(
+                factorKeys.knowledge, pin: password, parameters: configuration.knowledgeKeyParameters),
+            sealedBiometryKey: sealedBiometry, biometryEnabled: enableBiometry,
+            enrolledSetFingerprint: enableBiometry
+                ? authenticator.map { Base64.encode($0.enrolledSetFingerprint) } : nil,
+            keyCheck: Base64.encode(try newKeys.keyCheck()))
+        if enableBiometry, let authenticator {
+            try mapVault { () throws(VaultError) in
+                try authenticator.storeKey(factorKeys.biometry, account: configuration.biometryKeyAccount)
+            }
+        }
+        do {
+            let blob = try newKeys.serialized()
+            defer { blob.destroy() }
+            try storage.writeSecret(configuration.storageNames.keys, blob)
+            try storage.write(configuration.storageNames.state, newRecord.encoded())
+        } catch {
+            authenticator?.deleteKey(account: configuration.biometryKeyAccount)
+            try? storage.remove(configuration.storageNames.keys)
+            newKeys.destroy()
+            throw error
+        }
+        record = newRecord
+        keys = newKeys
+        return ActivationResult(activationId: response.activationId, activationFingerprint: try activationFingerprint())
+    }
+
+    private func verifyCreateResponse(_ response: CreateActivationResponse, devicePublicKey: [UInt8])
+        throws(ActivationError) -> ([UInt8], HashCounter)
+    {
+        func invalid(_ what: String) -> ActivationError { .invalidResponse(reason: "activation/create: \(what)") }
+        guard (try? AuthorizationHeader.validateActivationId(response.activationId)) != nil else {
+            throw invalid("bad activation id")
+        }
+        guard let serverKey = Base64.decode(response.serverPublicKey), let ctr = Base64.decode(response.ctrData),
+            let counter = try? HashCounter(bytes: ctr), let signature = Base64.decode(response.signature)
+        else { throw invalid("malformed field") }
+        let signed = CreateActivationResponse.signedBytes(
+            activationId: response.activationId, serverPublicKey: serverKey, devicePublicKey: devicePublicKey,
+            ctrData: ctr)
+        let verified = try? crypto.verifySignature(
+            signature, message: signed, publicKey: configuration.sdkConfiguration.masterServerPublicKey)
+        guard verified == true else { throw invalid("the master key's signature does not verify") }
+        return (serverKey, counter)
+    }
+
+    /// Removes the activation on the server (it needs 2FA), then locally.
+    /// - Parameter authentication: possession with the PIN or with biometry.
+    /// - Throws: the signing, network and server errors; the local activation
+    ///   stays when the server did not confirm.
+    public func removeActivation(authentication: ActivationAuthentication) async throws(ActivationError) {
+        _ = try await send(ActivationAPI.removeActivation, EmptyMessage(), authentication: authentication)
+        try removeActivationLocal()
+    }
+
+    // MARK: - Persistence
+
+    /// Changes the stored activation under the storage lock: re-reads the
+    /// state (another process may have moved the counter), applies `change`,
+    /// writes, and only then adopts the result — a failed write changes nothing.
+    func mutateRecord<R>(_ change: (inout LocalActivationRecord) throws(ActivationError) -> R)
+        throws(ActivationError) -> R
+    {
+        guard let known = record else { throw .missingActivation }
+        let names = configuration.storageNames
+        let instanceId = configuration.instanceId
+        return try storage.withExclusiveAccess { () throws(ActivationError) -> R in
+            guard let bytes = try storage.read(names.state) else { throw .missingActivation }
+            var current = try LocalActivationRecord.decode(bytes, instanceId: instanceId)
+            guard current.activationId == known.activationId, current.keyCheck == known.keyCheck else {
+                throw .invalidActivationState(reason: "the stored activation was replaced")
+            }
+            let result = try change(&current)
+            try storage.write(names.state, current.encoded())
+            record = current
+            return result
+        }
+    }
+}
+
+/// Maps a PinVault biometry error into ``ActivationError``.
+func mapVault<R>(_ body: () throws(VaultError) -> R) throws(ActivationError) -> R {
+    do throws(VaultError) {
+        return try body()
+    } catch {
+        throw ActivationError(vault: error)
+    }
+}
+
+extension ActivationError {
+    init(vault error: VaultError) {
+        switch error {
+        case .cancelled: self = .cancelled
+        case .biometryFailed(let status): self = status == .available ? .biometryFailed : .biometryNotAvailable(status)
+        case .biometryNotConfigured: self = .biometryNotConfigured
+        case .biometryInvalidated: self = .biometryInvalidated
+        case .secureCore(let core): self = .core(core)
+        default: self = .biometryFailed
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Activation
+import Foundation
+import SecureCore
+
+/// One activation as the server keeps it. The server's private key lives in
+/// secure memory; the description is redacted.
+public struct ActivationRecord: Sendable {
+    /// The identifier (a UUID).
+    public let activationId: String
+    /// The one-time code the device activates with.
+    public let activationCode: String
+    /// The user the activation belongs to.
+    public let userId: String
+    /// The device's display name.
+    public var name: String
+    /// The state.
+    public var state: ActivationState
+    /// The server's key pair for this activation.
+    public let serverKeyPair: KeyPair
+    /// The device's public key, once the device exchanged keys.
+    public var devicePublicKey: [UInt8]?
+    /// The next expected counter `CTR_DATA`.
+    public var counter: HashCounter
+    /// How many counter steps were consumed (its low byte goes in the status blob).
+    public var counterIndex: UInt64
+    /// Failed attempts in a row.
+    public var failedAttempts: Int
+    /// Failed attempts that block the activation.
+    public var maxFailedAttempts: Int
+    /// End of a temporary block; `nil` for a permanent one or when not blocked.
+    public var blockedUntil: Date?
+    /// Whether biometry codes are accepted.
+    public var biometryEnabled: Bool
+
+    /// Creates a record in the ``ActivationState/created`` state.
+    /// - Parameters:
+    ///   - activationId: the identifier.
+    ///   - activationCode: the activation code.
+    ///   - userId: the user.
+    ///   - serverKeyPair: the server's key pair.
+    ///   - counter: the initial counter.
+    ///   - maxFailedAttempts: the blocking limit.
+    public init(
+        activationId: String, activationCode: String, userId: String, serverKeyPair: KeyPair, counter: HashCounter,
+        maxFailedAttempts: Int
+    ) {
+        self.activationId = activationId
+        self.activationCode = activationCode
+        self.userId = userId
+        self.name = ""
+        self.state = .created
+        self.serverKeyPair = serverKeyPair
+        self.devicePublicKey = nil
+        self.counter = counter
+        self.counterIndex = 0
+        self.failedAttempts = 0
+        self.maxFailedAttempts = maxFailedAttempts
+        self.blockedUntil = nil
+        self.biometryEnabled = false
+    }
+
+    /// Ends a temporary block whose time has come (failures reset).
+    /// - Parameter now: the current time.
+    public mutating func expireBlock(now: Date) {
+        if state == .blocked, let until = blockedUntil, now >= until {
+            state = .active
+            failedAttempts = 0
+            blockedUntil = nil
+        }
+    }
+
+    /// Applies one verification outcome — the whole failure-counting rule:
+    /// only an active activation counts; an accepted code whose counter was
+    /// not consumed yet moves the counter (and resets the failures when it
+    /// used knowledge or biometry); anything else — a wrong code, a replayed
+    /// or reordered one — is a failure, and the last allowed failure blocks.
+    /// - Parameters:
+    ///   - outcome: the verification outcome.
+    ///   - now: the current time.
+    ///   - failureBlockDuration: how long a block after too many failures
+    ///     lasts; `nil` blocks until an administrator unblocks.
+    /// - Returns: whether the attempt is accepted.
+    public mutating func apply(_ outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?) -> Bool {
+        expireBlock(now: now)
+        guard state == .active else { return false }
+        if case .accepted(let codeIndex, let nextCounter, let resetsFailures) = outcome, codeIndex >= counterIndex {
+            counter = nextCounter
+            counterIndex = codeIndex + 1
+            if resetsFailures { failedAttempts = 0 }
+            return true
+        }
+        failedAttempts += 1
+        if failedAttempts >= maxFailedAttempts {
+            state = .blocked
+            blockedUntil = failureBlockDuration.map { now.addingTimeInterval($0) }
+        }
+        return false
+    }
+}
+
+extension ActivationRecord: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Identifier and state; keys redacted.
+    public var description: String { "ActivationRecord(\(activationId), \(state), keys redacted)" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// What a verification concluded, for ``ActivationStore/recordAttempt(activationId:outcome:now:failureBlockDuration:)``.
+public enum AttemptOutcome: Sendable, Equatable {
+    /// The code matched the counter at `codeIndex`; `nextCounter` follows it.
+    case accepted(codeIndex: UInt64, nextCounter: HashCounter, resetsFailures: Bool)
+    /// No counter in the window matched.
+    case rejected
+}
+
+/// The state after one recorded attempt.
+public struct AttemptResult: Sendable, Equatable {
+    /// Whether the attempt was accepted.
+    public let accepted: Bool
+    /// The state afterwards.
+    public let state: ActivationState
+    /// Failed attempts afterwards.
+    public let failedAttempts: Int
+    /// The blocking limit.
+    public let maxFailedAttempts: Int
+}

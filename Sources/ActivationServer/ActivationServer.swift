@@ -1,0 +1,216 @@
+import Activation
+import Foundation
+import SecureCore
+
+/// The reference server: the activation registry (back-office operations),
+/// verification of authentication codes with failure counting, the status
+/// blob, and the API endpoints of `docs/activation-api.md` through
+/// ``handle(_:)``, which takes and returns transport-neutral requests so an
+/// HTTP front end can sit on top of it.
+public final class ActivationServer: Sendable {
+    /// The settings.
+    public let configuration: ActivationServerConfiguration
+    let store: any ActivationStore
+    let clock: any ActivationClock
+    let crypto: ActivationCrypto
+    let applicationKey: String
+    let applicationSecret: String
+
+    /// Creates a server.
+    /// - Parameters:
+    ///   - configuration: the settings.
+    ///   - store: the activation store (default in memory).
+    ///   - clock: the time source (temporary blocks).
+    /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
+    public init(
+        configuration: ActivationServerConfiguration, store: any ActivationStore = InMemoryActivationStore(),
+        clock: any ActivationClock = SystemActivationClock()
+    ) throws(ActivationServerError) {
+        self.configuration = configuration
+        self.store = store
+        self.clock = clock
+        self.crypto = try protocolStep { () throws(ActivationError) in try ActivationCrypto() }
+        self.applicationKey = Base64.encode(configuration.applicationKey)
+        self.applicationSecret = Base64.encode(configuration.applicationSecret)
+    }
+
+    // MARK: - Back office
+
+    /// Prepares an activation for a user: a fresh server key pair, counter,
+    /// identifier and activation code. State ``ActivationState/created``.
+    /// - Parameter userId: the user.
+    /// - Returns: the identifier and the code to hand to the device.
+    /// - Throws: ``ActivationServerError/protocolFailure(_:)``, the store's errors.
+    public func initActivation(userId: String) throws(ActivationServerError) -> PreparedActivation {
+        let keyPair = try protocolStep { () throws(ActivationError) in try crypto.generateKeyPair() }
+        let code = try Self.activationCode()
+        let record = ActivationRecord(
+            activationId: UUID().uuidString.lowercased(), activationCode: code, userId: userId,
+            serverKeyPair: keyPair, counter: HashCounter.random(), maxFailedAttempts: configuration.maxFailedAttempts)
+        try store.insert(record)
+        return PreparedActivation(activationId: record.activationId, activationCode: code)
+    }
+
+    /// Commits an activation that waits for it.
+    /// - Parameter activationId: the identifier.
+    /// - Throws: ``ActivationServerError/activationNotFound``, ``ActivationServerError/invalidState(_:)``.
+    public func commitActivation(_ activationId: String) throws(ActivationServerError) {
+        try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
+            guard r.state == .pendingCommit else { throw .invalidState(r.state) }
+            r.state = .active
+        }
+    }
+
+    /// Blocks an active activation, until `until` or until unblocked.
+    /// - Parameters:
+    ///   - activationId: the identifier.
+    ///   - until: the end of a temporary block, or `nil` for a permanent one.
+    /// - Throws: ``ActivationServerError/activationNotFound``, ``ActivationServerError/invalidState(_:)``.
+    public func blockActivation(_ activationId: String, until: Date? = nil) throws(ActivationServerError) {
+        let now = clock.now()
+        try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
+            r.expireBlock(now: now)
+            guard r.state == .active else { throw .invalidState(r.state) }
+            r.state = .blocked
+            r.blockedUntil = until
+        }
+    }
+
+    /// Unblocks a blocked activation and resets its failures.
+    /// - Parameter activationId: the identifier.
+    /// - Throws: ``ActivationServerError/activationNotFound``, ``ActivationServerError/invalidState(_:)``.
+    public func unblockActivation(_ activationId: String) throws(ActivationServerError) {
+        try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
+            guard r.state == .blocked else { throw .invalidState(r.state) }
+            r.state = .active
+            r.failedAttempts = 0
+            r.blockedUntil = nil
+        }
+    }
+
+    /// Removes an activation for good (the record stays, in ``ActivationState/removed``).
+    /// - Parameter activationId: the identifier.
+    /// - Throws: ``ActivationServerError/activationNotFound``.
+    public func removeActivation(_ activationId: String) throws(ActivationServerError) {
+        try store.update(activationId: activationId) { r in
+            r.state = .removed
+            r.blockedUntil = nil
+        }
+    }
+
+    /// The public facts of an activation, a temporary block applied.
+    /// - Parameter activationId: the identifier.
+    /// - Returns: the details.
+    /// - Throws: ``ActivationServerError/activationNotFound``.
+    public func activationDetail(_ activationId: String) throws(ActivationServerError) -> ActivationDetail {
+        let now = clock.now()
+        return try store.update(activationId: activationId) { r in
+            r.expireBlock(now: now)
+            return ActivationDetail(
+                activationId: r.activationId, userId: r.userId, state: r.state, failedAttempts: r.failedAttempts,
+                maxFailedAttempts: r.maxFailedAttempts, blockedUntil: r.blockedUntil,
+                biometryEnabled: r.biometryEnabled,
+                counterIndex: r.counterIndex)
+        }
+    }
+
+    // MARK: - Verification for application servers
+
+    /// Verifies the authorization header of an application request, counting
+    /// the attempt (what an application server asks the PowerAuth server).
+    /// - Parameters:
+    ///   - header: the `X-PowerAuth-Authorization` value.
+    ///   - method: the request method.
+    ///   - uriIdentifier: the resource identifier.
+    ///   - body: the body bytes.
+    /// - Returns: who was authenticated, with which factors.
+    /// - Throws: ``ActivationServerError/authenticationFailed``.
+    public func verifyAuthorization(header: String, method: String, uriIdentifier: String, body: [UInt8])
+        throws(ActivationServerError) -> VerifiedAuthorization
+    {
+        let (record, keys, factors) = try verify(
+            headerValue: header, method: method, uriIdentifier: uriIdentifier, body: body, allowed: nil)
+        keys.destroy()
+        return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factors)
+    }
+
+    /// Verifies an offline authentication code (decimal components over the
+    /// offline data: `POST`, application secret `offline`), counting the
+    /// attempt like any other. Possession alone is refused.
+    /// - Parameters:
+    ///   - code: the code as the user typed it (components joined with `-`).
+    ///   - activationId: the activation the operation was issued for.
+    ///   - factorSet: the factors the code claims (`possession_knowledge` or `possession_biometry`).
+    ///   - uriIdentifier: the operation's resource identifier.
+    ///   - nonce: the operation's 16-byte nonce.
+    ///   - body: the operation data.
+    ///   - componentLength: digits per component, 4 ... 8 (the client's configuration).
+    /// - Returns: who was authenticated.
+    /// - Throws: ``ActivationServerError/authenticationFailed``, ``ActivationServerError/malformedRequest(reason:)``.
+    public func verifyOfflineCode(
+        _ code: String, activationId: String, factorSet: FactorSet, uriIdentifier: String, nonce: [UInt8],
+        body: [UInt8], componentLength: Int = ProtocolConstants.decimalComponentLength
+    ) throws(ActivationServerError) -> VerifiedAuthorization {
+        guard ProtocolConstants.offlineComponentLengths.contains(componentLength) else {
+            throw .malformedRequest(reason: "component length must be 4 ... 8")
+        }
+        guard factorSet != .possession else { throw .authenticationFailed }
+        let data = try? RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body).normalizedOffline
+        let (record, keys) = try verifyCode(
+            code, activationId: activationId, factorSet: factorSet, data: data,
+            format: .decimal(componentLength: componentLength))
+        keys.destroy()
+        return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factorSet)
+    }
+
+    /// A 20-character code in four groups of Base32 letters and digits.
+    static func activationCode() throws(ActivationServerError) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        let bytes: [UInt8]
+        do throws(SecureCoreError) {
+            bytes = try SecureRandom.bytes(count: 20)
+        } catch {
+            throw .protocolFailure(.core(error))
+        }
+        let characters = bytes.map { alphabet[Int($0 & 31)] }
+        return stride(from: 0, to: 20, by: 5).map { String(characters[$0..<($0 + 5)]) }.joined(separator: "-")
+    }
+}
+
+/// What ``ActivationServer/initActivation(userId:)`` returns.
+public struct PreparedActivation: Sendable, Equatable {
+    /// The identifier.
+    public let activationId: String
+    /// The code the device activates with.
+    public let activationCode: String
+}
+
+/// The public facts of an activation.
+public struct ActivationDetail: Sendable, Equatable {
+    /// The identifier.
+    public let activationId: String
+    /// The user.
+    public let userId: String
+    /// The state.
+    public let state: ActivationState
+    /// Failed attempts in a row.
+    public let failedAttempts: Int
+    /// The blocking limit.
+    public let maxFailedAttempts: Int
+    /// End of a temporary block.
+    public let blockedUntil: Date?
+    /// Whether biometry codes are accepted.
+    public let biometryEnabled: Bool
+    /// Consumed counter steps.
+    public let counterIndex: UInt64
+}
+
+/// A verified application request.
+public struct VerifiedAuthorization: Sendable, Equatable {
+    /// The activation.
+    public let activationId: String
+    /// The user.
+    public let userId: String
+    /// The factors the code used.
+    public let factorSet: FactorSet
+}

@@ -1,0 +1,65 @@
+import Activation
+import Foundation
+import SecureCore
+
+/// The server's settings for one application.
+public struct ActivationServerConfiguration: Sendable {
+    /// The application key, 16 bytes.
+    public let applicationKey: [UInt8]
+    /// The application secret, 16 bytes.
+    public let applicationSecret: [UInt8]
+    /// The master key pair; its private key signs the activation data.
+    public let masterKeyPair: KeyPair
+    /// The counter look-ahead window, 1 ... 255 (default 20).
+    public var lookAhead: Int
+    /// Failed attempts that block an activation (default 5).
+    public var maxFailedAttempts: Int
+    /// How long a block after too many failures lasts; `nil` (the default)
+    /// blocks until an administrator unblocks.
+    public var failureBlockDuration: TimeInterval?
+    /// Commit activations as soon as the device exchanged keys (default `false`).
+    public var autoCommit: Bool
+
+    /// Creates a configuration with a fresh application key, secret and master key pair.
+    /// - Parameters:
+    ///   - lookAhead: the look-ahead window.
+    ///   - maxFailedAttempts: the blocking limit, 1 ... 255.
+    ///   - failureBlockDuration: the length of a failure block, or `nil`.
+    ///   - autoCommit: whether to skip the commit step.
+    /// - Throws: ``ActivationServerError/invalidConfiguration(reason:)``.
+    public static func generate(
+        lookAhead: Int = ProtocolConstants.defaultLookAhead,
+        maxFailedAttempts: Int = ProtocolConstants.defaultMaxFailedAttempts, failureBlockDuration: TimeInterval? = nil,
+        autoCommit: Bool = false
+    ) throws(ActivationServerError) -> ActivationServerConfiguration {
+        guard (1...ProtocolConstants.maximumLookAhead).contains(lookAhead) else {
+            throw .invalidConfiguration(reason: "look-ahead must be 1 ... 255")
+        }
+        guard (1...255).contains(maxFailedAttempts) else {
+            throw .invalidConfiguration(reason: "maximum failed attempts must be 1 ... 255")
+        }
+        let crypto = try protocolStep { () throws(ActivationError) in try ActivationCrypto() }
+        let master = try protocolStep { () throws(ActivationError) in try crypto.generateKeyPair() }
+        do throws(SecureCoreError) {
+            return ActivationServerConfiguration(
+                applicationKey: try SecureRandom.bytes(count: ProtocolConstants.applicationKeyByteCount),
+                applicationSecret: try SecureRandom.bytes(count: ProtocolConstants.applicationKeyByteCount),
+                masterKeyPair: master, lookAhead: lookAhead, maxFailedAttempts: maxFailedAttempts,
+                failureBlockDuration: failureBlockDuration, autoCommit: autoCommit)
+        } catch {
+            throw .protocolFailure(.core(error))
+        }
+    }
+
+    /// The configuration string the client is given.
+    /// - Returns: the string.
+    /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
+    public func configurationString() throws(ActivationServerError) -> String {
+        try protocolStep { () throws(ActivationError) in
+            try SDKConfiguration(
+                applicationKey: applicationKey, applicationSecret: applicationSecret,
+                masterServerPublicKey: masterKeyPair.publicKey
+            ).encoded
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Activation
+import Foundation
+import Synchronization
+
+/// Where the server keeps activations. Every change goes through
+/// ``update(activationId:_:)``, which must be atomic: the closure sees the
+/// current record and its changes are stored only if it returns (a SQL
+/// store runs it inside one `BEGIN IMMEDIATE` transaction). Failure counting
+/// is the single operation
+/// ``recordAttempt(activationId:outcome:now:failureBlockDuration:)``, so
+/// concurrent requests count exactly.
+public protocol ActivationStore: Sendable {
+    /// Adds a new record.
+    /// - Parameter record: the record.
+    /// - Throws: ``ActivationServerError/duplicate``, ``ActivationServerError/storage(reason:)``.
+    func insert(_ record: ActivationRecord) throws(ActivationServerError)
+    /// Reads a record.
+    /// - Parameter activationId: the identifier.
+    /// - Returns: the record, or `nil`.
+    /// - Throws: ``ActivationServerError/storage(reason:)``.
+    func fetch(activationId: String) throws(ActivationServerError) -> ActivationRecord?
+    /// Finds the activation an activation code belongs to.
+    /// - Parameter activationCode: the code.
+    /// - Returns: the identifier, or `nil`.
+    /// - Throws: ``ActivationServerError/storage(reason:)``.
+    func activationId(forCode activationCode: String) throws(ActivationServerError) -> String?
+    /// Changes a record atomically; nothing is stored when `body` throws.
+    /// - Parameters:
+    ///   - activationId: the identifier.
+    ///   - body: the change; its result is returned.
+    /// - Returns: what `body` returned.
+    /// - Throws: ``ActivationServerError/activationNotFound``, what `body` throws,
+    ///   ``ActivationServerError/storage(reason:)``.
+    func update<R: Sendable>(
+        activationId: String, _ body: (inout ActivationRecord) throws(ActivationServerError) -> R
+    ) throws(ActivationServerError) -> R
+    /// Records one verification attempt atomically (see ``ActivationRecord/apply(_:now:failureBlockDuration:)``).
+    /// - Parameters:
+    ///   - activationId: the identifier.
+    ///   - outcome: the verification outcome.
+    ///   - now: the current time.
+    ///   - failureBlockDuration: the length of a block after too many failures, `nil` for permanent.
+    /// - Returns: the state afterwards.
+    /// - Throws: ``ActivationServerError/activationNotFound``, ``ActivationServerError/storage(reason:)``.
+    func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
+    ) throws(ActivationServerError) -> AttemptResult
+}
+
+extension ActivationStore {
+    /// The default: one ``update(activationId:_:)``.
+    public func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
+    ) throws(ActivationServerError) -> AttemptResult {
+        try update(activationId: activationId) { record in
+            let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
+            return AttemptResult(
+                accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+                maxFailedAttempts: record.maxFailedAttempts)
+        }
+    }
+}
+
+/// ``ActivationStore`` in memory, one lock around everything.
+public final class InMemoryActivationStore: ActivationStore {
+    private struct Tables {
+        var records: [String: ActivationRecord] = [:]
+        var codes: [String: String] = [:]
+    }
+
+    private let tables = Mutex(Tables())
+
+    /// Creates an empty store.
+    public init() {}
+
+    /// Adds a new record.
+    public func insert(_ record: ActivationRecord) throws(ActivationServerError) {
+        let inserted = tables.withLock { t in
+            guard t.records[record.activationId] == nil, t.codes[record.activationCode] == nil else { return false }
+            t.records[record.activationId] = record
+            t.codes[record.activationCode] = record.activationId
+            return true
+        }
+        guard inserted else { throw .duplicate }
+    }
+
+    /// Reads a record.
+    public func fetch(activationId: String) throws(ActivationServerError) -> ActivationRecord? {
+        tables.withLock { $0.records[activationId] }
+    }
+
+    /// Finds the activation of a code.
+    public func activationId(forCode activationCode: String) throws(ActivationServerError) -> String? {
+        tables.withLock { $0.codes[activationCode] }
+    }
+
+    /// Changes a record under the lock.
+    public func update<R: Sendable>(
+        activationId: String, _ body: (inout ActivationRecord) throws(ActivationServerError) -> R
+    ) throws(ActivationServerError) -> R {
+        let result: Result<R, ActivationServerError> = tables.withLock { t in
+            guard var record = t.records[activationId] else { return .failure(.activationNotFound) }
+            do throws(ActivationServerError) {
+                let value = try body(&record)
+                t.records[activationId] = record
+                return .success(value)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,21 @@
+import Activation
+
+/// A transport that hands each request to an ``ActivationServer`` in the
+/// same process. The request and the response still pass as JSON bytes, so
+/// the wire format is exercised exactly as over HTTP.
+public struct InProcessTransport: ActivationTransport {
+    /// The server.
+    public let server: ActivationServer
+
+    /// Creates the transport.
+    /// - Parameter server: the server to call.
+    public init(server: ActivationServer) { self.server = server }
+
+    /// Calls ``ActivationServer/handle(_:)``.
+    /// - Throws: ``ActivationError/cancelled`` when the task is cancelled.
+    public func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
+    {
+        guard !Task.isCancelled else { throw .cancelled }
+        return await server.handle(request)
+    }
+}

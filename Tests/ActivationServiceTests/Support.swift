@@ -1,0 +1,157 @@
+import Activation
+import ActivationServer
+import Foundation
+import PinVault
+import SecureCore
+import Synchronization
+
+/// A clock the test moves by hand; `sleep` advances it and runs a hook.
+final class TestClock: ActivationClock, @unchecked Sendable {
+    private let state = Mutex((now: Date(timeIntervalSince1970: 1_800_000_000), sleeps: [Duration]()))
+    private let hook = Mutex<(@Sendable (Int) async -> Void)?>(nil)
+
+    func now() -> Date { state.withLock { $0.now } }
+    func advance(seconds: TimeInterval) { state.withLock { $0.now = $0.now.addingTimeInterval(seconds) } }
+    var sleeps: [Duration] { state.withLock { $0.sleeps } }
+    func onSleep(_ body: @escaping @Sendable (Int) async -> Void) { hook.withLock { $0 = body } }
+
+    func sleep(for duration: Duration) async throws {
+        try Task.checkCancellation()
+        let count = state.withLock { s in
+            s.sleeps.append(duration)
+            s.now = s.now.addingTimeInterval(TimeInterval(duration.components.seconds))
+            return s.sleeps.count
+        }
+        if let body = hook.withLock({ $0 }) { await body(count) }
+        await Task.yield()
+        try Task.checkCancellation()
+    }
+}
+
+/// The in-process transport with a switch that makes the network fail, and
+/// a log of what was sent.
+final class TestTransport: ActivationTransport, @unchecked Sendable {
+    let inner: InProcessTransport
+    private let state = Mutex((offline: false, failuresLeft: 0, sent: [TransportRequest]()))
+
+    init(server: ActivationServer) { inner = InProcessTransport(server: server) }
+
+    func setOffline(_ offline: Bool) { state.withLock { $0.offline = offline } }
+    func failNext(_ count: Int) { state.withLock { $0.failuresLeft = count } }
+    var sent: [TransportRequest] { state.withLock { $0.sent } }
+
+    func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse {
+        let fail = state.withLock { s in
+            if s.offline { return true }
+            if s.failuresLeft > 0 {
+                s.failuresLeft -= 1
+                return true
+            }
+            s.sent.append(request)
+            return false
+        }
+        if fail { throw .network(reason: "the test network is down") }
+        return try await inner.send(request, timeout: timeout)
+    }
+}
+
+/// Storage that can be told to refuse writes, over a real directory.
+final class FlakyStorage: ActivationStorage, @unchecked Sendable {
+    let inner: FileActivationStorage
+    private let failing = Mutex(false)
+
+    init(_ inner: FileActivationStorage) { self.inner = inner }
+    func setFailing(_ on: Bool) { failing.withLock { $0 = on } }
+
+    func read(_ name: String) throws(ActivationError) -> [UInt8]? { try inner.read(name) }
+    func readSecret(_ name: String) throws(ActivationError) -> SecureBytes? { try inner.readSecret(name) }
+    func remove(_ name: String) throws(ActivationError) { try inner.remove(name) }
+    func withExclusiveAccess<R>(_ body: () throws(ActivationError) -> R) throws(ActivationError) -> R {
+        try inner.withExclusiveAccess(body)
+    }
+    func write(_ name: String, _ bytes: [UInt8]) throws(ActivationError) {
+        if failing.withLock({ $0 }) { throw .storage(operation: "write", errno: 28) }
+        try inner.write(name, bytes)
+    }
+    func writeSecret(_ name: String, _ bytes: SecureBytes) throws(ActivationError) {
+        if failing.withLock({ $0 }) { throw .storage(operation: "write", errno: 28) }
+        try inner.writeSecret(name, bytes)
+    }
+}
+
+func pin(_ digits: String) throws -> Password {
+    let p = try MutablePassword()
+    for s in digits.unicodeScalars { try p.addCharacter(s) }
+    defer { p.destroy() }
+    return try p.copyToImmutable()
+}
+
+func mutablePin(_ digits: String) throws -> MutablePassword {
+    let p = try MutablePassword()
+    for s in digits.unicodeScalars { try p.addCharacter(s) }
+    return p
+}
+
+func temporaryDirectory() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("spc-activation-\(UUID().uuidString)").path
+}
+
+/// Expects `body` to throw exactly `expected`.
+func expectError<R>(
+    _ expected: ActivationError, _ body: () async throws(ActivationError) -> R
+) async -> Bool {
+    do {
+        _ = try await body()
+        return false
+    } catch {
+        return error == expected
+    }
+}
+
+/// A server, a transport, a storage directory and a configuration, wired
+/// together; ``makeService()`` opens the client as an application would.
+struct Harness {
+    let clock = TestClock()
+    let serverConfiguration: ActivationServerConfiguration
+    let server: ActivationServer
+    let transport: TestTransport
+    let directory: String
+    let storage: FlakyStorage
+    let configuration: ActivationConfiguration
+
+    init(
+        maxFailedAttempts: Int = 5, failureBlockDuration: TimeInterval? = nil, lookAhead: Int = 20,
+        biometric: BiometricConfiguration = BiometricConfiguration()
+    ) throws {
+        serverConfiguration = try ActivationServerConfiguration.generate(
+            lookAhead: lookAhead, maxFailedAttempts: maxFailedAttempts, failureBlockDuration: failureBlockDuration)
+        server = try ActivationServer(configuration: serverConfiguration, clock: clock)
+        transport = TestTransport(server: server)
+        directory = temporaryDirectory()
+        storage = FlakyStorage(try FileActivationStorage(directory: directory))
+        configuration = try ActivationConfiguration(
+            instanceId: "com.example.bank", baseEndpointURL: "https://bank.example/enrollment-server",
+            configuration: try serverConfiguration.configurationString(),
+            biometricConfiguration: biometric, knowledgeKeyParameters: .testing)
+    }
+
+    func makeService(authenticator: (any BiometricAuthenticator)? = nil) throws -> ActivationService {
+        try ActivationService(
+            configuration: configuration, storage: storage, transport: transport, authenticator: authenticator,
+            clock: clock)
+    }
+
+    /// Prepares an activation on the server, creates it on the device and
+    /// (by default) commits it.
+    @discardableResult
+    func activate(_ service: ActivationService, pin text: String = "1234", commit: Bool = true, biometry: Bool = false)
+        async throws -> String
+    {
+        let prepared = try server.initActivation(userId: "alice")
+        let result = try await service.createActivation(
+            activationCode: prepared.activationCode, name: "test phone", password: try pin(text),
+            enableBiometry: biometry)
+        if commit { try server.commitActivation(result.activationId) }
+        return result.activationId
+    }
+}

@@ -1,0 +1,219 @@
+import Activation
+import ActivationServer
+import Foundation
+import SecureCore
+import Testing
+
+@Suite("Wrong PIN, blocking and the PIN change")
+struct WrongPinTests {
+    @Test("four wrong PINs then the right one: the count resets")
+    func wrongFourThenRight() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let id = try await h.activate(service)
+        let flows = ActivationFlows(service: service, clock: h.clock)
+        for attempt in 1...4 {
+            let wrong = try pin("9999")
+            let authentication = ActivationAuthentication.possessionWithPassword(wrong)
+            await #expect(throws: ActivationError.authentication) {
+                try await service.removeActivation(authentication: authentication)
+            }
+            #expect(authentication.isRejected)
+            let outcome = await flows.handleAuthenticationFailure(password: wrong, authentication: authentication)
+            #expect(outcome == .wrongPassword(remainingAttempts: 5 - attempt, maximumAttempts: 5))
+            #expect(wrong.length == 0)
+        }
+        #expect(try h.server.activationDetail(id).failedAttempts == 4)
+        try await service.validatePassword(try pin("1234"))
+        let status = try await service.fetchActivationStatus()
+        #expect(status.failCount == 0)
+        #expect(status.remainingAttempts == 5)
+    }
+
+    @Test("credentials rejected once are never sent again")
+    func noSecondRequestAfter401() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let id = try await h.activate(service)
+        let authentication = ActivationAuthentication.possessionWithPassword(try pin("0000"))
+        await #expect(throws: ActivationError.authentication) {
+            try await service.removeActivation(authentication: authentication)
+        }
+        let sentBefore = h.transport.sent.count
+        await #expect(throws: ActivationError.credentialsRejected) {
+            try await service.removeActivation(authentication: authentication)
+        }
+        await #expect(throws: ActivationError.credentialsRejected) {
+            try await service.signRequest(method: "POST", uriIdentifier: "/x", body: [], authentication: authentication)
+        }
+        #expect(h.transport.sent.count == sentBefore)
+        #expect(try h.server.activationDetail(id).failedAttempts == 1)
+    }
+
+    @Test("five wrong PINs block the activation; the router says blocked")
+    func wrongFiveBlocks() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let id = try await h.activate(service)
+        for _ in 1...5 {
+            let wrong = try pin("1111")
+            await #expect(throws: ActivationError.authentication) { try await service.validatePassword(wrong) }
+        }
+        let status = try await service.fetchActivationStatus()
+        #expect(status.state == .blocked)
+        #expect(status.failCount == 5)
+        #expect(status.remainingAttempts == 0)
+        #expect(status.blockExpirationTime == nil)
+        let flows = ActivationFlows(service: service, clock: h.clock)
+        #expect(await flows.refresh(trigger: .authenticationFailure) == .blocked(until: nil))
+        #expect(await flows.handleAuthenticationFailure(password: nil, authentication: nil) == .blocked(until: nil))
+        // Blocked: even the right PIN is refused, and the activation stays on the device.
+        let right = try pin("1234")
+        await #expect(throws: ActivationError.authentication) { try await service.validatePassword(right) }
+        #expect(await service.hasValidActivation())
+        try h.server.unblockActivation(id)
+        try await service.validatePassword(right)
+    }
+
+    @Test("a temporary block expires with the server's clock")
+    func temporaryBlockExpires() async throws {
+        let h = try Harness(failureBlockDuration: 300)
+        let service = try h.makeService()
+        try await h.activate(service)
+        for _ in 1...5 {
+            let wrong = try pin("4321")
+            await #expect(throws: ActivationError.authentication) { try await service.validatePassword(wrong) }
+        }
+        let expected = Date(timeIntervalSince1970: (h.clock.now().timeIntervalSince1970 + 300).rounded(.down))
+        let blocked = try await service.fetchActivationStatus()
+        #expect(blocked.state == .blocked)
+        #expect(blocked.blockExpirationTime == expected)
+        let flows = ActivationFlows(service: service, clock: h.clock)
+        #expect(await flows.refresh(trigger: .returnToForeground) == .blocked(until: expected))
+        h.clock.advance(seconds: 299)
+        #expect(try await service.fetchActivationStatus().state == .blocked)
+        h.clock.advance(seconds: 1)
+        let active = try await service.fetchActivationStatus()
+        #expect(active.state == .active)
+        #expect(active.failCount == 0)
+        try await service.validatePassword(try pin("1234"))
+    }
+
+    @Test("an administrator's temporary block shows its end and lifts on time")
+    func administratorTemporaryBlock() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let id = try await h.activate(service)
+        let until = h.clock.now().addingTimeInterval(3600)
+        try h.server.blockActivation(id, until: until)
+        #expect(try await service.fetchActivationStatus().blockExpirationTime == until)
+        h.clock.advance(seconds: 3600)
+        #expect(try await service.fetchActivationStatus().state == .active)
+    }
+
+    @Test("counter skew beyond the look-ahead is a deadlock; the router removes locally")
+    func deadlock() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let id = try await h.activate(service)
+        // Codes computed and never sent: within the window the status stays active.
+        for _ in 0..<19 {
+            _ = try await service.signRequest(
+                method: "GET", uriIdentifier: "/x", body: [], authentication: .possession())
+        }
+        #expect(try await service.fetchActivationStatus().state == .active)
+        // One more makes the next code fall outside the server's window.
+        _ = try await service.signRequest(method: "GET", uriIdentifier: "/x", body: [], authentication: .possession())
+        let status = try await service.fetchActivationStatus()
+        #expect(status.state == .deadlock)
+        #expect(status.remainingAttempts == 0)
+        // The server agrees: the next code is refused.
+        let header = try await service.signRequest(
+            method: "GET", uriIdentifier: "/x", body: [], authentication: .possession())
+        #expect(throws: ActivationServerError.authenticationFailed) {
+            try h.server.verifyAuthorization(header: header.value, method: "GET", uriIdentifier: "/x", body: [])
+        }
+        let flows = ActivationFlows(service: service, clock: h.clock)
+        #expect(await flows.route(for: status) == .reEnroll(.deadlock))
+        #expect(await service.hasValidActivation() == false)
+        #expect(try h.server.activationDetail(id).state == .active)
+    }
+
+    @Test("a device behind the server catches up from the status")
+    func serverAheadCatchesUp() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        try await h.activate(service)
+        let copy = try h.makeService()  // the same activation, opened before the next requests
+        for _ in 0..<3 { try await service.validatePassword(try pin("1234")) }
+        #expect(try await copy.fetchActivationStatus().state == .active)
+        try await copy.validatePassword(try pin("1234"))
+    }
+
+    @Test("PIN change with a wrong current PIN counts a failure and changes nothing")
+    func pinChangeWrongCurrent() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let id = try await h.activate(service)
+        let stateBefore = try h.storage.read(h.configuration.storageNames.state)
+        await #expect(throws: ActivationError.authentication) {
+            _ = try await service.beginPasswordChange(currentPassword: try mutablePin("7777"))
+        }
+        #expect(try h.server.activationDetail(id).failedAttempts == 1)
+        let stateAfter = try h.storage.read(h.configuration.storageNames.state)
+        #expect(
+            try LocalStateView(stateBefore).knowledgeKey == LocalStateView(stateAfter).knowledgeKey)
+        try await service.validatePassword(try pin("1234"))
+    }
+
+    @Test("PIN change: the new PIN works, the old one stops working")
+    func pinChangeHappyPath() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        try await h.activate(service)
+        let data = try await service.beginPasswordChange(currentPassword: try mutablePin("1234"))
+        #expect("\(data)" == "PasswordChangeData(redacted)")
+        try await service.finishPasswordChange(newPassword: try pin("86420"), data: data)
+        try await service.validatePassword(try pin("86420"))
+        let old = try pin("1234")
+        await #expect(throws: ActivationError.authentication) { try await service.validatePassword(old) }
+        // The change is on disk.
+        let reopened = try h.makeService()
+        try await reopened.validatePassword(try pin("86420"))
+        // The data is spent.
+        let again = try pin("5555")
+        await #expect(throws: ActivationError.invalidActivationState(reason: "the change data was cleared")) {
+            try await service.finishPasswordChange(newPassword: again, data: data)
+        }
+    }
+
+    @Test("PIN change: cleared data cannot finish, and a failed write changes nothing")
+    func pinChangeClearedAndFailedWrite() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        try await h.activate(service)
+        let cleared = try await service.beginPasswordChange(currentPassword: try mutablePin("1234"))
+        cleared.secureClear()
+        let newPin = try pin("2468")
+        await #expect(throws: ActivationError.invalidActivationState(reason: "the change data was cleared")) {
+            try await service.finishPasswordChange(newPassword: newPin, data: cleared)
+        }
+        let data = try await service.beginPasswordChange(currentPassword: try mutablePin("1234"))
+        h.storage.setFailing(true)
+        await #expect(throws: ActivationError.storage(operation: "write", errno: 28)) {
+            try await service.finishPasswordChange(newPassword: newPin, data: data)
+        }
+        h.storage.setFailing(false)
+        try await service.validatePassword(try pin("1234"))
+        try await h.makeService().validatePassword(try pin("1234"))
+    }
+}
+
+/// Reads the wrapped knowledge key out of the public state file.
+struct LocalStateView: Decodable {
+    let knowledgeKey: WrappedKnowledgeKey
+
+    init(_ bytes: [UInt8]?) throws {
+        self = try JSONDecoder().decode(LocalStateView.self, from: Data(try #require(bytes)))
+    }
+}
