@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "Activation", targets: ["Activation"]),
         .executable(name: "securepin", targets: ["securepin"]),
         .library(name: "PinEntry", targets: ["PinEntry"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
     ],
     targets: [
         .systemLibrary(
@@ -107,6 +108,24 @@ let package = Package(
         .testTarget(
             name: "PinEntryTests",
             dependencies: ["PinEntry", "SecureCore", "pinpad-demo"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        // HTTP server: libmicrohttpd through a C shim.
+        .systemLibrary(
+            name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
+        .target(
+            name: "CHTTPShim",
+            dependencies: ["CMicroHTTPD"],
+            publicHeadersPath: "include",
+            cSettings: cHardening,
+            linkerSettings: [.linkedLibrary("microhttpd")]),
+        .target(
+            name: "HTTPServer",
+            dependencies: ["CHTTPShim"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )
