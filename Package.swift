@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "securepin", targets: ["securepin"]),
         .library(name: "PinEntry", targets: ["PinEntry"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
     ],
     targets: [
         .systemLibrary(
@@ -109,10 +110,13 @@ let package = Package(
             name: "PinEntryTests",
             dependencies: ["PinEntry", "SecureCore", "pinpad-demo"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
-        // HTTP server: libmicrohttpd through a C shim.
+        // HTTP server (libmicrohttpd through a C shim) and SQLite storage.
         .systemLibrary(
             name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         .target(
             name: "CHTTPShim",
             dependencies: ["CMicroHTTPD"],
@@ -123,9 +127,22 @@ let package = Package(
             name: "HTTPServer",
             dependencies: ["CHTTPShim"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "SQLiteStore",
+            dependencies: ["CSQLite"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "sqlite-crash-helper",
+            dependencies: ["SQLiteStore"],
+            path: "Tests/Helpers/sqlite-crash-helper",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "HTTPServerTests",
             dependencies: ["HTTPServer"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "SQLiteTests",
+            dependencies: ["SQLiteStore", "sqlite-crash-helper"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )
