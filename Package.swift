@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "PinEntry", targets: ["PinEntry"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
+        .library(name: "HTTPClient", targets: ["HTTPClient"]),
     ],
     targets: [
         .systemLibrary(
@@ -110,7 +111,7 @@ let package = Package(
             name: "PinEntryTests",
             dependencies: ["PinEntry", "SecureCore", "pinpad-demo"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
-        // HTTP server (libmicrohttpd through a C shim) and SQLite storage.
+        // HTTP server (libmicrohttpd through a C shim), SQLite storage and the HTTP client.
         .systemLibrary(
             name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]),
@@ -131,6 +132,9 @@ let package = Package(
             name: "SQLiteStore",
             dependencies: ["CSQLite"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "HTTPClient",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "sqlite-crash-helper",
             dependencies: ["SQLiteStore"],
@@ -143,6 +147,10 @@ let package = Package(
         .testTarget(
             name: "SQLiteTests",
             dependencies: ["SQLiteStore", "sqlite-crash-helper"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "HTTPClientTests",
+            dependencies: ["HTTPClient", "HTTPServer"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )
