@@ -59,7 +59,9 @@ public final class ShutdownSignals: Sendable {
     /// The first watched signal received so far, if any.
     public var received: Int32? { state.withLock { $0.received } }
 
-    /// Stops watching and restores the previous signal dispositions. Idempotent.
+    /// Stops watching and restores the previous signal dispositions. Idempotent. A ``wait()``
+    /// already pending keeps waiting (no signal will end it), so cancel only after the wait ended
+    /// or from the task that would otherwise wait.
     public func cancel() {
         state.withLock { state in
             for source in state.sources { source.cancel() }
