@@ -18,7 +18,8 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
                $(if $(shell command -v ld.lld 2>/dev/null),-fuse-ld=lld)
 
 # Debian packages the build and the tests need.
-APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux
+APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
+                libmicrohttpd-dev libsqlite3-dev
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf stress audit-c format clean

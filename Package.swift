@@ -26,6 +26,9 @@ let package = Package(
         .library(name: "ActivationServer", targets: ["ActivationServer"]),
         .executable(name: "securepin", targets: ["securepin"]),
         .library(name: "PinEntry", targets: ["PinEntry"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
+        .library(name: "HTTPClient", targets: ["HTTPClient"]),
     ],
     targets: [
         .systemLibrary(
@@ -120,6 +123,47 @@ let package = Package(
         .testTarget(
             name: "PinEntryTests",
             dependencies: ["PinEntry", "SecureCore", "pinpad-demo"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        // HTTP server (libmicrohttpd through a C shim), SQLite storage and the HTTP client.
+        .systemLibrary(
+            name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .target(
+            name: "CHTTPShim",
+            dependencies: ["CMicroHTTPD"],
+            publicHeadersPath: "include",
+            cSettings: cHardening,
+            linkerSettings: [.linkedLibrary("microhttpd")]),
+        .target(
+            name: "HTTPServer",
+            dependencies: ["CHTTPShim"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "SQLiteStore",
+            dependencies: ["CSQLite"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "HTTPClient",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "sqlite-crash-helper",
+            dependencies: ["SQLiteStore"],
+            path: "Tests/Helpers/sqlite-crash-helper",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "SQLiteTests",
+            dependencies: ["SQLiteStore", "sqlite-crash-helper"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "HTTPClientTests",
+            dependencies: ["HTTPClient", "HTTPServer"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )

@@ -1,0 +1,322 @@
+#define _POSIX_C_SOURCE 200809L
+
+#include "http_shim.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+/* Once a body is known to be too large, this many more bytes are read and
+ * dropped (so the client can still read its 413) before the connection is cut. */
+#define SPC_HTTP_DISCARD_LIMIT ((size_t)1 << 20)
+
+struct spc_http_server {
+    struct MHD_Daemon *daemon;
+    spc_http_handler handler;
+    void *context;
+    size_t max_body_bytes;
+    uint16_t port;
+    atomic_uint in_flight;
+    atomic_bool stopping;
+};
+
+struct spc_http_response {
+    unsigned int status;
+    char *content_type;
+    uint8_t *body;
+    size_t body_length;
+    size_t header_count;
+    char *header_names[SPC_HTTP_MAX_RESPONSE_HEADERS];
+    char *header_values[SPC_HTTP_MAX_RESPONSE_HEADERS];
+};
+
+/* Per-request state kept by libmicrohttpd between calls of the access handler. */
+struct request_state {
+    uint8_t *body;
+    size_t length;
+    size_t capacity;
+    size_t discarded;
+    bool too_large;
+};
+
+struct header_list {
+    size_t count;
+    bool overflow;
+    const char *names[SPC_HTTP_MAX_REQUEST_HEADERS];
+    const char *values[SPC_HTTP_MAX_REQUEST_HEADERS];
+};
+
+static bool has_line_break(const char *text) { return strpbrk(text, "\r\n") != NULL; }
+
+static void response_clear(struct spc_http_response *response) {
+    free(response->content_type);
+    free(response->body);
+    for (size_t i = 0; i < response->header_count; i++) {
+        free(response->header_names[i]);
+        free(response->header_values[i]);
+    }
+    memset(response, 0, sizeof *response);
+}
+
+/* Queues a response and hands it to libmicrohttpd; takes ownership of the body. */
+static enum MHD_Result queue(spc_http_server *server, struct MHD_Connection *connection,
+                             struct spc_http_response *response) {
+    struct MHD_Response *mhd;
+    if (response->body_length == 0) {
+        mhd = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    } else {
+        mhd = MHD_create_response_from_buffer(response->body_length, response->body, MHD_RESPMEM_MUST_FREE);
+        if (mhd != NULL) response->body = NULL; /* now owned by libmicrohttpd */
+    }
+    if (mhd == NULL) return MHD_NO;
+    bool ok = MHD_add_response_header(mhd, MHD_HTTP_HEADER_CONTENT_TYPE, response->content_type) == MHD_YES;
+    for (size_t i = 0; ok && i < response->header_count; i++) {
+        ok = MHD_add_response_header(mhd, response->header_names[i], response->header_values[i]) == MHD_YES;
+    }
+    /* While stopping, tell keep-alive clients not to send another request here. */
+    if (ok && atomic_load(&server->stopping)) {
+        ok = MHD_add_response_header(mhd, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES;
+    }
+    enum MHD_Result result = ok ? MHD_queue_response(connection, response->status, mhd) : MHD_NO;
+    MHD_destroy_response(mhd);
+    return result;
+}
+
+/* A short plain-text answer produced by the shim itself (413, 431, 500). */
+static enum MHD_Result queue_plain(spc_http_server *server, struct MHD_Connection *connection, unsigned int status,
+                                   const char *text) {
+    struct spc_http_response response = {0};
+    enum MHD_Result result = MHD_NO;
+    if (spc_http_response_set(&response, status, "text/plain; charset=utf-8", (const uint8_t *)text, strlen(text)) ==
+        SPC_HTTP_OK) {
+        result = queue(server, connection, &response);
+    }
+    response_clear(&response);
+    return result;
+}
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    struct header_list *list = cls;
+    if (list->count == SPC_HTTP_MAX_REQUEST_HEADERS) {
+        list->overflow = true;
+        return MHD_NO;
+    }
+    list->names[list->count] = key;
+    list->values[list->count] = value != NULL ? value : "";
+    list->count++;
+    return MHD_YES;
+}
+
+/* Appends a body fragment, or marks the request too large without buffering more. */
+static void accept_body(spc_http_server *server, struct request_state *state, const char *data, size_t size) {
+    if (!state->too_large && size > server->max_body_bytes - state->length) {
+        state->too_large = true;
+        free(state->body);
+        state->body = NULL;
+        state->length = state->capacity = 0;
+    }
+    if (state->too_large) {
+        state->discarded += size;
+        return;
+    }
+    if (state->length + size > state->capacity) {
+        size_t capacity = state->capacity == 0 ? 1024 : state->capacity * 2;
+        if (capacity < state->length + size) capacity = state->length + size;
+        if (capacity > server->max_body_bytes) capacity = server->max_body_bytes;
+        uint8_t *grown = realloc(state->body, capacity);
+        if (grown == NULL) { /* treat like an oversized body: answered, never half-stored */
+            state->too_large = true;
+            free(state->body);
+            state->body = NULL;
+            state->length = state->capacity = 0;
+            return;
+        }
+        state->body = grown;
+        state->capacity = capacity;
+    }
+    memcpy(state->body + state->length, data, size);
+    state->length += size;
+}
+
+static enum MHD_Result dispatch(spc_http_server *server, struct MHD_Connection *connection, const char *url,
+                                const char *method, const struct request_state *state) {
+    struct header_list headers = {0};
+    MHD_get_connection_values(connection, MHD_HEADER_KIND, collect_header, &headers);
+    if (headers.overflow) {
+        return queue_plain(server, connection, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, "too many header fields\n");
+    }
+    const spc_http_request request = {
+        .method = method,
+        .path = url,
+        .header_count = headers.count,
+        .header_names = headers.names,
+        .header_values = headers.values,
+        .body = state->body,
+        .body_length = state->length,
+    };
+    struct spc_http_response response = {0};
+    server->handler(server->context, &request, &response);
+    enum MHD_Result result;
+    if (response.status == 0 || response.content_type == NULL) {
+        result = queue_plain(server, connection, MHD_HTTP_INTERNAL_SERVER_ERROR, "no response\n");
+    } else {
+        result = queue(server, connection, &response);
+    }
+    response_clear(&response);
+    return result;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **req_cls) {
+    (void)version;
+    spc_http_server *server = cls;
+    struct request_state *state = *req_cls;
+    if (state == NULL) { /* first call: headers are in */
+        state = calloc(1, sizeof *state);
+        if (state == NULL) return MHD_NO;
+        *req_cls = state;
+        atomic_fetch_add(&server->in_flight, 1);
+        const char *declared = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (declared != NULL) {
+            errno = 0;
+            char *end = NULL;
+            unsigned long long length = strtoull(declared, &end, 10);
+            if (errno == ERANGE || (end != declared && length > server->max_body_bytes)) {
+                state->too_large = true; /* answered before a byte of the body is read */
+                return queue_plain(server, connection, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large\n");
+            }
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        accept_body(server, state, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return state->discarded > SPC_HTTP_DISCARD_LIMIT ? MHD_NO : MHD_YES;
+    }
+    if (state->too_large) {
+        return queue_plain(server, connection, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large\n");
+    }
+    return dispatch(server, connection, url, method, state);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
+                         enum MHD_RequestTerminationCode code) {
+    (void)connection;
+    (void)code;
+    spc_http_server *server = cls;
+    struct request_state *state = *req_cls;
+    if (state == NULL) return;
+    free(state->body);
+    free(state);
+    *req_cls = NULL;
+    atomic_fetch_sub(&server->in_flight, 1);
+}
+
+int spc_http_server_start(const spc_http_config *config, spc_http_handler handler, void *context,
+                          spc_http_server **out, int *out_errno) {
+    *out = NULL;
+    *out_errno = 0;
+    if (config->max_body_bytes == 0 || config->connection_limit == 0) return SPC_HTTP_E_INVALID;
+    spc_http_server *server = calloc(1, sizeof *server);
+    if (server == NULL) return SPC_HTTP_E_MEMORY;
+    server->handler = handler;
+    server->context = context;
+    server->max_body_bytes = config->max_body_bytes;
+    atomic_init(&server->in_flight, 0);
+    atomic_init(&server->stopping, false);
+
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET;
+    address.sin_port = htons(config->port);
+    address.sin_addr.s_addr = config->ipv4_address;
+    size_t memory = config->connection_memory_limit != 0 ? config->connection_memory_limit : 32 * 1024;
+
+    /* MHD_USE_ITC is what makes MHD_quiesce_daemon (stop accepting) available. */
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
+    errno = 0;
+    server->daemon = MHD_start_daemon(
+        flags, config->port, NULL, NULL, on_request, server, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
+        MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout_seconds, MHD_OPTION_CONNECTION_LIMIT,
+        config->connection_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, server, MHD_OPTION_END);
+    if (server->daemon == NULL) {
+        *out_errno = errno;
+        free(server);
+        return SPC_HTTP_E_START;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    server->port = info != NULL ? info->port : config->port;
+    *out = server;
+    return SPC_HTTP_OK;
+}
+
+uint16_t spc_http_server_port(const spc_http_server *server) { return server->port; }
+
+unsigned int spc_http_server_in_flight(const spc_http_server *server) {
+    return atomic_load((atomic_uint *)&server->in_flight);
+}
+
+unsigned int spc_http_server_stop(spc_http_server *server, unsigned int drain_timeout_ms) {
+    atomic_store(&server->stopping, true);
+    MHD_socket listener = MHD_quiesce_daemon(server->daemon);
+    const struct timespec step = {.tv_sec = 0, .tv_nsec = 5 * 1000 * 1000};
+    for (unsigned int waited = 0; atomic_load(&server->in_flight) > 0 && waited < drain_timeout_ms; waited += 5) {
+        nanosleep(&step, NULL);
+    }
+    unsigned int remaining = atomic_load(&server->in_flight);
+    MHD_stop_daemon(server->daemon);
+    if (listener != MHD_INVALID_SOCKET) close(listener);
+    free(server);
+    return remaining;
+}
+
+int spc_http_response_set(spc_http_response *response, unsigned int status, const char *content_type,
+                          const uint8_t *body, size_t body_length) {
+    if (status < 100 || status > 599 || has_line_break(content_type)) return SPC_HTTP_E_INVALID;
+    char *type = strdup(content_type);
+    uint8_t *copy = body_length > 0 ? malloc(body_length) : NULL;
+    if (type == NULL || (body_length > 0 && copy == NULL)) {
+        free(type);
+        free(copy);
+        return SPC_HTTP_E_MEMORY;
+    }
+    if (body_length > 0) memcpy(copy, body, body_length);
+    free(response->content_type);
+    free(response->body);
+    response->status = status;
+    response->content_type = type;
+    response->body = copy;
+    response->body_length = body_length;
+    return SPC_HTTP_OK;
+}
+
+int spc_http_response_add_header(spc_http_response *response, const char *name, const char *value) {
+    if (name[0] == '\0' || has_line_break(name) || strchr(name, ':') != NULL || has_line_break(value)) {
+        return SPC_HTTP_E_INVALID;
+    }
+    if (response->header_count == SPC_HTTP_MAX_RESPONSE_HEADERS) return SPC_HTTP_E_TOO_MANY_HEADERS;
+    char *name_copy = strdup(name);
+    char *value_copy = strdup(value);
+    if (name_copy == NULL || value_copy == NULL) {
+        free(name_copy);
+        free(value_copy);
+        return SPC_HTTP_E_MEMORY;
+    }
+    response->header_names[response->header_count] = name_copy;
+    response->header_values[response->header_count] = value_copy;
+    response->header_count++;
+    return SPC_HTTP_OK;
+}

@@ -1,0 +1,128 @@
+#ifndef SPC_HTTP_SHIM_H
+#define SPC_HTTP_SHIM_H
+
+/*
+ * A small C shim over GNU libmicrohttpd for the HTTPServer module.
+ *
+ * libmicrohttpd's MHD_start_daemon is variadic, which Swift cannot call, and
+ * its access handler is called several times per request. This shim starts the
+ * daemon, accumulates each request body up to a limit and calls one handler per
+ * complete request with everything it needs; the handler fills a response.
+ * Nothing here logs: request bodies and header values never leave the handler.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Success. */
+#define SPC_HTTP_OK 0
+/** An argument was out of range (status code, empty name, header with CR/LF). */
+#define SPC_HTTP_E_INVALID (-1)
+/** Memory could not be allocated. */
+#define SPC_HTTP_E_MEMORY (-2)
+/** MHD_start_daemon failed; the errno it left is reported separately. */
+#define SPC_HTTP_E_START (-3)
+/** The response already holds the maximum number of extra headers. */
+#define SPC_HTTP_E_TOO_MANY_HEADERS (-4)
+
+/** The most request headers passed to the handler; more are answered with 431. */
+#define SPC_HTTP_MAX_REQUEST_HEADERS 64
+/** The most extra headers a handler may add to one response. */
+#define SPC_HTTP_MAX_RESPONSE_HEADERS 16
+
+/** A running server (opaque). */
+typedef struct spc_http_server spc_http_server;
+/** The response a handler fills (opaque; valid only during the handler call). */
+typedef struct spc_http_response spc_http_response;
+
+/**
+ * One complete request, valid only for the duration of the handler call.
+ * `path` excludes the query string. Header names are as the client sent them.
+ */
+typedef struct spc_http_request {
+    const char *method;
+    const char *path;
+    size_t header_count;
+    const char *const *header_names;
+    const char *const *header_values;
+    const uint8_t *body;
+    size_t body_length;
+} spc_http_request;
+
+/**
+ * Called once per complete request on one of libmicrohttpd's threads, possibly
+ * concurrently with itself. A response the handler leaves unset becomes a 500.
+ */
+typedef void (*spc_http_handler)(void *context, const spc_http_request *request, spc_http_response *response);
+
+/** Listening and resource limits. */
+typedef struct spc_http_config {
+    /** IPv4 address to bind, in network byte order (127.0.0.1 is htonl(0x7f000001)). */
+    uint32_t ipv4_address;
+    /** Port to bind in host byte order; 0 picks an ephemeral port. */
+    uint16_t port;
+    /** Largest accepted request body; a larger one is answered with 413. */
+    size_t max_body_bytes;
+    /** Seconds of inactivity after which a connection is closed (0: never). */
+    unsigned int connection_timeout_seconds;
+    /** Most simultaneous connections (each gets its own thread). */
+    unsigned int connection_limit;
+    /** Per-connection memory for the request line and headers (0: libmicrohttpd's default, 32 KiB). */
+    size_t connection_memory_limit;
+} spc_http_config;
+
+/**
+ * Starts a daemon: one polling thread accepting connections, one thread per connection.
+ *
+ * @param config   listening address and limits
+ * @param handler  called once per complete request
+ * @param context  passed unchanged to the handler; must outlive spc_http_server_stop
+ * @param out      receives the server on success, NULL otherwise
+ * @param out_errno receives errno when SPC_HTTP_E_START is returned, 0 otherwise
+ * @return SPC_HTTP_OK, SPC_HTTP_E_INVALID, SPC_HTTP_E_MEMORY or SPC_HTTP_E_START
+ */
+int spc_http_server_start(const spc_http_config *config, spc_http_handler handler, void *context,
+                          spc_http_server **out, int *out_errno) __attribute__((warn_unused_result, nonnull(1, 2, 4, 5)));
+
+/** The port the server is bound to (the ephemeral one when 0 was configured). */
+uint16_t spc_http_server_port(const spc_http_server *server) __attribute__((nonnull));
+
+/** Requests currently between their first header and the end of their response. */
+unsigned int spc_http_server_in_flight(const spc_http_server *server) __attribute__((nonnull));
+
+/**
+ * Graceful stop: stops accepting connections, waits up to drain_timeout_ms for
+ * requests in flight to finish, then stops the daemon (closing idle keep-alive
+ * connections and joining every thread) and frees the server.
+ *
+ * @return the number of requests still in flight when the wait ended (0: all finished)
+ */
+unsigned int spc_http_server_stop(spc_http_server *server, unsigned int drain_timeout_ms) __attribute__((nonnull));
+
+/**
+ * Sets status, content type and body (copied) of the response.
+ *
+ * @return SPC_HTTP_OK, SPC_HTTP_E_INVALID (status outside 100...599, content type with CR/LF)
+ *         or SPC_HTTP_E_MEMORY
+ */
+int spc_http_response_set(spc_http_response *response, unsigned int status, const char *content_type,
+                          const uint8_t *body, size_t body_length) __attribute__((warn_unused_result, nonnull(1, 3)));
+
+/**
+ * Adds a header (name and value copied) to the response.
+ *
+ * @return SPC_HTTP_OK, SPC_HTTP_E_INVALID (empty name, CR/LF or ':' in the name, CR/LF in the value),
+ *         SPC_HTTP_E_TOO_MANY_HEADERS or SPC_HTTP_E_MEMORY
+ */
+int spc_http_response_add_header(spc_http_response *response, const char *name, const char *value)
+    __attribute__((warn_unused_result, nonnull));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

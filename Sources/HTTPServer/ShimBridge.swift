@@ -1,0 +1,125 @@
+internal import CHTTPShim
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The Swift handler, kept alive for as long as the C daemon may call it.
+final class HandlerBox: Sendable {
+    let handler: @Sendable (HTTPRequest) -> HTTPResponse
+    init(_ handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) { self.handler = handler }
+}
+
+/// A running daemon. `server` is only touched by `HTTPServer` under its lock, and the
+/// C side is thread-safe for the calls made on it (port read, stop once).
+struct RunningDaemon: @unchecked Sendable {
+    let server: OpaquePointer
+    let box: Unmanaged<HandlerBox>
+    let port: Int
+}
+
+/// Everything between the C shim and Swift: configuration conversion and the callback.
+enum ShimBridge {
+    /// Starts the daemon for this configuration and handler.
+    static func start(_ configuration: HTTPServer.Configuration, box: HandlerBox) throws(HTTPServerError)
+        -> RunningDaemon
+    {
+        var address = in_addr()
+        guard inet_pton(AF_INET, configuration.host, &address) == 1 else {
+            throw .invalidAddress(configuration.host)
+        }
+        guard configuration.maximumBodyBytes > 0 else {
+            throw .invalidConfiguration("maximumBodyBytes must be positive")
+        }
+        guard (1...86_400).contains(configuration.connectionTimeoutSeconds) else {
+            throw .invalidConfiguration("connectionTimeoutSeconds must be 1...86400")
+        }
+        guard (1...65_536).contains(configuration.maximumConnections) else {
+            throw .invalidConfiguration("maximumConnections must be 1...65536")
+        }
+        guard (4096...(16 << 20)).contains(configuration.maximumHeaderBytes) else {
+            throw .invalidConfiguration("maximumHeaderBytes must be 4 KiB...16 MiB")
+        }
+        var config = spc_http_config(
+            ipv4_address: address.s_addr, port: configuration.port,
+            max_body_bytes: configuration.maximumBodyBytes,
+            connection_timeout_seconds: UInt32(configuration.connectionTimeoutSeconds),
+            connection_limit: UInt32(configuration.maximumConnections),
+            connection_memory_limit: configuration.maximumHeaderBytes)
+        let context = Unmanaged.passRetained(box)
+        var server: OpaquePointer?
+        var startErrno: Int32 = 0
+        let status = spc_http_server_start(&config, shimHandler, context.toOpaque(), &server, &startErrno)
+        guard status == SPC_HTTP_OK, let server else {
+            context.release()
+            switch status {
+            case SPC_HTTP_E_MEMORY: throw .outOfMemory
+            case SPC_HTTP_E_INVALID: throw .invalidConfiguration("rejected by the shim")
+            default: throw .startFailed(errno: startErrno)
+            }
+        }
+        return RunningDaemon(server: server, box: context, port: Int(spc_http_server_port(server)))
+    }
+
+    /// Stops gracefully and releases the handler; returns the requests cut short.
+    static func stop(_ daemon: RunningDaemon, drainTimeout: Duration) -> Int {
+        let (seconds, attoseconds) = drainTimeout.components
+        let milliseconds = max(0, min(Int64(UInt32.max), seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        let cut = spc_http_server_stop(daemon.server, UInt32(milliseconds))
+        daemon.box.release()
+        return Int(cut)
+    }
+
+    /// Requests currently in flight.
+    static func inFlight(_ daemon: RunningDaemon) -> Int { Int(spc_http_server_in_flight(daemon.server)) }
+}
+
+/// The one C callback: builds an ``HTTPRequest``, calls the handler, fills the C response.
+private func shimHandler(
+    context: UnsafeMutableRawPointer?, request: UnsafePointer<spc_http_request>?, response: OpaquePointer?
+) {
+    guard let context, let request, let response else { return }
+    let box = Unmanaged<HandlerBox>.fromOpaque(context).takeUnretainedValue()
+    let c = request.pointee
+    var headers: [HTTPHeader] = []
+    headers.reserveCapacity(c.header_count)
+    for index in 0..<c.header_count {
+        guard let name = c.header_names[index], let value = c.header_values[index] else { continue }
+        headers.append(HTTPHeader(name: String(cString: name), value: String(cString: value)))
+    }
+    let body = c.body_length > 0 && c.body != nil ? Data(bytes: c.body, count: c.body_length) : Data()
+    let answer = box.handler(
+        HTTPRequest(method: String(cString: c.method), path: String(cString: c.path), headers: headers, body: body))
+    if !fill(response, with: answer) {
+        let fallback = Array("invalid response\n".utf8)
+        _ = spc_http_response_set(response, 500, "text/plain; charset=utf-8", fallback, fallback.count)
+    }
+}
+
+/// Copies a Swift response into the C response; false when the shim refused part of it.
+private func fill(_ response: OpaquePointer, with answer: HTTPResponse) -> Bool {
+    guard (100...599).contains(answer.status), answer.headers.count <= 16,
+        !answer.contentType.contains(where: \.isHeaderBreaking),
+        answer.headers.allSatisfy({ header in
+            !header.name.isEmpty && !header.name.contains(":")
+                && !(header.name + header.value).contains(where: \.isHeaderBreaking)
+        })
+    else { return false }
+    let set = answer.body.withUnsafeBytes { bytes in
+        spc_http_response_set(
+            response, UInt32(answer.status), answer.contentType,
+            bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count)
+    }
+    guard set == SPC_HTTP_OK else { return false }
+    for header in answer.headers where spc_http_response_add_header(response, header.name, header.value) != SPC_HTTP_OK
+    {
+        return false
+    }
+    return true
+}
+
+extension Character {
+    /// CR, LF and NUL would split or truncate a header line.
+    fileprivate var isHeaderBreaking: Bool { self == "\r" || self == "\n" || self == "\r\n" || self == "\0" }
+}
