@@ -1,3 +1,5 @@
+import SecureCore
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -20,10 +22,9 @@ struct VaultDirectory: Sendable {
 
     /// Creates the directory (0700) if missing; refuses a directory others can read.
     func prepare() throws(VaultError) {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw .io(operation: "mkdir", errno: errno) }
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw .io(operation: "stat", errno: errno) }
-        if st.st_mode & 0o077 != 0 && chmod(path, 0o700) != 0 { throw .io(operation: "chmod", errno: errno) }
+        do throws(DurableFile.Failure) { try DurableFile.prepareDirectory(path) } catch {
+            throw .io(operation: error.operation, errno: error.errno)
+        }
     }
 
     /// Runs `body` holding the exclusive advisory lock.
@@ -62,41 +63,20 @@ struct VaultDirectory: Sendable {
 
     /// Replaces `name` atomically: a crash leaves either the old or the new file.
     func writeFile(_ name: String, _ bytes: [UInt8]) throws(VaultError) {
-        let temporary = file(".\(name).\(getpid()).tmp")
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(operation: "create \(name)", errno: errno) }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                close(fd)
-                unlink(temporary)
-                throw .io(operation: "write \(name)", errno: e)
-            }
-            written += n
+        let result: Result<Void, DurableFile.Failure> = bytes.withUnsafeBytes { buffer in
+            do throws(DurableFile.Failure) {
+                return .success(try DurableFile.replace(name, in: path, with: buffer))
+            } catch { return .failure(error) }
         }
-        if fsync(fd) != 0 {
-            let e = errno
-            close(fd)
-            unlink(temporary)
-            throw .io(operation: "fsync \(name)", errno: e)
+        do throws(DurableFile.Failure) { try result.get() } catch {
+            throw .io(operation: error.operation, errno: error.errno)
         }
-        close(fd)
-        guard rename(temporary, file(name)) == 0 else {
-            let e = errno
-            unlink(temporary)
-            throw .io(operation: "rename \(name)", errno: e)
-        }
-        try syncDirectory()
     }
 
     func syncDirectory() throws(VaultError) {
-        let dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dfd >= 0 else { throw .io(operation: "open directory", errno: errno) }
-        defer { close(dfd) }
-        guard fsync(dfd) == 0 else { throw .io(operation: "fsync directory", errno: errno) }
+        do throws(DurableFile.Failure) { try DurableFile.syncDirectory(path) } catch {
+            throw .io(operation: error.operation, errno: error.errno)
+        }
     }
 
     /// Overwrites with zeros, then removes every file and the directory.

@@ -25,10 +25,9 @@ public struct FileActivationStorage: ActivationStorage {
     /// - Throws: ``ActivationError/storage(operation:errno:)``.
     public init(directory: String) throws(ActivationError) {
         self.directory = directory
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw .storage(operation: "mkdir", errno: errno) }
-        var st = stat()
-        guard stat(directory, &st) == 0 else { throw .storage(operation: "stat", errno: errno) }
-        if st.st_mode & 0o077 != 0 && chmod(directory, 0o700) != 0 { throw .storage(operation: "chmod", errno: errno) }
+        do throws(DurableFile.Failure) { try DurableFile.prepareDirectory(directory) } catch {
+            throw .storage(operation: error.operation, errno: error.errno)
+        }
     }
 
     private func path(_ name: String) -> String { directory + "/" + name }
@@ -97,7 +96,9 @@ public struct FileActivationStorage: ActivationStorage {
             close(fd)
         }
         if unlink(path(name)) != 0 && errno != ENOENT { throw .storage(operation: "unlink", errno: errno) }
-        try syncDirectory()
+        do throws(DurableFile.Failure) { try DurableFile.syncDirectory(directory) } catch {
+            throw .storage(operation: error.operation, errno: error.errno)
+        }
     }
 
     /// Holds `flock(LOCK_EX)` on the directory's lock file while `body` runs.
@@ -142,40 +143,8 @@ public struct FileActivationStorage: ActivationStorage {
     }
 
     private func replace(_ name: String, _ buffer: UnsafeRawBufferPointer) throws(ActivationError) {
-        let temporary = path(".\(name).\(getpid()).tmp")
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storage(operation: "create", errno: errno) }
-        var written = 0
-        while written < buffer.count {
-            let n = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                close(fd)
-                unlink(temporary)
-                throw .storage(operation: "write", errno: e)
-            }
-            written += n
+        do throws(DurableFile.Failure) { try DurableFile.replace(name, in: directory, with: buffer) } catch {
+            throw .storage(operation: error.operation, errno: error.errno)
         }
-        if fsync(fd) != 0 {
-            let e = errno
-            close(fd)
-            unlink(temporary)
-            throw .storage(operation: "fsync", errno: e)
-        }
-        close(fd)
-        guard rename(temporary, path(name)) == 0 else {
-            let e = errno
-            unlink(temporary)
-            throw .storage(operation: "rename", errno: e)
-        }
-        try syncDirectory()
-    }
-
-    private func syncDirectory() throws(ActivationError) {
-        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dfd >= 0 else { throw .storage(operation: "open directory", errno: errno) }
-        defer { close(dfd) }
-        guard fsync(dfd) == 0 else { throw .storage(operation: "fsync directory", errno: errno) }
     }
 }
