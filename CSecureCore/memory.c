@@ -297,6 +297,12 @@ int spc_buffer_equal(spc_buffer *a, spc_buffer *b) {
     return eq;
 }
 
+int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len) {
+    if (len == 0) return 1;
+    if (a == NULL || b == NULL) return SPC_E_ARGUMENT;
+    return sodium_memcmp(a, b, len) == 0; /* branch-free in libsodium; the verdict is public */
+}
+
 int spc_pool_stats_get(spc_pool_stats *out) {
     memset(out, 0, sizeof *out);
     if (!spc__ready()) return SPC_E_INIT;

@@ -77,6 +77,21 @@ static void test_buffer_basics(void) {
     spc_buffer_free(a);
 }
 
+/* spc_bytes_equal: the authentication-code comparison the Swift layer uses. */
+static void test_bytes_equal(void) {
+    uint8_t a[64], b[64];
+    for (int i = 0; i < 64; i++) a[i] = b[i] = (uint8_t)i;
+    CHECK_EQ(spc_bytes_equal(a, b, 64), 1);
+    for (int i = 0; i < 64; i += 21) {
+        b[i] ^= 0x80;
+        CHECK_EQ(spc_bytes_equal(a, b, 64), 0);
+        b[i] ^= 0x80;
+    }
+    CHECK_EQ(spc_bytes_equal(NULL, NULL, 0), 1);
+    CHECK_EQ(spc_bytes_equal(NULL, b, 1), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_bytes_equal(a, NULL, 1), SPC_E_ARGUMENT);
+}
+
 static void test_add_remove_reveal(void) {
     const uint32_t abc[] = {'a', 'b', 'c'};
     spc_password *pw = make(abc, 3);
@@ -312,6 +327,7 @@ int main(int argc, char **argv) {
     REQUIRE_OK(spc_pool_set_secretmem(secretmem));
     printf("secret memory: %s\n", secretmem ? "requested" : "disabled");
     RUN(test_buffer_basics);
+    RUN(test_bytes_equal);
     RUN(test_add_remove_reveal);
     RUN(test_insert_positions);
     RUN(test_code_points);
