@@ -312,6 +312,31 @@ static void test_pool_accounting(void) {
     CHECK_EQ(after.slots_in_use, before.slots_in_use);
 }
 
+/* Every status has its own name; the small accessors report what they hold. */
+static void test_status_names_and_accessors(void) {
+    const int statuses[] = {SPC_OK, SPC_E_INIT, SPC_E_NOMEM, SPC_E_ARGUMENT, SPC_E_RANGE, SPC_E_CODEPOINT,
+                            SPC_E_TOO_LONG, SPC_E_UTF8, SPC_E_CALLBACK, SPC_E_KDF_ITERATIONS, SPC_E_KDF_MEMORY,
+                            SPC_E_KDF_PARALLELISM, SPC_E_KDF_SALT, SPC_E_KDF_OUTPUT, SPC_E_KDF_CEILING,
+                            SPC_E_KDF_FAILED, SPC_E_AEAD_AUTH, SPC_E_UNSUPPORTED, SPC_E_CRYPTO, SPC_E_KEY};
+    const size_t count = sizeof statuses / sizeof statuses[0];
+    for (size_t i = 0; i < count; i++) {
+        const char *name = spc_status_name(statuses[i]);
+        CHECK(name != NULL && strcmp(name, "unknown status") != 0);
+        for (size_t j = 0; j < i; j++) CHECK(strcmp(name, spc_status_name(statuses[j])) != 0);
+    }
+    CHECK_EQ(strcmp(spc_status_name(-99), "unknown status"), 0);
+    spc_password *pw;
+    REQUIRE_OK(spc_password_new(&pw));
+    unsigned prot = spc_password_protection(pw);
+    CHECK(prot & SPC_PROT_GUARDPAGES);
+    CHECK(prot & SPC_PROT_DONTDUMP);
+    spc_password_free(pw);
+    uint8_t a[32] = {0}, b[32] = {0};
+    spc_random_fill(a, sizeof a);
+    spc_random_fill(b, sizeof b);
+    CHECK(memcmp(a, b, sizeof a) != 0);
+}
+
 static void test_machine_report(void) {
     spc_machine_report r;
     REQUIRE_OK(spc_machine_report_get(&r));
@@ -338,6 +363,7 @@ int main(int argc, char **argv) {
     RUN(test_fork);
     RUN(test_smaps_agree);
     RUN(test_pool_accounting);
+    RUN(test_status_names_and_accessors);
     RUN(test_machine_report);
     return check_summary(secretmem ? "c-core" : "c-core (no secretmem)");
 }
