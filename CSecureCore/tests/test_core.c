@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,6 +355,26 @@ static void test_core_file(void) {
 #endif
 }
 
+/* A write past the end of a secret overwrites its canary; releasing the
+ * buffer must then stop the process rather than carry on silently. */
+static void test_canary_overflow_aborts(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit none = {0, 0};
+        spc_buffer *b;
+        uint8_t *p;
+        (void)setrlimit(RLIMIT_CORE, &none); /* no core file from this deliberate crash */
+        if (spc_buffer_new(10, &b) != SPC_OK || spc_buffer_open(b, &p) != SPC_OK) _exit(2);
+        p[10] ^= 0x01; /* one byte past the end: the first canary byte */
+        spc_buffer_close(b);
+        spc_buffer_free(b);
+        _exit(0); /* reached only if the overflow went unnoticed */
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+}
+
 /* The kernel's own record (VmFlags in smaps) must agree with the report. */
 static void test_smaps_agree(void) {
     spc_buffer *b;
@@ -448,6 +469,7 @@ int main(int argc, char **argv) {
     RUN(test_from_utf8);
     RUN(test_fork);
     RUN(test_core_file);
+    RUN(test_canary_overflow_aborts);
     RUN(test_smaps_agree);
     RUN(test_pool_accounting);
     RUN(test_status_names_and_accessors);
