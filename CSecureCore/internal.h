@@ -17,6 +17,31 @@ size_t spc__buffer_slot_capacity(size_t size);
 /* Nonzero after a successful spc_init(). */
 int spc__ready(void);
 
+/* SPC_DECLASSIFY marks a value derived from a secret as public on purpose:
+ * an accept/reject verdict or a length the header documents as revealed.
+ * It compiles to nothing, except in the constant-time audit build
+ * (-DSPC_CTGRIND), where it tells valgrind the value may be branched on.
+ * Every use is a reviewed, documented disclosure; grep for it. */
+#ifdef SPC_CTGRIND
+#include <valgrind/memcheck.h>
+#define SPC_DECLASSIFY(ptr, len) ((void)VALGRIND_MAKE_MEM_DEFINED((ptr), (len)))
+#else
+#define SPC_DECLASSIFY(ptr, len) ((void)0)
+#endif
+
+/* Fault injection, for the tests of error paths only: with
+ * -DSPC_FAULT_INJECTION, SPC_FAULT() makes the n-th next fallible step (an
+ * open or a slab allocation) fail as if the kernel had refused it, n being set
+ * by spc__fault_after(n) (-1: never). Production builds do not define it and
+ * SPC_FAULT() is the constant 0, which the compiler removes. */
+#ifdef SPC_FAULT_INJECTION
+int spc__fault(void);
+void spc__fault_after(long n);
+#define SPC_FAULT() spc__fault()
+#else
+#define SPC_FAULT() 0
+#endif
+
 /* Branch-free helpers: all return 0 or all-ones (uint32_t). */
 static inline uint32_t spc__mask_lt(uint64_t a, uint64_t b) { return (uint32_t)0 - (uint32_t)((a - b) >> 63); }
 static inline uint32_t spc__mask_eq(uint64_t a, uint64_t b) { return ~(spc__mask_lt(a, b) | spc__mask_lt(b, a)); }

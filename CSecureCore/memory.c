@@ -64,6 +64,12 @@ static int secretmem_enabled = 1;
 
 int spc__ready(void) { return __atomic_load_n(&ready, __ATOMIC_ACQUIRE); }
 
+#ifdef SPC_FAULT_INJECTION
+static long fault_countdown = -1; /* test builds only (internal.h) */
+void spc__fault_after(long n) { fault_countdown = n; }
+int spc__fault(void) { return fault_countdown >= 0 && fault_countdown-- == 0; }
+#endif
+
 int spc_init(void) {
     pthread_mutex_lock(&pool_lock);
     if (!ready) {
@@ -199,7 +205,7 @@ int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) {
     spc_buffer *b = calloc(1, sizeof *b);
     if (b == NULL) return SPC_E_NOMEM;
     pthread_mutex_lock(&pool_lock);
-    struct slab *s = slab_with_free_slot(pool, class_for(size), size);
+    struct slab *s = SPC_FAULT() ? NULL : slab_with_free_slot(pool, class_for(size), size);
     if (s == NULL || slab_open(s) != SPC_OK) {
         pthread_mutex_unlock(&pool_lock);
         free(b);
@@ -260,7 +266,7 @@ unsigned spc_buffer_protection(const spc_buffer *b) {
 int spc_buffer_open(spc_buffer *b, uint8_t **data) {
     *data = NULL;
     pthread_mutex_lock(&pool_lock);
-    int rc = slab_open(b->slab);
+    int rc = SPC_FAULT() ? SPC_E_NOMEM : slab_open(b->slab);
     pthread_mutex_unlock(&pool_lock);
     if (rc == SPC_OK) *data = b->ptr;
     return rc;
@@ -295,6 +301,12 @@ int spc_buffer_equal(spc_buffer *a, spc_buffer *b) {
     spc_buffer_close(b);
     spc_buffer_close(a);
     return eq;
+}
+
+int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len) {
+    if (len == 0) return 1;
+    if (a == NULL || b == NULL) return SPC_E_ARGUMENT;
+    return sodium_memcmp(a, b, len) == 0; /* branch-free in libsodium; the verdict is public */
 }
 
 int spc_pool_stats_get(spc_pool_stats *out) {

@@ -130,7 +130,9 @@ fail:
 
 int spc_password_insert(spc_password *pw, size_t index, uint32_t cp) {
     if (index > pw->length) return SPC_E_RANGE;
-    if (!spc__scalar_ok(cp)) return SPC_E_CODEPOINT; /* the one branch: accept or reject */
+    uint32_t valid = spc__scalar_ok(cp);
+    SPC_DECLASSIFY(&valid, sizeof valid); /* the accept/reject bit is the documented disclosure */
+    if (!valid) return SPC_E_CODEPOINT;  /* the one branch on it */
     if (pw->length + 1 > SPC_PASSWORD_MAX) return SPC_E_TOO_LONG;
     int rc;
     if (pw->length + 1 > pw->capacity && (rc = grow(pw, pw->length + 1)) != SPC_OK) return rc;

@@ -72,6 +72,7 @@ int spc_password_reveal(spc_password *pw, spc_buffer **out, size_t *len) {
     enc *e = (enc *)(void *)sp;
     if ((rc = spc__password_read_all(pw, sink_encode, e)) != SPC_OK) goto close;
     size_t total = layout(e, n);
+    SPC_DECLASSIFY(&total, sizeof total); /* the byte length is public (header) */
     spc_buffer *res;
     uint8_t *rp;
     if ((rc = spc_buffer_new(total, &res)) != SPC_OK) goto close;

@@ -167,6 +167,16 @@ SPC_MUST_CHECK SPC_NONNULL(1) int spc_buffer_randomize(spc_buffer *buf);
  */
 SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_buffer_equal(spc_buffer *a, spc_buffer *b);
 
+/**
+ * Compare two byte strings of the same public length `len` (authentication
+ * codes, tags, counter hashes) with no early exit. NULL is accepted when
+ * `len` is 0.
+ * Returns: 1 if equal (always for len 0), 0 if not; SPC_E_ARGUMENT for NULL
+ *          with a length.
+ * Security: constant time in the contents (sodium_memcmp); `len` is public.
+ */
+SPC_MUST_CHECK int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* Passwords                                                                 */
 /* ------------------------------------------------------------------------ */

@@ -4,11 +4,24 @@
 #include "secure_core.h"
 #include "check.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <valgrind/valgrind.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
 
 /* Reference UTF-8 encoder (plain, branching: test code only). */
 static size_t ref_utf8(const uint32_t *cps, size_t n, uint8_t *out) {
@@ -75,6 +88,21 @@ static void test_buffer_basics(void) {
     memset(pa, 0x5a, 100000);
     spc_buffer_close(a);
     spc_buffer_free(a);
+}
+
+/* spc_bytes_equal: the authentication-code comparison the Swift layer uses. */
+static void test_bytes_equal(void) {
+    uint8_t a[64], b[64];
+    for (int i = 0; i < 64; i++) a[i] = b[i] = (uint8_t)i;
+    CHECK_EQ(spc_bytes_equal(a, b, 64), 1);
+    for (int i = 0; i < 64; i += 21) {
+        b[i] ^= 0x80;
+        CHECK_EQ(spc_bytes_equal(a, b, 64), 0);
+        b[i] ^= 0x80;
+    }
+    CHECK_EQ(spc_bytes_equal(NULL, NULL, 0), 1);
+    CHECK_EQ(spc_bytes_equal(NULL, b, 1), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_bytes_equal(a, NULL, 1), SPC_E_ARGUMENT);
 }
 
 static void test_add_remove_reveal(void) {
@@ -253,6 +281,100 @@ static void test_fork(void) {
     spc_buffer_free(b);
 }
 
+#ifndef UNDER_ASAN
+/* Count the occurrences of `pat` in the file at `path` (-1 if unreadable). */
+static long count_in_file(const char *path, const uint8_t *pat, size_t n) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    static uint8_t buf[1 << 20];
+    long hits = 0;
+    size_t have = 0;
+    ssize_t got;
+    while ((got = read(fd, buf + have, sizeof buf - have)) > 0) {
+        have += (size_t)got;
+        for (size_t i = 0; i + n <= have; i++) hits += memcmp(buf + i, pat, n) == 0;
+        size_t keep = have < n - 1 ? have : n - 1; /* a match may straddle two reads */
+        memmove(buf, buf + have - keep, keep);
+        have = keep;
+    }
+    close(fd);
+    return hits;
+}
+#endif
+
+/* A real core file of a crashing process holds the ordinary-memory control
+ * marker but not the secret one (MADV_DONTDUMP; secret memory is never
+ * dumped). The child crashes with abort() in a scratch directory, with the
+ * default core pattern "core"; elsewhere the test says why it skipped. */
+static void test_core_file(void) {
+#ifdef UNDER_ASAN
+    printf("  (skipped under ASan, which disables core dumps)\n");
+#else
+    if (RUNNING_ON_VALGRIND) {
+        printf("  (skipped under valgrind, which writes its own core files)\n");
+        return;
+    }
+    char pattern[64] = {0};
+    FILE *cp = fopen("/proc/sys/kernel/core_pattern", "r");
+    if (cp == NULL || fgets(pattern, sizeof pattern, cp) == NULL || strcmp(pattern, "core\n") != 0) {
+        printf("  (skipped: core_pattern is not \"core\" here)\n");
+        if (cp) fclose(cp);
+        return;
+    }
+    fclose(cp);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/spc-core-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : P_tmpdir);
+    CHECK(mkdtemp(dir) != NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The markers are written a byte at a time from a formula, so no
+         * copy of either sits on the stack or in a vector register. */
+        struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
+        spc_buffer *b;
+        uint8_t *p, *plain = malloc(32);
+        if (plain == NULL || chdir(dir) != 0 || setrlimit(RLIMIT_CORE, &unlimited) != 0) _exit(2);
+        if (spc_buffer_new(32, &b) != SPC_OK || spc_buffer_open(b, &p) != SPC_OK) _exit(3);
+        for (int i = 0; i < 32; i++) {
+            ((volatile uint8_t *)p)[i] = (uint8_t)(0xC5 ^ (i * 29)); /* open: readable when the dump is taken */
+            ((volatile uint8_t *)plain)[i] = (uint8_t)(0x3A ^ (i * 31));
+        }
+        abort();
+    }
+    uint8_t secret[32], control[32];
+    for (int i = 0; i < 32; i++) secret[i] = (uint8_t)(0xC5 ^ (i * 29)), control[i] = (uint8_t)(0x3A ^ (i * 31));
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status) && WCOREDUMP(status));
+    char core[300];
+    snprintf(core, sizeof core, "%s/core", dir);
+    long control_hits = count_in_file(core, control, 32), secret_hits = count_in_file(core, secret, 32);
+    CHECK(control_hits > 0); /* the dump is real and the scan works */
+    CHECK_EQ(secret_hits, 0);
+    unlink(core);
+    rmdir(dir);
+#endif
+}
+
+/* A write past the end of a secret overwrites its canary; releasing the
+ * buffer must then stop the process rather than carry on silently. */
+static void test_canary_overflow_aborts(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit none = {0, 0};
+        spc_buffer *b;
+        uint8_t *p;
+        (void)setrlimit(RLIMIT_CORE, &none); /* no core file from this deliberate crash */
+        if (spc_buffer_new(10, &b) != SPC_OK || spc_buffer_open(b, &p) != SPC_OK) _exit(2);
+        p[10] ^= 0x01; /* one byte past the end: the first canary byte */
+        spc_buffer_close(b);
+        spc_buffer_free(b);
+        _exit(0); /* reached only if the overflow went unnoticed */
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+}
+
 /* The kernel's own record (VmFlags in smaps) must agree with the report. */
 static void test_smaps_agree(void) {
     spc_buffer *b;
@@ -297,6 +419,31 @@ static void test_pool_accounting(void) {
     CHECK_EQ(after.slots_in_use, before.slots_in_use);
 }
 
+/* Every status has its own name; the small accessors report what they hold. */
+static void test_status_names_and_accessors(void) {
+    const int statuses[] = {SPC_OK, SPC_E_INIT, SPC_E_NOMEM, SPC_E_ARGUMENT, SPC_E_RANGE, SPC_E_CODEPOINT,
+                            SPC_E_TOO_LONG, SPC_E_UTF8, SPC_E_CALLBACK, SPC_E_KDF_ITERATIONS, SPC_E_KDF_MEMORY,
+                            SPC_E_KDF_PARALLELISM, SPC_E_KDF_SALT, SPC_E_KDF_OUTPUT, SPC_E_KDF_CEILING,
+                            SPC_E_KDF_FAILED, SPC_E_AEAD_AUTH, SPC_E_UNSUPPORTED, SPC_E_CRYPTO, SPC_E_KEY};
+    const size_t count = sizeof statuses / sizeof statuses[0];
+    for (size_t i = 0; i < count; i++) {
+        const char *name = spc_status_name(statuses[i]);
+        CHECK(name != NULL && strcmp(name, "unknown status") != 0);
+        for (size_t j = 0; j < i; j++) CHECK(strcmp(name, spc_status_name(statuses[j])) != 0);
+    }
+    CHECK_EQ(strcmp(spc_status_name(-99), "unknown status"), 0);
+    spc_password *pw;
+    REQUIRE_OK(spc_password_new(&pw));
+    unsigned prot = spc_password_protection(pw);
+    CHECK(prot & SPC_PROT_GUARDPAGES);
+    CHECK(prot & SPC_PROT_DONTDUMP);
+    spc_password_free(pw);
+    uint8_t a[32] = {0}, b[32] = {0};
+    spc_random_fill(a, sizeof a);
+    spc_random_fill(b, sizeof b);
+    CHECK(memcmp(a, b, sizeof a) != 0);
+}
+
 static void test_machine_report(void) {
     spc_machine_report r;
     REQUIRE_OK(spc_machine_report_get(&r));
@@ -312,6 +459,7 @@ int main(int argc, char **argv) {
     REQUIRE_OK(spc_pool_set_secretmem(secretmem));
     printf("secret memory: %s\n", secretmem ? "requested" : "disabled");
     RUN(test_buffer_basics);
+    RUN(test_bytes_equal);
     RUN(test_add_remove_reveal);
     RUN(test_insert_positions);
     RUN(test_code_points);
@@ -320,8 +468,11 @@ int main(int argc, char **argv) {
     RUN(test_with_utf8);
     RUN(test_from_utf8);
     RUN(test_fork);
+    RUN(test_core_file);
+    RUN(test_canary_overflow_aborts);
     RUN(test_smaps_agree);
     RUN(test_pool_accounting);
+    RUN(test_status_names_and_accessors);
     RUN(test_machine_report);
     return check_summary(secretmem ? "c-core" : "c-core (no secretmem)");
 }

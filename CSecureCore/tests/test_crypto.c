@@ -230,6 +230,31 @@ static void test_aead_empty_message_and_wrong_key(void) {
     spc_buffer_free(k), spc_buffer_free(k2), spc_buffer_free(m);
 }
 
+/* BLAKE2b-256 (RFC 7693) of public data, checked against an independent implementation. */
+static void test_digest(void) {
+    uint8_t out[SPC_DIGEST_BYTES], want[SPC_DIGEST_BYTES];
+    REQUIRE_OK(spc_digest((const uint8_t *)"abc", 3, out));
+    unhex("bddd813c634239723171ef3fee98579b94964e3bb1cb3e427262c8c068d52319", want);
+    CHECK(memcmp(out, want, sizeof out) == 0);
+    REQUIRE_OK(spc_digest(NULL, 0, out));
+    unhex("0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8", want);
+    CHECK(memcmp(out, want, sizeof out) == 0);
+}
+
+/* An unknown backend is refused after the parameters are checked. */
+static void test_argon2id_unknown_backend(void) {
+    uint8_t salt[16] = {0};
+    spc_argon2_input in = {(const uint8_t *)"pw", 2, salt, 16, NULL, 0, NULL, 0};
+    spc_argon2_params p = {1, 8, 1};
+    spc_kdf_limits l = limits();
+    spc_buffer *out;
+    REQUIRE_OK(spc_buffer_new(32, &out));
+    int used = 7;
+    CHECK_EQ(spc_kdf_argon2id(&in, &p, &l, 99, out, &used), SPC_E_ARGUMENT);
+    CHECK_EQ(used, 0);
+    spc_buffer_free(out);
+}
+
 int main(void) {
     REQUIRE_OK(spc_init());
     RUN(test_argon2id_rfc9106_vector);
@@ -239,5 +264,7 @@ int main(void) {
     RUN(test_xchacha_vector);
     RUN(test_aes256gcm_vector);
     RUN(test_aead_empty_message_and_wrong_key);
+    RUN(test_digest);
+    RUN(test_argon2id_unknown_backend);
     return check_summary("c-crypto");
 }

@@ -70,9 +70,9 @@ extension ActivationCrypto {
 }
 
 /// Equal lengths and equal bytes, with no early exit on the first difference.
+/// The comparison runs in the C core (`spc_bytes_equal`), whose constant-time
+/// behaviour the ctgrind audit checks; a Swift loop carries no such guarantee
+/// (the optimiser may vectorise it or add an early exit).
 package func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    guard a.count == b.count else { return false }
-    var difference: UInt8 = 0
-    for i in 0..<a.count { difference |= a[i] ^ b[i] }
-    return difference == 0
+    ConstantTime.isEqual(a, b)
 }
