@@ -238,7 +238,7 @@ FUZZ_SECONDS       ?= 180
 FUZZ_SMOKE_SECONDS ?= 5
 SWIFTC             ?= swiftc
 FUZZ_C_TARGETS     := utf8_password
-FUZZ_SWIFT_TARGETS := vault_file status_blob authorization_header algorithm_name
+FUZZ_SWIFT_TARGETS := vault_file status_blob authorization_header algorithm_name configuration_string
 FUZZ_TARGETS       := $(FUZZ_C_TARGETS) $(FUZZ_SWIFT_TARGETS)
 FUZZ_CFLAGS        := -std=c11 -Wall -Wextra -Werror -g -O1 -ICSecureCore/include -ICSecureCore
 FUZZ_SWIFTFLAGS    := -parse-as-library -sanitize=fuzzer,address -Onone -gline-tables-only -package-name SecurePIN \
@@ -254,6 +254,7 @@ FUZZ_MODULES_vault_file           := SecureCore PinVault
 FUZZ_MODULES_status_blob          := SecureCore PinVault Activation
 FUZZ_MODULES_authorization_header := SecureCore PinVault Activation
 FUZZ_MODULES_algorithm_name       := SecureCore PinVault Activation
+FUZZ_MODULES_configuration_string := SecureCore PinVault Activation
 
 $(FUZZ_DIR)/module.modulemap:
 	@mkdir -p $(FUZZ_DIR)
