@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
+        .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
     ],
     targets: [
         .systemLibrary(
@@ -71,7 +72,10 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
-            dependencies: ["SecureCore", "BenchmarkKit", "PinVault", "PinEntry"],
+            dependencies: [
+                "SecureCore", "BenchmarkKit", "PinVault", "PinEntry", "Activation", "ActivationServer",
+                "ReferenceServer", "HTTPServer",
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
         .executableTarget(
@@ -164,6 +168,11 @@ let package = Package(
         .testTarget(
             name: "HTTPClientTests",
             dependencies: ["HTTPClient", "HTTPServer"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The reference activation server (HTTP + SQLite) and the client's HTTP transport.
+        .target(
+            name: "ReferenceServer",
+            dependencies: ["Activation", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore", "HTTPClient"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )
