@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
+        .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),
     ],
     targets: [
         .systemLibrary(
@@ -173,6 +174,10 @@ let package = Package(
         .target(
             name: "ReferenceServer",
             dependencies: ["Activation", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore", "HTTPClient"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "ActivationHTTP",
+            dependencies: ["Activation", "HTTPClient"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )
