@@ -75,7 +75,7 @@ let package = Package(
             name: "securepin",
             dependencies: [
                 "SecureCore", "BenchmarkKit", "PinVault", "PinEntry", "Activation", "ActivationServer",
-                "ReferenceServer", "HTTPServer",
+                "ReferenceServer", "ActivationHTTP", "HTTPServer",
             ],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
