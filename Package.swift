@@ -179,5 +179,12 @@ let package = Package(
             name: "ActivationHTTP",
             dependencies: ["Activation", "HTTPClient"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "ReferenceServerTests",
+            dependencies: [
+                "ReferenceServer", "ActivationHTTP", "Activation", "ActivationServer", "PinVault", "SecureCore",
+                "SQLiteStore", "HTTPServer", "securepin",
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )
