@@ -125,9 +125,10 @@ final class ChildServer {
     private(set) var port = 0
     private(set) var configuration = ""
 
-    init(database: String, tokenFile: String) throws {
+    init(database: String, tokenFile: String, extraArguments: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: try builtExecutable("securepin"))
-        process.arguments = ["server", "--port", "0", "--db", database, "--admin-token-file", tokenFile]
+        process.arguments =
+            ["server", "--port", "0", "--db", database, "--admin-token-file", tokenFile] + extraArguments
         process.standardOutput = output
         try process.run()
         var text = ""
