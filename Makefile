@@ -1,7 +1,7 @@
 # SecurePIN — the two commands a newcomer needs:
 #   make run    build and run the end-to-end demo
 #   make test   everything green
-# and, on demand: make bench, make audit-c, make format.
+# and, on demand: make bench, make bench-server, make audit-c, make format.
 
 SHELL       := /bin/bash
 SWIFT       ?= swift
@@ -22,7 +22,7 @@ APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-li
                 libmicrohttpd-dev libsqlite3-dev
 
 .SHELLFLAGS := -o pipefail -ec
-.PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf stress audit-c format clean
+.PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit-c format clean
 
 run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
@@ -118,6 +118,12 @@ stress: deps
 bench-kdf: deps
 	$(SWIFT) build -c release --product securepin-bench
 	$(BUILD_DIR)/release/securepin-bench kdf --out $(BUILD_DIR)/bench
+
+## bench-server: authenticated requests per second and p50/p99 latency of the reference server
+## (HTTP + SQLite) on loopback, with the load generator in the same process.
+bench-server: deps
+	$(SWIFT) build -c release --product securepin-bench
+	$(BUILD_DIR)/release/securepin-bench server $(BENCH_SERVER_ARGS)
 
 ## audit-c: the C core under valgrind memcheck (no leaks, no invalid access).
 audit-c: deps $(C_TEST_DIR)/test_core

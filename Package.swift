@@ -86,7 +86,9 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin-bench",
-            dependencies: ["SecureCore", "BenchmarkKit", "CSodium", "PinVault"],
+            dependencies: [
+                "SecureCore", "BenchmarkKit", "CSodium", "PinVault", "Activation", "ReferenceServer", "ActivationHTTP",
+            ],
             path: "Benchmarks/securepin-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
