@@ -188,8 +188,11 @@ public final class SQLiteActivationStore: ActivationStore {
     ) throws(ActivationServerError) -> R {
         try inTransaction { () throws(ActivationServerError) -> R in
             var record = try load(activationId)
+            let before = Self.mutableValues(record)
             let result = try body(&record)
-            try write(record)
+            // A change that changes nothing (a status read that expires no block) writes nothing:
+            // the commit then has no WAL frame to sync.
+            if Self.mutableValues(record) != before { try write(record) }
             return result
         }
     }
