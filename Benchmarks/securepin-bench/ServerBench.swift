@@ -62,6 +62,7 @@ enum ServerBench {
         print("server suite: \(clients) concurrent clients × \(requests) signed requests, loopback, same process")
         print("preparing: activating \(clients) devices and signing \(clients * requests) requests (not timed)…")
         var plans: [(HTTPActivationTransport, [String], String)] = []
+        var direct: [String] = []
         for c in 0..<clients {
             let storage = try FileActivationStorage(directory: directory + "/device-\(c)")
             let transport = try HTTPActivationTransport(configuration: configuration)
@@ -74,6 +75,17 @@ enum ServerBench {
             _ = try await service.createActivation(
                 activationCode: prepared.activationCode, name: "bench \(c)", password: password)
             try server.activationServer.commitActivation(prepared.activationId)
+            if c == 0 {
+                // A separate batch for the same device, answered without HTTP (see below);
+                // signed first, so the server has moved past them when the HTTP batch starts.
+                for _ in 0..<requests {
+                    direct.append(
+                        try await service.signRequest(
+                            method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+                            authentication: .possessionWithPassword(password)
+                        ).value)
+                }
+            }
             var headers: [String] = []
             for _ in 0..<requests {
                 let header = try await service.signRequest(
@@ -83,6 +95,32 @@ enum ServerBench {
             }
             plans.append((transport, headers, prepared.activationId))
         }
+
+        // The server alone: the same requests answered by respond(to:) in this thread, no HTTP,
+        // one at a time, to show how much of a request's time is the server's own work.
+        var directFailures = 0
+        let directStart = now()
+        for header in direct {
+            let response = server.activationServer.respond(
+                to: TransportRequest(
+                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header], body: body)
+            )
+            if response.statusCode != 200 { directFailures += 1 }
+        }
+        let directNs = Double(now() - directStart) / Double(max(1, direct.count))
+        // Two parts of it: reading a record (SQL and opening its sealed key into secure memory),
+        // and one counted attempt (a BEGIN IMMEDIATE transaction with its audit row, fsync'd).
+        // A separate activation (state CREATED: its attempts are recorded as refused, nothing counts).
+        let probe = try server.activationServer.initActivation(userId: "probe").activationId
+        let fetchStart = now()
+        for _ in 0..<requests { _ = try server.store.fetch(activationId: probe) }
+        let fetchNs = Double(now() - fetchStart) / Double(requests)
+        let attemptStart = now()
+        for _ in 0..<requests {
+            _ = try server.store.recordAttempt(
+                activationId: probe, outcome: .rejected, now: Date(), failureBlockDuration: nil)
+        }
+        let attemptNs = Double(now() - attemptStart) / Double(requests)
 
         let start = now()
         let outcomes = await withTaskGroup(of: Outcome.self) { group in
@@ -136,6 +174,14 @@ enum ServerBench {
         print(String(format: "latency p50         %.2f ms", p50))
         print(String(format: "latency p99         %.2f ms   (goal ≤ 20)%@", p99, p99 <= 20 ? "" : "  above goal"))
         print(String(format: "latency max         %.2f ms", Double(latencies.last ?? 0) / 1e6))
+        print(
+            String(
+                format: "server alone        %.0f µs per request, one at a time without HTTP (%d requests, %d not 200)",
+                directNs / 1000, direct.count, directFailures))
+        print(
+            String(
+                format: "  of which           store fetch %.0f µs, one counted attempt %.0f µs", fetchNs / 1000,
+                attemptNs / 1000))
         print("non-200 answers     \(outcomes.map(\.statusFailures).reduce(0, +))")
         print("transport failures  \(outcomes.map(\.transportFailures).reduce(0, +))")
         print(
