@@ -140,8 +140,12 @@ struct Router: Sendable {
     static let adminPrefix = "/admin/"
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
+        // One value per name, compared without case; the first occurrence wins, so a repeated
+        // header cannot make the choice depend on dictionary order.
         var headers: [String: String] = [:]
-        for header in request.headers where headers[header.name] == nil { headers[header.name] = header.value }
+        for header in request.headers where headers[header.name.lowercased()] == nil {
+            headers[header.name.lowercased()] = header.value
+        }
         let transport = TransportRequest(
             method: request.method, path: request.path, headers: headers, body: Array(request.body))
         let response =
