@@ -45,7 +45,9 @@ extension DemoCommand {
             try expect(status.state == .pendingCommit, "expected pending commit, got \(status.state)")
             return "pending commit"
         }
-        try await story.step("compare the fingerprint the device and the server show") {
+        try await story.step(
+            "the device shows the activation fingerprint for the user to compare; the app waits for the commit"
+        ) {
             let fingerprint = try await service.activationFingerprint()
             let route = await flows.refresh(trigger: .applicationStart)
             try expect(route == .pendingCommit(fingerprint: fingerprint), "the router did not wait for the commit")
