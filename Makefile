@@ -1,7 +1,8 @@
 # SecurePIN — the two commands a newcomer needs:
 #   make run    build and run the end-to-end demo
 #   make test   everything green (includes a short form of the audit and a fuzz smoke)
-# and, on demand: make bench, make audit, make fuzz, make format.
+# and, on demand: make bench, make bench-kdf, make bench-server, make stress, make audit, make fuzz,
+# make format.
 
 SHELL       := /bin/bash
 SWIFT       ?= swift
@@ -23,9 +24,9 @@ APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-li
                 libmicrohttpd-dev libsqlite3-dev valgrind binutils
 
 .SHELLFLAGS := -o pipefail -ec
-.PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf stress audit audit-quick audit-c \
-        audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-sloc fuzz \
-        fuzz-smoke fuzz-build format clean
+.PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit audit-quick \
+        audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-sloc \
+        fuzz fuzz-smoke fuzz-build format clean
 
 run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
@@ -311,6 +312,12 @@ fuzz: fuzz-build
 
 fuzz-smoke: fuzz-build
 	$(call fuzz_run,$(FUZZ_SMOKE_SECONDS))
+## bench-server: authenticated requests per second and p50/p99 latency of the reference server
+## (HTTP + SQLite) on loopback, with the load generator in the same process.
+bench-server: deps
+	$(SWIFT) build -c release --product securepin-bench
+	$(BUILD_DIR)/release/securepin-bench server $(BENCH_SERVER_ARGS)
+
 
 clean:
 	rm -rf $(BUILD_DIR)

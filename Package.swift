@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
+        .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
+        .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),
     ],
     targets: [
         .systemLibrary(
@@ -71,7 +73,10 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
-            dependencies: ["SecureCore", "BenchmarkKit", "PinVault", "PinEntry"],
+            dependencies: [
+                "SecureCore", "BenchmarkKit", "PinVault", "PinEntry", "Activation", "ActivationServer",
+                "ReferenceServer", "ActivationHTTP", "HTTPServer",
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
         .executableTarget(
@@ -81,7 +86,9 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin-bench",
-            dependencies: ["SecureCore", "BenchmarkKit", "CSodium", "PinVault"],
+            dependencies: [
+                "SecureCore", "BenchmarkKit", "CSodium", "PinVault", "Activation", "ReferenceServer", "ActivationHTTP",
+            ],
             path: "Benchmarks/securepin-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
@@ -164,6 +171,22 @@ let package = Package(
         .testTarget(
             name: "HTTPClientTests",
             dependencies: ["HTTPClient", "HTTPServer"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The reference activation server (HTTP + SQLite) and the client's HTTP transport.
+        .target(
+            name: "ReferenceServer",
+            dependencies: ["Activation", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore", "HTTPClient"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "ActivationHTTP",
+            dependencies: ["Activation", "HTTPClient"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(
+            name: "ReferenceServerTests",
+            dependencies: [
+                "ReferenceServer", "ActivationHTTP", "Activation", "ActivationServer", "PinVault", "SecureCore",
+                "SQLiteStore", "HTTPServer", "securepin",
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )

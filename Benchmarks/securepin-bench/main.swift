@@ -5,6 +5,7 @@
 //   securepin-bench [memory] [--json] [--rounds N]
 //   securepin-bench kdf [--out DIR] [--quick]
 //   securepin-bench vault
+//   securepin-bench server [--clients N] [--requests N]
 import BenchmarkKit
 import CSodium
 import Foundation
@@ -209,6 +210,8 @@ var rounds = 31
 var suite = "memory"
 var outputDirectory = ".build/bench"
 var quick = false
+var clients = 16
+var requests = 200
 var rest = Array(CommandLine.arguments.dropFirst())
 while !rest.isEmpty {
     let a = rest.removeFirst()
@@ -221,7 +224,14 @@ while !rest.isEmpty {
         }
         rounds = n
         rest.removeFirst()
-    case "memory", "kdf", "vault": suite = a
+    case "memory", "kdf", "vault", "server": suite = a
+    case "--clients", "--requests":
+        guard let n = rest.first.flatMap({ Int($0) }), (1...10_000).contains(n) else {
+            print("securepin-bench: \(a) needs a number from 1 to 10000")
+            exit(2)
+        }
+        if a == "--clients" { clients = n } else { requests = n }
+        rest.removeFirst()
     case "--quick": quick = true
     case "--out":
         guard let dir = rest.first else {
@@ -231,7 +241,9 @@ while !rest.isEmpty {
         outputDirectory = dir
         rest.removeFirst()
     default:
-        print("usage: securepin-bench [memory|vault] [--json] [--rounds N] | securepin-bench kdf [--out DIR] [--quick]")
+        print(
+            "usage: securepin-bench [memory|vault] [--json] [--rounds N] | securepin-bench kdf [--out DIR] [--quick]"
+                + " | securepin-bench server [--clients N] [--requests N]")
         exit(2)
     }
 }
@@ -239,6 +251,7 @@ do {
     switch suite {
     case "kdf": try kdfSuite(outputDirectory: outputDirectory, quick: quick)
     case "vault": try vaultSuite(rounds: rounds)
+    case "server": try ServerBench.run(clients: clients, requests: requests)
     default: report(try memoryFigures(rounds: rounds), json: json)
     }
 } catch {

@@ -123,4 +123,18 @@ public struct AttemptResult: Sendable, Equatable {
     public let failedAttempts: Int
     /// The blocking limit.
     public let maxFailedAttempts: Int
+
+    /// Creates a result, for stores that implement
+    /// ``ActivationStore/recordAttempt(activationId:outcome:now:failureBlockDuration:)`` themselves.
+    /// - Parameters:
+    ///   - accepted: whether the attempt was accepted.
+    ///   - state: the state afterwards.
+    ///   - failedAttempts: failed attempts afterwards.
+    ///   - maxFailedAttempts: the blocking limit.
+    public init(accepted: Bool, state: ActivationState, failedAttempts: Int, maxFailedAttempts: Int) {
+        self.accepted = accepted
+        self.state = state
+        self.failedAttempts = failedAttempts
+        self.maxFailedAttempts = maxFailedAttempts
+    }
 }

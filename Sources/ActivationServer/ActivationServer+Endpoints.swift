@@ -9,6 +9,15 @@ extension ActivationServer {
     /// - Parameter request: the request.
     /// - Returns: the response.
     public func handle(_ request: TransportRequest) async -> TransportResponse {
+        respond(to: request)
+    }
+
+    /// The synchronous form of ``handle(_:)``, for front ends that answer on
+    /// their own threads (an HTTP server's connection threads): it may block
+    /// on the store (for example SQLite's busy timeout) and never suspends.
+    /// - Parameter request: the request.
+    /// - Returns: the response.
+    public func respond(to request: TransportRequest) -> TransportResponse {
         guard request.method == ActivationAPI.method else {
             return Self.error(405, ActivationAPI.requestErrorCode, "method not allowed")
         }
@@ -244,14 +253,23 @@ extension ActivationServer {
         return TransportResponse(statusCode: 200, body: body)
     }
 
-    static func error(_ statusCode: Int, _ code: String, _ message: String) -> TransportResponse {
+    /// A PowerAuth error body, `{"status":"ERROR","responseObject":{"code":…,"message":…}}`.
+    /// - Parameters:
+    ///   - statusCode: the HTTP status.
+    ///   - code: the error code, for example `ERR_REQUEST`.
+    ///   - message: a message without any secret.
+    /// - Returns: the response.
+    public static func error(_ statusCode: Int, _ code: String, _ message: String) -> TransportResponse {
         let body =
             (try? WireCoding.encode(
                 ResponseEnvelope(status: "ERROR", responseObject: ErrorResponse(code: code, message: message)))) ?? []
         return TransportResponse(statusCode: statusCode, body: body)
     }
 
-    static func response(for error: ActivationServerError) -> TransportResponse {
+    /// The error response the API gives for `error` (table in `docs/activation-api.md`).
+    /// - Parameter error: the error.
+    /// - Returns: the response.
+    public static func response(for error: ActivationServerError) -> TransportResponse {
         switch error {
         case .authenticationFailed:
             return Self.error(401, ActivationAPI.authenticationErrorCode, "authentication failed")

@@ -63,3 +63,38 @@ public struct ActivationServerConfiguration: Sendable {
         }
     }
 }
+
+extension ActivationServerConfiguration {
+    /// Restores a configuration whose keys were generated earlier (for example
+    /// by ``generate(lookAhead:maxFailedAttempts:failureBlockDuration:autoCommit:)``
+    /// and kept by a persistent server), so issued configuration strings stay valid.
+    /// - Parameters:
+    ///   - applicationKey: 16 bytes.
+    ///   - applicationSecret: 16 bytes.
+    ///   - masterKeyPair: the master key pair.
+    ///   - lookAhead: the look-ahead window, 1 ... 255.
+    ///   - maxFailedAttempts: the blocking limit, 1 ... 255.
+    ///   - failureBlockDuration: the length of a failure block, or `nil`.
+    ///   - autoCommit: whether to skip the commit step.
+    /// - Throws: ``ActivationServerError/invalidConfiguration(reason:)``.
+    public init(
+        restoring applicationKey: [UInt8], applicationSecret: [UInt8], masterKeyPair: KeyPair,
+        lookAhead: Int = ProtocolConstants.defaultLookAhead,
+        maxFailedAttempts: Int = ProtocolConstants.defaultMaxFailedAttempts, failureBlockDuration: TimeInterval? = nil,
+        autoCommit: Bool = false
+    ) throws(ActivationServerError) {
+        guard applicationKey.count == ProtocolConstants.applicationKeyByteCount,
+            applicationSecret.count == ProtocolConstants.applicationKeyByteCount
+        else { throw .invalidConfiguration(reason: "application key and secret must be 16 bytes") }
+        guard (1...ProtocolConstants.maximumLookAhead).contains(lookAhead) else {
+            throw .invalidConfiguration(reason: "look-ahead must be 1 ... 255")
+        }
+        guard (1...255).contains(maxFailedAttempts) else {
+            throw .invalidConfiguration(reason: "maximum failed attempts must be 1 ... 255")
+        }
+        self.init(
+            applicationKey: applicationKey, applicationSecret: applicationSecret, masterKeyPair: masterKeyPair,
+            lookAhead: lookAhead, maxFailedAttempts: maxFailedAttempts, failureBlockDuration: failureBlockDuration,
+            autoCommit: autoCommit)
+    }
+}

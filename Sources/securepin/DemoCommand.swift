@@ -28,9 +28,14 @@ enum DemoCommand {
         args.finish()
         let story = Story()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("securepin-demo-\(getpid())").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: directory + "-server")
+        }
         do {
-            print("SecurePIN demo: a secret sealed under a PIN on this machine")
+            print("SecurePIN demo, part 1: activation against the reference server over HTTP")
+            try await serverStory(story, directory: directory + "-server")
+            print("SecurePIN demo, part 2: a secret sealed under a PIN on this machine")
             try await localVaultStory(story, directory: directory)
             print("All \(story.steps) steps behaved as expected.")
             return 0

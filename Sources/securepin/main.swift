@@ -11,6 +11,7 @@ let usage = """
 
     commands:
       demo               the end-to-end story, one line per step
+      server --port N --db PATH [--admin-token-file P]   the reference activation server
       doctor [--json]    what protection this machine gives to secrets
       kdf hash|tune|bench  Argon2id: hash stdin, calibrate the cost, benchmark
       vault init|unlock|change-pin|status|destroy   a secret sealed under a PIN
@@ -25,6 +26,8 @@ let status: Int32
 switch command {
 case "demo":
     status = await DemoCommand.run(arguments)
+case "server":
+    status = await ServerCommand.run(arguments)
 case "doctor":
     status = Doctor.run(arguments)
 case "kdf":

@@ -1,0 +1,104 @@
+import Activation
+import Foundation
+import HTTPClient
+import Synchronization
+
+/// ``ActivationTransport`` over HTTP(S) with the `HTTPClient` module
+/// (URLSession): `POST baseEndpointURL + path` with the request's exact
+/// headers and body bytes.
+///
+/// - The `ActivationClientConfiguration` is honoured: the request time-out
+///   (or the one `send` is given), the user agent, the TLS strategy;
+///   `ActivationService` has already applied the user agent and the request
+///   interceptors to the request's headers, and they are sent as they are.
+/// - A request that did not reach the server or whose answer did not come
+///   back — connection refused, time-out, a broken connection — is
+///   ``ActivationError/network(reason:)``; task cancellation is
+///   ``ActivationError/cancelled``.
+/// - Every HTTP answer is returned as a response, as the transport contract
+///   asks: a 5xx comes back with its status (the client then reports
+///   ``ActivationError/server(statusCode:code:)``). None of these ever removes
+///   an activation.
+/// - ``TLSValidationStrategy/pinnedPublicKeys(_:)`` cannot be honoured by
+///   URLSession on Linux (no server-trust callback); it is refused at
+///   creation rather than silently ignored. ``TLSValidationStrategy/noValidation``
+///   is accepted for plain `http` on loopback only.
+public final class HTTPActivationTransport: ActivationTransport {
+    /// The base URL (`baseEndpointURL`).
+    public let baseURL: URL
+    private let settings: ActivationClientConfiguration
+    private let tls: HTTPClient.TLSValidation
+    private let clients: Mutex<[Duration: HTTPClient]>
+
+    /// Creates the transport for an application's configuration.
+    /// - Parameter configuration: the activation configuration (base URL and client settings).
+    /// - Throws: ``ActivationError/wrongParameter(reason:)`` for a base URL or TLS strategy it cannot use.
+    public convenience init(configuration: ActivationConfiguration) throws(ActivationError) {
+        try self.init(baseEndpointURL: configuration.baseEndpointURL, client: configuration.clientConfiguration)
+    }
+
+    /// Creates the transport.
+    /// - Parameters:
+    ///   - baseEndpointURL: the part of the URL before `/pa/`.
+    ///   - client: time-out, user agent, TLS strategy.
+    /// - Throws: ``ActivationError/wrongParameter(reason:)``.
+    public init(baseEndpointURL: String, client: ActivationClientConfiguration) throws(ActivationError) {
+        guard let url = URL(string: baseEndpointURL) else { throw .wrongParameter(reason: "baseEndpointURL") }
+        switch client.tlsValidation {
+        case .system: tls = .system
+        case .noValidation: tls = .noValidation
+        case .pinnedPublicKeys:
+            throw .wrongParameter(reason: "public key pinning is not available with URLSession on this platform")
+        }
+        baseURL = url
+        settings = client
+        clients = Mutex([:])
+        _ = try self.client(for: client.requestTimeout)
+    }
+
+    /// Sends the request.
+    /// - Parameters:
+    ///   - request: method, path, headers and body.
+    ///   - timeout: the time allowed for the whole exchange.
+    /// - Returns: the status and body of any HTTP answer.
+    /// - Throws: ``ActivationError/network(reason:)``, ``ActivationError/cancelled``.
+    public func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
+    {
+        let client = try self.client(for: timeout)
+        do throws(HTTPClientError) {
+            let (status, body) = try await client.send(
+                method: request.method, path: request.path, body: Data(request.body), headers: request.headers)
+            return TransportResponse(statusCode: status, body: Array(body))
+        } catch {
+            switch error {
+            case .serverError(let status): return TransportResponse(statusCode: status, body: [])
+            case .cancelled: throw .cancelled
+            case .connectionRefused: throw .network(reason: "connection refused")
+            case .timeout: throw .network(reason: "timed out")
+            case .invalidResponse: throw .network(reason: "the answer was not an HTTP response")
+            case .other(let reason): throw .network(reason: reason)
+            case .invalidConfiguration(let reason): throw .wrongParameter(reason: reason)
+            }
+        }
+    }
+
+    /// One URL session per time-out (normally just the configured one).
+    private func client(for timeout: Duration) throws(ActivationError) -> HTTPClient {
+        if let existing = clients.withLock({ $0[timeout] }) { return existing }
+        let made: HTTPClient
+        do throws(HTTPClientError) {
+            made = try HTTPClient(
+                configuration: HTTPClient.Configuration(
+                    baseURL: baseURL, timeout: timeout,
+                    userAgent: settings.userAgent ?? HTTPClient.defaultUserAgent, interceptors: [],
+                    tlsValidation: tls))
+        } catch {
+            throw .wrongParameter(reason: "\(error)")
+        }
+        return clients.withLock { all in
+            if let raced = all[timeout] { return raced }
+            all[timeout] = made
+            return made
+        }
+    }
+}

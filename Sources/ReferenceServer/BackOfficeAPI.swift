@@ -1,0 +1,132 @@
+import Activation
+import ActivationServer
+import Foundation
+
+/// The back-office endpoints of the reference server. All are `POST` with
+/// the PowerAuth envelopes (`{"requestObject": …}` in,
+/// `{"status": "OK", "responseObject": …}` out) and need the admin token in
+/// the `X-SecurePIN-Admin-Token` header: without it the answer is 401, with a
+/// wrong one (or when the server has no token) 403, both `ERR_AUTHENTICATION`.
+public enum BackOfficeAPI {
+    /// `userId` → `activationId`, `activationCode` (state `CREATED`).
+    public static let initActivation = "/admin/activation/init"
+    /// `activationId`: `PENDING_COMMIT` → `ACTIVE`.
+    public static let commitActivation = "/admin/activation/commit"
+    /// `activationId`, optional `blockedUntil` (seconds since 1970): `ACTIVE` → `BLOCKED`.
+    public static let blockActivation = "/admin/activation/block"
+    /// `activationId`: `BLOCKED` → `ACTIVE`, failures reset.
+    public static let unblockActivation = "/admin/activation/unblock"
+    /// `activationId`: any state → `REMOVED`.
+    public static let removeActivation = "/admin/activation/remove"
+    /// `activationId` → the activation's details.
+    public static let activationDetail = "/admin/activation/detail"
+    /// `{}` → every activation's details.
+    public static let listActivations = "/admin/activation/list"
+    /// `{}` → the configuration string the application is given (public).
+    public static let configuration = "/admin/configuration"
+}
+
+/// `{"userId": …}`.
+public struct InitActivationRequest: Codable, Sendable, Equatable {
+    /// The user.
+    public var userId: String
+    /// Creates the message.
+    /// - Parameter userId: the user.
+    public init(userId: String) { self.userId = userId }
+}
+
+/// `{"activationId": …, "activationCode": …}`.
+public struct InitActivationResponse: Codable, Sendable, Equatable {
+    /// The identifier.
+    public var activationId: String
+    /// The code the device activates with.
+    public var activationCode: String
+    /// Creates the message.
+    /// - Parameters:
+    ///   - activationId: the identifier.
+    ///   - activationCode: the code.
+    public init(activationId: String, activationCode: String) {
+        self.activationId = activationId
+        self.activationCode = activationCode
+    }
+}
+
+/// `{"activationId": …, "blockedUntil": …}`; `blockedUntil` only for a temporary block.
+public struct BackOfficeActivationRequest: Codable, Sendable, Equatable {
+    /// The activation.
+    public var activationId: String
+    /// The end of a temporary block, seconds since 1970 (block only).
+    public var blockedUntil: Int64?
+    /// Creates the message.
+    /// - Parameters:
+    ///   - activationId: the activation.
+    ///   - blockedUntil: the end of a temporary block.
+    public init(activationId: String, blockedUntil: Int64? = nil) {
+        self.activationId = activationId
+        self.blockedUntil = blockedUntil
+    }
+}
+
+/// The public facts of one activation, as the back office sees them.
+public struct BackOfficeActivation: Codable, Sendable, Equatable {
+    /// The identifier.
+    public var activationId: String
+    /// The user.
+    public var userId: String
+    /// `CREATED`, `PENDING_COMMIT`, `ACTIVE`, `BLOCKED` or `REMOVED`.
+    public var state: String
+    /// Failed attempts in a row.
+    public var failedAttempts: Int
+    /// The blocking limit.
+    public var maxFailedAttempts: Int
+    /// The end of a temporary block, seconds since 1970.
+    public var blockedUntil: Int64?
+    /// Whether biometry codes are accepted.
+    public var biometryEnabled: Bool
+    /// Consumed counter steps.
+    public var counterIndex: UInt64
+
+    /// Converts the server's details.
+    /// - Parameter detail: the details.
+    public init(_ detail: ActivationDetail) {
+        activationId = detail.activationId
+        userId = detail.userId
+        state = Self.name(detail.state)
+        failedAttempts = detail.failedAttempts
+        maxFailedAttempts = detail.maxFailedAttempts
+        blockedUntil = detail.blockedUntil.map { Int64($0.timeIntervalSince1970) }
+        biometryEnabled = detail.biometryEnabled
+        counterIndex = detail.counterIndex
+    }
+
+    /// The wire name of a state.
+    /// - Parameter state: the state.
+    /// - Returns: for example `PENDING_COMMIT`.
+    public static func name(_ state: ActivationState) -> String {
+        switch state {
+        case .created: "CREATED"
+        case .pendingCommit: "PENDING_COMMIT"
+        case .active: "ACTIVE"
+        case .blocked: "BLOCKED"
+        case .removed: "REMOVED"
+        }
+    }
+}
+
+/// `{"activations": […]}`.
+public struct BackOfficeActivationList: Codable, Sendable, Equatable {
+    /// Every activation, oldest first.
+    public var activations: [BackOfficeActivation]
+    /// Creates the message.
+    /// - Parameter activations: the activations.
+    public init(activations: [BackOfficeActivation]) { self.activations = activations }
+}
+
+/// `{"configuration": …}`: the application's configuration string.
+public struct BackOfficeConfiguration: Codable, Sendable, Equatable {
+    /// The configuration string (public).
+    public var configuration: String
+    /// Creates the message.
+    /// - Parameter configuration: the string.
+    public init(configuration: String) { self.configuration = configuration }
+}

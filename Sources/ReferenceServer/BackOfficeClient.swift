@@ -1,0 +1,138 @@
+import Activation
+import Foundation
+import HTTPClient
+import HTTPServer
+import SecureCore
+
+/// Calls the reference server's back office (``BackOfficeAPI``) over HTTP,
+/// as an operator's tool or the demo does.
+public struct BackOfficeClient: Sendable {
+    private let client: HTTPClient
+    private let token: SecureBytes
+
+    /// Creates the client.
+    /// - Parameters:
+    ///   - baseURL: the server, for example `http://127.0.0.1:8080`.
+    ///   - token: the admin token.
+    ///   - timeout: the time allowed per request.
+    /// - Throws: ``BackOfficeError/transport(_:)`` for a URL the client cannot use.
+    public init(baseURL: URL, token: SecureBytes, timeout: Duration = .seconds(10)) throws(BackOfficeError) {
+        do throws(HTTPClientError) {
+            client = try HTTPClient(configuration: HTTPClient.Configuration(baseURL: baseURL, timeout: timeout))
+        } catch {
+            throw .transport(error)
+        }
+        self.token = token
+    }
+
+    /// Prepares an activation for a user.
+    /// - Parameter userId: the user.
+    /// - Returns: the identifier and activation code.
+    /// - Throws: ``BackOfficeError``.
+    public func initActivation(userId: String) async throws(BackOfficeError) -> InitActivationResponse {
+        try await call(BackOfficeAPI.initActivation, InitActivationRequest(userId: userId))
+    }
+
+    /// Commits an activation waiting for it.
+    /// - Parameter activationId: the activation.
+    /// - Throws: ``BackOfficeError``.
+    public func commit(_ activationId: String) async throws(BackOfficeError) {
+        let _: EmptyMessage = try await call(
+            BackOfficeAPI.commitActivation, BackOfficeActivationRequest(activationId: activationId))
+    }
+
+    /// Blocks an active activation.
+    /// - Parameters:
+    ///   - activationId: the activation.
+    ///   - until: the end of a temporary block, or `nil`.
+    /// - Throws: ``BackOfficeError``.
+    public func block(_ activationId: String, until: Date? = nil) async throws(BackOfficeError) {
+        let _: EmptyMessage = try await call(
+            BackOfficeAPI.blockActivation,
+            BackOfficeActivationRequest(
+                activationId: activationId, blockedUntil: until.map { Int64($0.timeIntervalSince1970) }))
+    }
+
+    /// Unblocks a blocked activation.
+    /// - Parameter activationId: the activation.
+    /// - Throws: ``BackOfficeError``.
+    public func unblock(_ activationId: String) async throws(BackOfficeError) {
+        let _: EmptyMessage = try await call(
+            BackOfficeAPI.unblockActivation, BackOfficeActivationRequest(activationId: activationId))
+    }
+
+    /// Removes an activation.
+    /// - Parameter activationId: the activation.
+    /// - Throws: ``BackOfficeError``.
+    public func remove(_ activationId: String) async throws(BackOfficeError) {
+        let _: EmptyMessage = try await call(
+            BackOfficeAPI.removeActivation, BackOfficeActivationRequest(activationId: activationId))
+    }
+
+    /// Reads one activation's details.
+    /// - Parameter activationId: the activation.
+    /// - Returns: the details.
+    /// - Throws: ``BackOfficeError``.
+    public func detail(_ activationId: String) async throws(BackOfficeError) -> BackOfficeActivation {
+        try await call(BackOfficeAPI.activationDetail, BackOfficeActivationRequest(activationId: activationId))
+    }
+
+    /// Lists every activation.
+    /// - Returns: the activations, oldest first.
+    /// - Throws: ``BackOfficeError``.
+    public func list() async throws(BackOfficeError) -> [BackOfficeActivation] {
+        let list: BackOfficeActivationList = try await call(BackOfficeAPI.listActivations, EmptyMessage())
+        return list.activations
+    }
+
+    /// Reads the application's configuration string.
+    /// - Returns: the string.
+    /// - Throws: ``BackOfficeError``.
+    public func configurationString() async throws(BackOfficeError) -> String {
+        let answer: BackOfficeConfiguration = try await call(BackOfficeAPI.configuration, EmptyMessage())
+        return answer.configuration
+    }
+
+    private func call<Request: Codable & Sendable, Response: Codable & Sendable>(_ path: String, _ body: Request)
+        async throws(BackOfficeError) -> Response
+    {
+        let bytes: [UInt8]
+        let header: String
+        do throws(ActivationError) {
+            bytes = try WireCoding.encode(RequestEnvelope(requestObject: body))
+        } catch {
+            throw .invalidResponse
+        }
+        guard let text = try? token.withUnsafeBytes({ String(decoding: $0, as: UTF8.self) }) else {
+            throw .invalidResponse
+        }
+        header = text
+        let status: Int
+        let data: Data
+        do throws(HTTPClientError) {
+            (status, data) = try await client.post(
+                path: path, body: Data(bytes), headers: [HTTPHeader.adminToken: header])
+        } catch {
+            throw .transport(error)
+        }
+        guard status == 200 else {
+            let code = try? WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, Array(data)).responseObject.code
+            throw .refused(status: status, code: code ?? "UNKNOWN")
+        }
+        do throws(ActivationError) {
+            return try WireCoding.decode(ResponseEnvelope<Response>.self, Array(data)).responseObject
+        } catch {
+            throw .invalidResponse
+        }
+    }
+}
+
+/// What a back-office call can meet.
+public enum BackOfficeError: Error, Equatable, Sendable {
+    /// The request did not complete (refused, timed out, 5xx).
+    case transport(HTTPClientError)
+    /// The server refused with this status and error code.
+    case refused(status: Int, code: String)
+    /// The answer did not decode.
+    case invalidResponse
+}

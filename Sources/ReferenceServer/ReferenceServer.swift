@@ -1,0 +1,248 @@
+import Activation
+import ActivationServer
+import Foundation
+import HTTPServer
+import SecureCore
+
+/// The reference activation server over HTTP: ``ActivationServer`` for the
+/// API, ``SQLiteActivationStore`` for durable state, libmicrohttpd
+/// (``HTTPServer``) on loopback, and the back office of ``BackOfficeAPI``
+/// behind an admin token.
+///
+/// **Threads.** libmicrohttpd calls the handler synchronously on a thread per
+/// connection. The handler answers on that thread through
+/// ``ActivationServer/respond(to:)``, the synchronous form of
+/// ``ActivationServer/handle(_:)``: no semaphore parks a connection thread on
+/// a task, and no thread of the Swift concurrency pool ever waits for SQLite's
+/// lock. Concurrent requests meet at the store, whose changes each run in one
+/// `BEGIN IMMEDIATE` transaction.
+public final class ReferenceServer: Sendable {
+    /// What the server needs.
+    public struct Options: Sendable {
+        /// The database file; created with its schema when missing.
+        public var databasePath: String
+        /// The storage key file; default the database path plus `.key` (created 0600 when missing).
+        public var keyFilePath: String?
+        /// The admin token in secure memory; `nil` turns the back office off (403).
+        public var adminToken: SecureBytes?
+        /// Address and limits of the HTTP server (loopback, 64 KiB bodies, 10 s timeouts by default).
+        public var http: HTTPServer.Configuration
+        /// Failed attempts that block an activation created from now on (default 5).
+        public var maxFailedAttempts: Int
+        /// The counter look-ahead window (default 20).
+        public var lookAhead: Int
+        /// How long a failure block lasts; `nil` (default) until unblocked.
+        public var failureBlockDuration: TimeInterval?
+
+        /// Creates the options.
+        /// - Parameters:
+        ///   - databasePath: the database file.
+        ///   - keyFilePath: the key file, default next to the database.
+        ///   - adminToken: the back-office token, or `nil`.
+        ///   - http: address and limits.
+        ///   - maxFailedAttempts: the blocking limit.
+        ///   - lookAhead: the look-ahead window.
+        ///   - failureBlockDuration: the length of a failure block.
+        public init(
+            databasePath: String, keyFilePath: String? = nil, adminToken: SecureBytes? = nil,
+            http: HTTPServer.Configuration = HTTPServer.Configuration(),
+            maxFailedAttempts: Int = ProtocolConstants.defaultMaxFailedAttempts,
+            lookAhead: Int = ProtocolConstants.defaultLookAhead, failureBlockDuration: TimeInterval? = nil
+        ) {
+            self.databasePath = databasePath
+            self.keyFilePath = keyFilePath
+            self.adminToken = adminToken
+            self.http = http
+            self.maxFailedAttempts = maxFailedAttempts
+            self.lookAhead = lookAhead
+            self.failureBlockDuration = failureBlockDuration
+        }
+    }
+
+    /// The activation server (its back-office methods work in process too).
+    public let activationServer: ActivationServer
+    /// The durable store.
+    public let store: SQLiteActivationStore
+    private let http: HTTPServer
+
+    /// Opens the key file and the database (creating them on first use) and
+    /// prepares the HTTP server; nothing listens before ``start()``.
+    /// - Parameter options: the options.
+    /// - Throws: ``ReferenceServerError``.
+    public init(options: Options) throws(ReferenceServerError) {
+        let keyPath = options.keyFilePath ?? ServerKeyFile.path(forDatabase: options.databasePath)
+        let storageKey = try ServerKeyFile.loadOrCreate(at: keyPath)
+        let store = try SQLiteActivationStore(path: options.databasePath, storageKey: storageKey)
+        let configuration = try store.loadOrStoreConfiguration(
+            { () throws(ActivationServerError) in
+                try ActivationServerConfiguration.generate(
+                    lookAhead: options.lookAhead, maxFailedAttempts: options.maxFailedAttempts,
+                    failureBlockDuration: options.failureBlockDuration)
+            },
+            restore: { (key, secret, master) throws(ActivationServerError) in
+                try ActivationServerConfiguration(
+                    restoring: key, applicationSecret: secret, masterKeyPair: master, lookAhead: options.lookAhead,
+                    maxFailedAttempts: options.maxFailedAttempts, failureBlockDuration: options.failureBlockDuration)
+            })
+        let server: ActivationServer
+        do throws(ActivationServerError) {
+            server = try ActivationServer(configuration: configuration, store: store)
+        } catch {
+            throw .activationServer(error)
+        }
+        self.activationServer = server
+        self.store = store
+        let router = Router(server: server, store: store, adminToken: options.adminToken)
+        self.http = HTTPServer(configuration: options.http) { request in router.respond(to: request) }
+    }
+
+    /// Starts listening.
+    /// - Throws: ``ReferenceServerError/http(_:)``.
+    public func start() throws(ReferenceServerError) {
+        do throws(HTTPServerError) {
+            try http.start()
+        } catch {
+            throw .http(error)
+        }
+    }
+
+    /// The port listened on (the ephemeral one when configured with 0), while running.
+    public var port: Int? { http.port }
+
+    /// Stops gracefully: no new connections, requests in flight finish (up to the drain timeout).
+    /// - Returns: how many requests were cut short.
+    @discardableResult
+    public func stop() -> Int { http.stop() }
+
+    /// ``stop()`` from async code, on a thread of its own.
+    /// - Returns: how many requests were cut short.
+    @discardableResult
+    public func shutdown() async -> Int { await http.shutdown() }
+
+    /// The configuration string the application is given.
+    /// - Returns: the string (public: every copy of the application carries it).
+    /// - Throws: ``ReferenceServerError/activationServer(_:)``.
+    public func configurationString() throws(ReferenceServerError) -> String {
+        do throws(ActivationServerError) {
+            return try activationServer.configuration.configurationString()
+        } catch {
+            throw .activationServer(error)
+        }
+    }
+}
+
+/// Turns HTTP requests into API or back-office calls.
+struct Router: Sendable {
+    let server: ActivationServer
+    let store: SQLiteActivationStore
+    let adminToken: SecureBytes?
+
+    static let adminPrefix = "/admin/"
+
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        // One value per name, compared without case; the first occurrence wins, so a repeated
+        // header cannot make the choice depend on dictionary order.
+        var headers: [String: String] = [:]
+        for header in request.headers where headers[header.name.lowercased()] == nil {
+            headers[header.name.lowercased()] = header.value
+        }
+        let transport = TransportRequest(
+            method: request.method, path: request.path, headers: headers, body: Array(request.body))
+        let response =
+            request.path.hasPrefix(Self.adminPrefix) ? backOffice(transport) : server.respond(to: transport)
+        return HTTPResponse(status: response.statusCode, body: Data(response.body))
+    }
+
+    // MARK: - Back office
+
+    func backOffice(_ request: TransportRequest) -> TransportResponse {
+        guard request.method == ActivationAPI.method else {
+            return ActivationServer.error(405, ActivationAPI.requestErrorCode, "method not allowed")
+        }
+        guard let presented = request.header(HTTPHeader.adminToken) else {
+            return ActivationServer.error(401, ActivationAPI.authenticationErrorCode, "admin token required")
+        }
+        guard let adminToken, Self.tokenMatches(adminToken, presented) else {
+            return ActivationServer.error(403, ActivationAPI.authenticationErrorCode, "admin token refused")
+        }
+        do throws(ActivationServerError) {
+            switch request.path {
+            case BackOfficeAPI.initActivation:
+                let body = try Self.decode(request, InitActivationRequest.self)
+                guard !body.userId.isEmpty, body.userId.utf8.count <= 255 else {
+                    throw .malformedRequest(reason: "userId must be 1 ... 255 bytes")
+                }
+                let prepared = try server.initActivation(userId: body.userId)
+                return try Self.ok(
+                    InitActivationResponse(
+                        activationId: prepared.activationId, activationCode: prepared.activationCode))
+            case BackOfficeAPI.commitActivation:
+                try server.commitActivation(try Self.decode(request, BackOfficeActivationRequest.self).activationId)
+                return try Self.ok(EmptyMessage())
+            case BackOfficeAPI.blockActivation:
+                let body = try Self.decode(request, BackOfficeActivationRequest.self)
+                try server.blockActivation(
+                    body.activationId, until: body.blockedUntil.map { Date(timeIntervalSince1970: TimeInterval($0)) })
+                return try Self.ok(EmptyMessage())
+            case BackOfficeAPI.unblockActivation:
+                try server.unblockActivation(try Self.decode(request, BackOfficeActivationRequest.self).activationId)
+                return try Self.ok(EmptyMessage())
+            case BackOfficeAPI.removeActivation:
+                try server.removeActivation(try Self.decode(request, BackOfficeActivationRequest.self).activationId)
+                return try Self.ok(EmptyMessage())
+            case BackOfficeAPI.activationDetail:
+                let id = try Self.decode(request, BackOfficeActivationRequest.self).activationId
+                return try Self.ok(BackOfficeActivation(try server.activationDetail(id)))
+            case BackOfficeAPI.listActivations:
+                _ = try Self.decode(request, EmptyMessage.self)
+                let all = try store.activationIds().map { (id) throws(ActivationServerError) in
+                    BackOfficeActivation(try server.activationDetail(id))
+                }
+                return try Self.ok(BackOfficeActivationList(activations: all))
+            case BackOfficeAPI.configuration:
+                _ = try Self.decode(request, EmptyMessage.self)
+                return try Self.ok(
+                    BackOfficeConfiguration(configuration: try server.configuration.configurationString()))
+            default:
+                return ActivationServer.error(404, ActivationAPI.requestErrorCode, "unknown endpoint")
+            }
+        } catch {
+            if error == .activationNotFound {
+                return ActivationServer.error(404, ActivationAPI.activationErrorCode, "unknown activation")
+            }
+            return ActivationServer.response(for: error)
+        }
+    }
+
+    /// Compares the presented token with the configured one without an early
+    /// exit on the first differing byte (the length is not hidden).
+    static func tokenMatches(_ expected: SecureBytes, _ presented: String) -> Bool {
+        let candidate = presented.utf8
+        let equal = try? expected.withUnsafeBytes { secret -> Bool in
+            guard secret.count == candidate.count else { return false }
+            var difference: UInt8 = 0
+            for (i, byte) in candidate.enumerated() { difference |= secret[i] ^ byte }
+            return difference == 0
+        }
+        return equal ?? false
+    }
+
+    static func decode<T: Codable & Sendable>(_ request: TransportRequest, _ type: T.Type)
+        throws(ActivationServerError) -> T
+    {
+        do throws(ActivationError) {
+            return try WireCoding.decode(RequestEnvelope<T>.self, request.body).requestObject
+        } catch {
+            throw .malformedRequest(reason: "the body is not the expected JSON")
+        }
+    }
+
+    static func ok<T: Codable & Sendable>(_ object: T) throws(ActivationServerError) -> TransportResponse {
+        do throws(ActivationError) {
+            return TransportResponse(
+                statusCode: 200, body: try WireCoding.encode(ResponseEnvelope(responseObject: object)))
+        } catch {
+            throw .protocolFailure(error)
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import Activation
+import ActivationHTTP
+import Foundation
+import HTTPClient
+import PinVault
+import ReferenceServer
+import SecureCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+func pin(_ digits: String) throws -> Password {
+    let p = try MutablePassword()
+    for s in digits.unicodeScalars { try p.addCharacter(s) }
+    defer { p.destroy() }
+    return try p.copyToImmutable()
+}
+
+func temporaryDirectory() throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("spc-refserver-\(UUID().uuidString)")
+        .path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// Expects `body` to fail with exactly `expected`.
+func failure(_ body: () async throws -> Void) async -> ActivationError? {
+    do {
+        try await body()
+        return nil
+    } catch let error as ActivationError {
+        return error
+    } catch {
+        return .invalidResponse(reason: "\(error)")
+    }
+}
+
+/// A device: an activation service with its own storage directory, talking HTTP to `baseURL`.
+struct Device {
+    let service: ActivationService
+    let flows: ActivationFlows
+    let transport: HTTPActivationTransport
+    let configuration: ActivationConfiguration
+
+    init(baseURL: String, configurationString: String, directory: String) throws {
+        configuration = try ActivationConfiguration(
+            instanceId: "com.example.http", baseEndpointURL: baseURL, configuration: configurationString,
+            clientConfiguration: ActivationClientConfiguration(requestTimeout: .seconds(30)),
+            knowledgeKeyParameters: .testing)
+        transport = try HTTPActivationTransport(configuration: configuration)
+        service = try ActivationService(
+            configuration: configuration, storage: try FileActivationStorage(directory: directory),
+            transport: transport, authenticator: SimulatedBiometricAuthenticator())
+        flows = ActivationFlows(service: service)
+    }
+
+    /// Activates with `code` and PIN `text`.
+    func activate(code: String, pin text: String) async throws -> String {
+        try await service.createActivation(activationCode: code, name: "test phone", password: try pin(text))
+            .activationId
+    }
+}
+
+/// The reference server in this process on an ephemeral loopback port.
+struct InProcessServer {
+    let directory: String
+    let server: ReferenceServer
+    let backOffice: BackOfficeClient
+    var baseURL: String { "http://127.0.0.1:\(server.port ?? 0)" }
+
+    init(directory: String? = nil, maxConnections: Int = 128) throws {
+        let directory = try directory ?? temporaryDirectory()
+        self.directory = directory
+        let token = try AdminToken.random()
+        server = try ReferenceServer(
+            options: ReferenceServer.Options(
+                databasePath: directory + "/server.sqlite", adminToken: token,
+                http: .init(maximumConnections: maxConnections)))
+        try server.start()
+        backOffice = try BackOfficeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port ?? 0)")!, token: token)
+    }
+
+    func device() throws -> Device {
+        try Device(
+            baseURL: baseURL, configurationString: try server.configurationString(),
+            directory: directory + "/device-\(UUID().uuidString)")
+    }
+
+    /// A device activated, committed and ready.
+    func activeDevice(pin text: String = "1234") async throws -> (Device, String) {
+        let device = try device()
+        let prepared = try await backOffice.initActivation(userId: "alice")
+        let id = try await device.activate(code: prepared.activationCode, pin: text)
+        try await backOffice.commit(id)
+        return (device, id)
+    }
+
+    /// A raw HTTP client for malformed requests.
+    func rawClient() throws -> HTTPClient {
+        try HTTPClient(configuration: .init(baseURL: URL(string: baseURL)!, timeout: .seconds(30)))
+    }
+}
+
+/// The path of an executable built next to the test bundle.
+func builtExecutable(_ name: String) throws -> String {
+    let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+    for _ in 0..<3 {
+        let candidate = dir.appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        dir = dir.deletingLastPathComponent()
+    }
+    throw ChildServer.Failure(description: "\(name) not found next to the test bundle")
+}
+
+/// `securepin server` as a child process.
+final class ChildServer {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let process = Process()
+    private let output = Pipe()
+    private(set) var port = 0
+    private(set) var configuration = ""
+
+    init(database: String, tokenFile: String, extraArguments: [String] = []) throws {
+        process.executableURL = URL(fileURLWithPath: try builtExecutable("securepin"))
+        process.arguments =
+            ["server", "--port", "0", "--db", database, "--admin-token-file", tokenFile] + extraArguments
+        process.standardOutput = output
+        try process.run()
+        var text = ""
+        for _ in 0..<64 where port == 0 || configuration.isEmpty {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+            for line in text.split(separator: "\n") {
+                if let range = line.range(of: "listening on http://127.0.0.1:") {
+                    port = Int(line[range.upperBound...]) ?? 0
+                }
+                if line.hasPrefix("configuration: ") { configuration = String(line.dropFirst(15)) }
+            }
+        }
+        guard port > 0, !configuration.isEmpty else {
+            kill9()
+            throw Failure(description: "the server did not start")
+        }
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// SIGKILL: no shutdown code runs.
+    func kill9() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM: the graceful stop.
+    func terminate() -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
