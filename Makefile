@@ -239,7 +239,8 @@ FUZZ_SECONDS       ?= 180
 FUZZ_SMOKE_SECONDS ?= 5
 SWIFTC             ?= swiftc
 FUZZ_C_TARGETS     := utf8_password
-FUZZ_SWIFT_TARGETS := vault_file status_blob authorization_header algorithm_name configuration_string
+FUZZ_SWIFT_TARGETS := vault_file status_blob authorization_header algorithm_name configuration_string \
+                      server_request
 FUZZ_TARGETS       := $(FUZZ_C_TARGETS) $(FUZZ_SWIFT_TARGETS)
 FUZZ_CFLAGS        := -std=c11 -Wall -Wextra -Werror -g -O1 -ICSecureCore/include -ICSecureCore
 FUZZ_SWIFTFLAGS    := -parse-as-library -sanitize=fuzzer,address -Onone -gline-tables-only -package-name SecurePIN \
@@ -256,6 +257,7 @@ FUZZ_MODULES_status_blob          := SecureCore PinVault Activation
 FUZZ_MODULES_authorization_header := SecureCore PinVault Activation
 FUZZ_MODULES_algorithm_name       := SecureCore PinVault Activation
 FUZZ_MODULES_configuration_string := SecureCore PinVault Activation
+FUZZ_MODULES_server_request       := SecureCore PinVault Activation ActivationServer
 
 $(FUZZ_DIR)/module.modulemap:
 	@mkdir -p $(FUZZ_DIR)
@@ -273,6 +275,11 @@ $(FUZZ_DIR)/SecureCore.o: $(SECURECORE_SWIFT) $(FUZZ_DIR)/module.modulemap
 $(FUZZ_DIR)/Activation.o: $(ACTIVATION_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/PinVault.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name Activation -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/Activation.swiftmodule $(ACTIVATION_SWIFT) -o $@
+
+ACTIVATIONSERVER_SWIFT := $(shell find Sources/ActivationServer -name '*.swift')
+$(FUZZ_DIR)/ActivationServer.o: $(ACTIVATIONSERVER_SWIFT) $(FUZZ_DIR)/Activation.o
+	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name ActivationServer -wmo -c -emit-module \
+	  -emit-module-path $(FUZZ_DIR)/ActivationServer.swiftmodule $(ACTIVATIONSERVER_SWIFT) -o $@
 
 # -enable-testing: the vault reader is internal to PinVault; the target uses @testable import.
 $(FUZZ_DIR)/PinVault.o: $(PINVAULT_SWIFT) $(FUZZ_DIR)/SecureCore.o
