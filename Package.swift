@@ -106,13 +106,18 @@ let package = Package(
             name: "ActivationTests",
             dependencies: ["Activation", "SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "ActivationTestSupport",
+            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore"],
+            path: "Tests/ActivationTestSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "ActivationServiceTests",
-            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore"],
+            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore", "ActivationTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "ActivationServerTests",
-            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore"],
+            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore", "ActivationTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "SecureCoreTests",

@@ -1,4 +1,5 @@
 import Activation
+import ActivationTestSupport
 import Foundation
 import SecureCore
 import Testing

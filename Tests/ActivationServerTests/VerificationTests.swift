@@ -1,5 +1,6 @@
 import Activation
 import ActivationServer
+import ActivationTestSupport
 import Foundation
 import SecureCore
 import Testing

@@ -5,17 +5,19 @@ import PinVault
 import SecureCore
 import Synchronization
 
+/// Test support shared by the activation client and server test targets.
+
 /// A clock the test moves by hand; `sleep` advances it and runs a hook.
-final class TestClock: ActivationClock, @unchecked Sendable {
+package final class TestClock: ActivationClock, @unchecked Sendable {
     private let state = Mutex((now: Date(timeIntervalSince1970: 1_800_000_000), sleeps: [Duration]()))
     private let hook = Mutex<(@Sendable (Int) async -> Void)?>(nil)
 
-    func now() -> Date { state.withLock { $0.now } }
-    func advance(seconds: TimeInterval) { state.withLock { $0.now = $0.now.addingTimeInterval(seconds) } }
-    var sleeps: [Duration] { state.withLock { $0.sleeps } }
-    func onSleep(_ body: @escaping @Sendable (Int) async -> Void) { hook.withLock { $0 = body } }
+    package func now() -> Date { state.withLock { $0.now } }
+    package func advance(seconds: TimeInterval) { state.withLock { $0.now = $0.now.addingTimeInterval(seconds) } }
+    package var sleeps: [Duration] { state.withLock { $0.sleeps } }
+    package func onSleep(_ body: @escaping @Sendable (Int) async -> Void) { hook.withLock { $0 = body } }
 
-    func sleep(for duration: Duration) async throws {
+    package func sleep(for duration: Duration) async throws {
         try Task.checkCancellation()
         let count = state.withLock { s in
             s.sleeps.append(duration)
@@ -30,17 +32,18 @@ final class TestClock: ActivationClock, @unchecked Sendable {
 
 /// The in-process transport with a switch that makes the network fail, and
 /// a log of what was sent.
-final class TestTransport: ActivationTransport, @unchecked Sendable {
-    let inner: InProcessTransport
+package final class TestTransport: ActivationTransport, @unchecked Sendable {
+    package let inner: InProcessTransport
     private let state = Mutex((offline: false, failuresLeft: 0, sent: [TransportRequest]()))
 
-    init(server: ActivationServer) { inner = InProcessTransport(server: server) }
+    package init(server: ActivationServer) { inner = InProcessTransport(server: server) }
 
-    func setOffline(_ offline: Bool) { state.withLock { $0.offline = offline } }
-    func failNext(_ count: Int) { state.withLock { $0.failuresLeft = count } }
-    var sent: [TransportRequest] { state.withLock { $0.sent } }
+    package func setOffline(_ offline: Bool) { state.withLock { $0.offline = offline } }
+    package func failNext(_ count: Int) { state.withLock { $0.failuresLeft = count } }
+    package var sent: [TransportRequest] { state.withLock { $0.sent } }
 
-    func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse {
+    package func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
+    {
         let fail = state.withLock { s in
             if s.offline { return true }
             if s.failuresLeft > 0 {
@@ -56,48 +59,48 @@ final class TestTransport: ActivationTransport, @unchecked Sendable {
 }
 
 /// Storage that can be told to refuse writes, over a real directory.
-final class FlakyStorage: ActivationStorage, @unchecked Sendable {
-    let inner: FileActivationStorage
+package final class FlakyStorage: ActivationStorage, @unchecked Sendable {
+    package let inner: FileActivationStorage
     private let failing = Mutex(false)
 
-    init(_ inner: FileActivationStorage) { self.inner = inner }
-    func setFailing(_ on: Bool) { failing.withLock { $0 = on } }
+    package init(_ inner: FileActivationStorage) { self.inner = inner }
+    package func setFailing(_ on: Bool) { failing.withLock { $0 = on } }
 
-    func read(_ name: String) throws(ActivationError) -> [UInt8]? { try inner.read(name) }
-    func readSecret(_ name: String) throws(ActivationError) -> SecureBytes? { try inner.readSecret(name) }
-    func remove(_ name: String) throws(ActivationError) { try inner.remove(name) }
-    func withExclusiveAccess<R>(_ body: () throws(ActivationError) -> R) throws(ActivationError) -> R {
+    package func read(_ name: String) throws(ActivationError) -> [UInt8]? { try inner.read(name) }
+    package func readSecret(_ name: String) throws(ActivationError) -> SecureBytes? { try inner.readSecret(name) }
+    package func remove(_ name: String) throws(ActivationError) { try inner.remove(name) }
+    package func withExclusiveAccess<R>(_ body: () throws(ActivationError) -> R) throws(ActivationError) -> R {
         try inner.withExclusiveAccess(body)
     }
-    func write(_ name: String, _ bytes: [UInt8]) throws(ActivationError) {
+    package func write(_ name: String, _ bytes: [UInt8]) throws(ActivationError) {
         if failing.withLock({ $0 }) { throw .storage(operation: "write", errno: 28) }
         try inner.write(name, bytes)
     }
-    func writeSecret(_ name: String, _ bytes: SecureBytes) throws(ActivationError) {
+    package func writeSecret(_ name: String, _ bytes: SecureBytes) throws(ActivationError) {
         if failing.withLock({ $0 }) { throw .storage(operation: "write", errno: 28) }
         try inner.writeSecret(name, bytes)
     }
 }
 
-func pin(_ digits: String) throws -> Password {
+package func pin(_ digits: String) throws -> Password {
     let p = try MutablePassword()
     for s in digits.unicodeScalars { try p.addCharacter(s) }
     defer { p.destroy() }
     return try p.copyToImmutable()
 }
 
-func mutablePin(_ digits: String) throws -> MutablePassword {
+package func mutablePin(_ digits: String) throws -> MutablePassword {
     let p = try MutablePassword()
     for s in digits.unicodeScalars { try p.addCharacter(s) }
     return p
 }
 
-func temporaryDirectory() -> String {
+package func temporaryDirectory() -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("spc-activation-\(UUID().uuidString)").path
 }
 
 /// Expects `body` to throw exactly `expected`.
-func expectError<R>(
+package func expectError<R>(
     _ expected: ActivationError, _ body: () async throws(ActivationError) -> R
 ) async -> Bool {
     do {
@@ -110,16 +113,16 @@ func expectError<R>(
 
 /// A server, a transport, a storage directory and a configuration, wired
 /// together; ``makeService()`` opens the client as an application would.
-struct Harness {
-    let clock = TestClock()
-    let serverConfiguration: ActivationServerConfiguration
-    let server: ActivationServer
-    let transport: TestTransport
-    let directory: String
-    let storage: FlakyStorage
-    let configuration: ActivationConfiguration
+package struct Harness {
+    package let clock = TestClock()
+    package let serverConfiguration: ActivationServerConfiguration
+    package let server: ActivationServer
+    package let transport: TestTransport
+    package let directory: String
+    package let storage: FlakyStorage
+    package let configuration: ActivationConfiguration
 
-    init(
+    package init(
         maxFailedAttempts: Int = 5, failureBlockDuration: TimeInterval? = nil, lookAhead: Int = 20,
         biometric: BiometricConfiguration = BiometricConfiguration()
     ) throws {
@@ -135,7 +138,7 @@ struct Harness {
             biometricConfiguration: biometric, knowledgeKeyParameters: .testing)
     }
 
-    func makeService(authenticator: (any BiometricAuthenticator)? = nil) throws -> ActivationService {
+    package func makeService(authenticator: (any BiometricAuthenticator)? = nil) throws -> ActivationService {
         try ActivationService(
             configuration: configuration, storage: storage, transport: transport, authenticator: authenticator,
             clock: clock)
@@ -144,7 +147,9 @@ struct Harness {
     /// Prepares an activation on the server, creates it on the device and
     /// (by default) commits it.
     @discardableResult
-    func activate(_ service: ActivationService, pin text: String = "1234", commit: Bool = true, biometry: Bool = false)
+    package func activate(
+        _ service: ActivationService, pin text: String = "1234", commit: Bool = true, biometry: Bool = false
+    )
         async throws -> String
     {
         let prepared = try server.initActivation(userId: "alice")
