@@ -2,8 +2,10 @@
 #ifndef SPC_CHECK_H
 #define SPC_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int check_passed, check_failed;
 
@@ -34,6 +36,17 @@ static int check_passed, check_failed;
         test();                                                                  \
         printf("%-44s %s\n", #test, check_failed == before_ ? "ok" : "FAILED");  \
     } while (0)
+
+/* Decodes test-vector hex into `out`; returns the byte count. */
+static inline size_t unhex(const char *hex, uint8_t *out) {
+    size_t n = strlen(hex) / 2;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        out[i] = (uint8_t)v;
+    }
+    return n;
+}
 
 static int check_summary(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, check_passed, check_failed);

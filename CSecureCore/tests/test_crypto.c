@@ -5,16 +5,6 @@
 
 #include <string.h>
 
-static size_t unhex(const char *hex, uint8_t *out) {
-    size_t n = strlen(hex) / 2;
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        sscanf(hex + 2 * i, "%2x", &v);
-        out[i] = (uint8_t)v;
-    }
-    return n;
-}
-
 /* 1 when the secure buffer holds exactly `hex`. */
 static int buffer_is(spc_buffer *b, const char *hex) {
     uint8_t want[256];

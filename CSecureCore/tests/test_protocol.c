@@ -6,16 +6,6 @@
 
 #include <string.h>
 
-static size_t unhex(const char *hex, uint8_t *out) {
-    size_t n = strlen(hex) / 2;
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        sscanf(hex + 2 * i, "%2x", &v);
-        out[i] = (uint8_t)v;
-    }
-    return n;
-}
-
 static int is_hex(const uint8_t *got, const char *hex) {
     uint8_t want[128];
     size_t n = unhex(hex, want);
