@@ -12,13 +12,12 @@ import Synchronization
 ///   `ActivationService` has already applied the user agent and the request
 ///   interceptors to the request's headers, and they are sent as they are.
 /// - A request that did not reach the server or whose answer did not come
-///   back — connection refused, time-out, a broken connection — is
+///   back — connection refused, time-out, a broken connection — and a 5xx
+///   (the server failed, the request may not have been handled) are
 ///   ``ActivationError/network(reason:)``; task cancellation is
-///   ``ActivationError/cancelled``.
-/// - Every HTTP answer is returned as a response, as the transport contract
-///   asks: a 5xx comes back with its status (the client then reports
-///   ``ActivationError/server(statusCode:code:)``). None of these ever removes
-///   an activation.
+///   ``ActivationError/cancelled``. None of these ever removes an activation.
+/// - Every other HTTP answer (2xx, 4xx) is returned as a response, whose
+///   PowerAuth error body the service reads.
 /// - ``TLSValidationStrategy/pinnedPublicKeys(_:)`` cannot be honoured by
 ///   URLSession on Linux (no server-trust callback); it is refused at
 ///   creation rather than silently ignored. ``TLSValidationStrategy/noValidation``
@@ -60,7 +59,7 @@ public final class HTTPActivationTransport: ActivationTransport {
     /// - Parameters:
     ///   - request: method, path, headers and body.
     ///   - timeout: the time allowed for the whole exchange.
-    /// - Returns: the status and body of any HTTP answer.
+    /// - Returns: the status and body of a 2xx or 4xx answer.
     /// - Throws: ``ActivationError/network(reason:)``, ``ActivationError/cancelled``.
     public func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
     {
@@ -71,7 +70,7 @@ public final class HTTPActivationTransport: ActivationTransport {
             return TransportResponse(statusCode: status, body: Array(body))
         } catch {
             switch error {
-            case .serverError(let status): return TransportResponse(statusCode: status, body: [])
+            case .serverError(let status): throw .network(reason: "the server failed (HTTP \(status))")
             case .cancelled: throw .cancelled
             case .connectionRefused: throw .network(reason: "connection refused")
             case .timeout: throw .network(reason: "timed out")

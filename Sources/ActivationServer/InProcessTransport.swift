@@ -12,10 +12,15 @@ public struct InProcessTransport: ActivationTransport {
     public init(server: ActivationServer) { self.server = server }
 
     /// Calls ``ActivationServer/handle(_:)``.
-    /// - Throws: ``ActivationError/cancelled`` when the task is cancelled.
+    /// - Returns: the server's 2xx or 4xx answer.
+    /// - Throws: ``ActivationError/cancelled`` when the task is cancelled,
+    ///   ``ActivationError/network(reason:)`` for a server failure (5xx), as
+    ///   the transport contract asks of every transport.
     public func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
     {
         guard !Task.isCancelled else { throw .cancelled }
-        return await server.handle(request)
+        let response = await server.handle(request)
+        if response.statusCode >= 500 { throw .network(reason: "the server failed (HTTP \(response.statusCode))") }
+        return response
     }
 }
