@@ -8,7 +8,7 @@ import SecureCore
 extension DemoCommand {
     /// The activation story against the reference server in a child process,
     /// over HTTP, state in a temporary SQLite database.
-    static func serverStory(_ story: Story, directory: String) async throws {
+    static func serverStory(_ story: Story, directory: String, pins: DemoPINs) async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let tokenFile = directory + "/admin.token"
         let token = try AdminToken.random()
@@ -36,10 +36,10 @@ extension DemoCommand {
         var flows = ActivationFlows(service: service)
         var activationId = ""
 
-        try await story.step("activate this device with the code from the back office, PIN 2468") {
+        try await story.step("activate this device with the code from the back office, \(pins.label(.first))") {
             let prepared = try await backOffice.initActivation(userId: "alice")
             let result = try await service.createActivation(
-                activationCode: prepared.activationCode, name: "demo phone", password: try pin([2, 4, 6, 8]))
+                activationCode: prepared.activationCode, name: "demo phone", password: try pins.password(.first))
             activationId = result.activationId
             let status = try await service.fetchActivationStatus()
             try expect(status.state == .pendingCommit, "expected pending commit, got \(status.state)")
@@ -59,12 +59,12 @@ extension DemoCommand {
             try expect(route == .dashboard, "expected the dashboard, got \(route)")
             return "active"
         }
-        try await story.step("a signed request with PIN 2468 is accepted") {
-            try await service.validatePassword(try pin([2, 4, 6, 8]))
+        try await story.step("a signed request with \(pins.label(.first)) is accepted") {
+            try await service.validatePassword(try pins.password(.first))
             return "HTTP 200"
         }
         try await story.step("a wrong PIN is refused") {
-            let wrong = try pin([1, 1, 1, 1])
+            let wrong = try pins.password(.otherWrong)
             try await expectAuthenticationFailure { try await service.validatePassword(wrong) }
             let outcome = await flows.handleAuthenticationFailure(password: wrong, authentication: nil)
             guard case .wrongPassword(let left, let maximum) = outcome else {
@@ -74,23 +74,22 @@ extension DemoCommand {
             return "\(left) of \(maximum) attempts remaining"
         }
         try await story.step("the right PIN resets the count") {
-            try await service.validatePassword(try pin([2, 4, 6, 8]))
+            try await service.validatePassword(try pins.password(.first))
             let status = try await service.fetchActivationStatus()
             try expect(status.failCount == 0, "the count is \(status.failCount)")
             return "\(status.remainingAttempts) of \(status.maxFailCount) attempts remaining"
         }
-        try await story.step("change the PIN to 1973 in two steps") {
-            let current = try MutablePassword()
-            for d: UInt32 in [2, 4, 6, 8] { try current.addCharacter(0x30 + d) }
+        try await story.step("change to \(pins.label(.second)) in two steps") {
+            let current = try pins.mutable(.first)
             let data = try await service.beginPasswordChange(currentPassword: current)
-            try await service.finishPasswordChange(newPassword: try pin([1, 9, 7, 3]), data: data)
-            try await service.validatePassword(try pin([1, 9, 7, 3]))
-            try await expectAuthenticationFailure { try await service.validatePassword(try pin([2, 4, 6, 8])) }
-            try await service.validatePassword(try pin([1, 9, 7, 3]))
+            try await service.finishPasswordChange(newPassword: try pins.password(.second), data: data)
+            try await service.validatePassword(try pins.password(.second))
+            try await expectAuthenticationFailure { try await service.validatePassword(try pins.password(.first)) }
+            try await service.validatePassword(try pins.password(.second))
             return "checked by the server, the old PIN refused"
         }
-        try await story.step("enable biometry with PIN 1973 and sign a request with the finger") {
-            try await service.addBiometryFactor(password: try pin([1, 9, 7, 3]))
+        try await story.step("enable biometry with \(pins.label(.second)) and sign a request with the finger") {
+            try await service.addBiometryFactor(password: try pins.password(.second))
             let body = try WireCoding.encode(
                 RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "DEMO_BIOMETRY")))
             let header = try await service.signRequest(
@@ -107,17 +106,17 @@ extension DemoCommand {
         }
         try await story.step("five wrong PINs block the activation") {
             for _ in 1...5 {
-                try await expectAuthenticationFailure { try await service.validatePassword(try pin([0, 0, 0, 0])) }
+                try await expectAuthenticationFailure { try await service.validatePassword(try pins.password(.wrong)) }
             }
             let route = await flows.refresh(trigger: .authenticationFailure)
             try expect(route == .blocked(until: nil), "expected blocked, got \(route)")
-            try await expectAuthenticationFailure { try await service.validatePassword(try pin([1, 9, 7, 3])) }
+            try await expectAuthenticationFailure { try await service.validatePassword(try pins.password(.second)) }
             let detail = try await backOffice.detail(activationId)
             return "server: \(detail.state), \(detail.failedAttempts) failures; even the right PIN is refused"
         }
         try await story.step("the back office unblocks; the right PIN works again") {
             try await backOffice.unblock(activationId)
-            try await service.validatePassword(try pin([1, 9, 7, 3]))
+            try await service.validatePassword(try pins.password(.second))
             return "active"
         }
         try await story.step("removed on the server: the device removes it locally and would re-enroll") {

@@ -24,8 +24,16 @@ enum DemoCommand {
     }
 
     static func run(_ arguments: [String]) async -> Int32 {
-        let args = Arguments(arguments, command: "demo", usage: "usage: securepin demo")
+        var args = Arguments(arguments, command: "demo", usage: "usage: securepin demo [--interactive]")
+        let interactive = args.flag("--interactive")
         args.finish()
+        let pins: DemoPINs
+        do {
+            pins = interactive ? try DemoPINs(interactive: ()) : DemoPINs()
+        } catch {
+            CLI.printError("securepin: demo: \(error)")
+            return 1
+        }
         let story = Story()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("securepin-demo-\(getpid())").path
         defer {
@@ -34,9 +42,9 @@ enum DemoCommand {
         }
         do {
             print("SecurePIN demo, part 1: activation against the reference server over HTTP")
-            try await serverStory(story, directory: directory + "-server")
+            try await serverStory(story, directory: directory + "-server", pins: pins)
             print("SecurePIN demo, part 2: a secret sealed under a PIN on this machine")
-            try await localVaultStory(story, directory: directory)
+            try await localVaultStory(story, directory: directory, pins: pins)
             print("All \(story.steps) steps behaved as expected.")
             return 0
         } catch {
@@ -57,12 +65,12 @@ enum DemoCommand {
         if !condition { throw StepFailed(description: message) }
     }
 
-    static func localVaultStory(_ story: Story, directory: String) async throws {
+    static func localVaultStory(_ story: Story, directory: String, pins: DemoPINs) async throws {
         let sensor = SimulatedBiometricAuthenticator(type: .touchID)
         let options = PinVault.Options(authenticator: sensor)
-        let first = try pin([2, 4, 6, 8])
-        let second = try pin([1, 9, 7, 3])
-        let wrong = try pin([0, 0, 0, 0])
+        let first = try pins.password(.first)
+        let second = try pins.password(.second)
+        let wrong = try pins.password(.wrong)
         let token = try SecureBytes.random(count: 32)
         var vault = PinVault(directory: directory, options: options)
         var parameters = Argon2id.Parameters.interactive
@@ -71,7 +79,7 @@ enum DemoCommand {
             parameters = result.parameters
             return "\(parameters), measured \(Int(result.measuredMilliseconds)) ms"
         }
-        try await story.step("create a vault holding a refresh token under PIN 2468") {
+        try await story.step("create a vault holding a refresh token under \(pins.label(.first))") {
             vault = try PinVault.create(
                 at: directory, secret: token, pin: first, parameters: parameters, options: options)
             return "policy: delays after 5 failures, locked after 20"
@@ -95,7 +103,8 @@ enum DemoCommand {
             try expect(try vault.status().failures == 0, "the counter was not reset")
             return "failures: 0"
         }
-        try await story.step("change the PIN to 1973 (new slot written and verified before the old one goes)") {
+        try await story.step("change to \(pins.label(.second)) (new slot written and verified before the old one goes)")
+        {
             try vault.changePIN(old: first, new: second)
             do {
                 _ = try await vault.unlock(pin: first) { _ in 0 }
@@ -113,7 +122,7 @@ enum DemoCommand {
         try await story.step("the user cancels biometry: LocalAuthService falls back to the PIN") {
             sensor.script(.cancel)
             let (method, _) = try await LocalAuthService(vault: vault).unlock(
-                prompt: "Unlock", pinProvider: { second }
+                prompt: "Unlock", pinProvider: { try? pins.password(.second) }
             ) { _ in 0 }
             try expect(method == .pin, "no fallback to the PIN")
             return "opened with the PIN"

@@ -10,7 +10,7 @@ let usage = """
     usage: securepin <command> [options]
 
     commands:
-      demo               the end-to-end story, one line per step
+      demo [--interactive]  the end-to-end story, one line per step (PINs typed on the pad)
       server --port N --db PATH [--admin-token-file P]   the reference activation server
       doctor [--json]    what protection this machine gives to secrets
       kdf hash|tune|bench  Argon2id: hash stdin, calibrate the cost, benchmark

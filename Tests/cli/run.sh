@@ -116,6 +116,28 @@ check "pin check json verdict" 0 0 $?
 "$B" pin check --pin-fd 0 <<<"12x4" >/dev/null 2>&1
 check "pin check non-digit -> 1" 1 $?
 
+# demo --interactive: the two PINs typed on the terminal pad (in tmux), only dots on screen.
+if command -v tmux >/dev/null; then
+    sock="$work/tmux.sock"
+    tmux -S "$sock" new-session -d -x 160 -y 50 "$B demo --interactive; echo DEMO-EXIT=\$?; sleep 60"
+    sleep 1.5
+    tmux -S "$sock" send-keys 2 5 8 0 Enter
+    sleep 0.7
+    tmux -S "$sock" send-keys 3 6 9 0 Enter
+    for _ in $(seq 1 90); do
+        tmux -S "$sock" capture-pane -p >"$work/screen"
+        grep -q "DEMO-EXIT=" "$work/screen" && break
+        sleep 1
+    done
+    tmux -S "$sock" kill-server 2>/dev/null
+    grep -q "DEMO-EXIT=0" "$work/screen" && grep -q "All 24 steps behaved as expected" "$work/screen"
+    check "demo --interactive with PINs typed on the pad" 0 0 $?
+    [[ $(grep -c '^Choose.*: ••••$' "$work/screen") == 2 ]] && ! grep '^Choose' "$work/screen" | grep -q '[0-9]'
+    check "demo --interactive shows dots, never the typed digits" 0 0 $?
+else
+    echo "skipped: demo --interactive (tmux is not installed)"
+fi
+
 # usage errors.
 "$B" bogus >/dev/null 2>&1
 check "unknown command -> 2" 2 $?
