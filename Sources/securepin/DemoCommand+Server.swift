@@ -13,12 +13,14 @@ extension DemoCommand {
         let tokenFile = directory + "/admin.token"
         let token = try AdminToken.random()
         try AdminToken.store(token, to: tokenFile)
-        var child: ServerProcess?
+        var child: ReferenceServerProcess?
         defer { child?.stop() }
         try await story.step("start the reference server on a free loopback port, SQLite in a temporary directory") {
-            let server = try ServerProcess(
-                executable: ServerProcess.currentExecutable, database: directory + "/server.sqlite",
-                tokenFile: tokenFile)
+            let executable =
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
+            let server = try ReferenceServerProcess(
+                executable: executable, database: directory + "/server.sqlite", tokenFile: tokenFile)
             child = server
             return "pid \(server.process.processIdentifier), http://127.0.0.1:\(server.port)"
         }

@@ -15,11 +15,11 @@ struct CrashRestartTests {
         let tokenFile = directory + "/admin.token"
         let token = try AdminToken.random()
         try AdminToken.store(token, to: tokenFile)
-        func backOffice(_ child: ChildServer) throws -> BackOfficeClient {
+        func backOffice(_ child: ReferenceServerProcess) throws -> BackOfficeClient {
             try BackOfficeClient(baseURL: URL(string: child.baseURL)!, token: token)
         }
 
-        let first = try ChildServer(database: database, tokenFile: tokenFile)
+        let first = try childServer(database: database, tokenFile: tokenFile)
         let configuration = first.configuration
         let device = try Device(
             baseURL: first.baseURL, configurationString: configuration, directory: directory + "/device")
@@ -31,7 +31,7 @@ struct CrashRestartTests {
         }
         first.kill9()
 
-        let second = try ChildServer(database: database, tokenFile: tokenFile)
+        let second = try childServer(database: database, tokenFile: tokenFile)
         #expect(second.configuration == configuration)
         let afterFirstKill = try await backOffice(second).detail(id)
         #expect(afterFirstKill.state == "ACTIVE")
@@ -47,7 +47,7 @@ struct CrashRestartTests {
         }
         second.kill9()
 
-        let third = try ChildServer(database: database, tokenFile: tokenFile)
+        let third = try childServer(database: database, tokenFile: tokenFile)
         let afterSecondKill = try await backOffice(third).detail(id)
         #expect(afterSecondKill.state == "BLOCKED")
         #expect(afterSecondKill.failedAttempts == 5)
@@ -59,7 +59,7 @@ struct CrashRestartTests {
         let last = try Device(
             baseURL: third.baseURL, configurationString: third.configuration, directory: directory + "/device")
         try await last.service.validatePassword(try pin("2580"))
-        #expect(third.terminate() == 0)
+        #expect(third.stop() == 0)
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -72,7 +72,7 @@ struct CrashRestartTests {
         let token = try AdminToken.random()
         try AdminToken.store(token, to: tokenFile)
         let limit = ["--max-failures", "200"]
-        let first = try ChildServer(database: database, tokenFile: tokenFile, extraArguments: limit)
+        let first = try childServer(database: database, tokenFile: tokenFile, extraArguments: limit)
         let office = try BackOfficeClient(baseURL: URL(string: first.baseURL)!, token: token)
         let device = try Device(
             baseURL: first.baseURL, configurationString: first.configuration, directory: directory + "/device")
@@ -127,10 +127,10 @@ struct CrashRestartTests {
         #expect(failures == audited)
         #expect(failures >= 10 && failures <= 160)
 
-        let second = try ChildServer(database: database, tokenFile: tokenFile, extraArguments: limit)
+        let second = try childServer(database: database, tokenFile: tokenFile, extraArguments: limit)
         let detail = try await BackOfficeClient(baseURL: URL(string: second.baseURL)!, token: token).detail(id)
         #expect(Int64(detail.failedAttempts) == failures)
         #expect(detail.state == "ACTIVE")
-        #expect(second.terminate() == 0)
+        #expect(second.stop() == 0)
     }
 }

@@ -111,56 +111,20 @@ func builtExecutable(_ name: String) throws -> String {
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         dir = dir.deletingLastPathComponent()
     }
-    throw ChildServer.Failure(description: "\(name) not found next to the test bundle")
+    throw NotBuilt(name: name)
 }
 
-/// `securepin server` as a child process.
-final class ChildServer {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
+/// An executable the tests need is not in the build directory.
+struct NotBuilt: Error, CustomStringConvertible {
+    var name: String
+    var description: String { "\(name) not found next to the test bundle" }
+}
 
-    let process = Process()
-    private let output = Pipe()
-    private(set) var port = 0
-    private(set) var configuration = ""
-
-    init(database: String, tokenFile: String, extraArguments: [String] = []) throws {
-        process.executableURL = URL(fileURLWithPath: try builtExecutable("securepin"))
-        process.arguments =
-            ["server", "--port", "0", "--db", database, "--admin-token-file", tokenFile] + extraArguments
-        process.standardOutput = output
-        try process.run()
-        var text = ""
-        for _ in 0..<64 where port == 0 || configuration.isEmpty {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-            for line in text.split(separator: "\n") {
-                if let range = line.range(of: "listening on http://127.0.0.1:") {
-                    port = Int(line[range.upperBound...]) ?? 0
-                }
-                if line.hasPrefix("configuration: ") { configuration = String(line.dropFirst(15)) }
-            }
-        }
-        guard port > 0, !configuration.isEmpty else {
-            kill9()
-            throw Failure(description: "the server did not start")
-        }
-    }
-
-    var baseURL: String { "http://127.0.0.1:\(port)" }
-
-    /// SIGKILL: no shutdown code runs.
-    func kill9() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    /// SIGTERM: the graceful stop.
-    func terminate() -> Int32 {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
+/// `securepin server` as a child process, from the build next to the test bundle.
+func childServer(database: String, tokenFile: String, extraArguments: [String] = []) throws
+    -> ReferenceServerProcess
+{
+    try ReferenceServerProcess(
+        executable: builtExecutable("securepin"), database: database, tokenFile: tokenFile,
+        extraArguments: extraArguments)
 }
