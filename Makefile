@@ -11,10 +11,11 @@ BUILD_DIR   ?= .build
 CORE_SRCS   := $(wildcard CSecureCore/*.c)
 CORE_HDRS   := CSecureCore/include/secure_core.h CSecureCore/internal.h
 C_TEST_DIR  := $(BUILD_DIR)/c-tests
+# Deferred (=): pkg-config must run after `deps` has installed the -dev packages, not when make reads this file.
 # DWARF 4: valgrind 3.19 (Debian 12) cannot read clang's default DWARF 5 and gives up.
-CFLAGS_CORE := -std=c11 -Wall -Wextra -Werror -gdwarf-4 -ICSecureCore/include -ICSecureCore \
+CFLAGS_CORE  = -std=c11 -Wall -Wextra -Werror -gdwarf-4 -ICSecureCore/include -ICSecureCore \
                $(shell pkg-config --cflags libsodium libargon2 libcrypto 2>/dev/null)
-LIBS_CORE   := $(shell pkg-config --libs libsodium libargon2 libcrypto 2>/dev/null)
+LIBS_CORE    = $(shell pkg-config --libs libsodium libargon2 libcrypto 2>/dev/null)
 # ld.lld keeps the sanitizer runtimes' link quiet.
 SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
                $(if $(shell command -v ld.lld 2>/dev/null),-fuse-ld=lld)
