@@ -78,21 +78,20 @@ public enum AEAD {
         algorithm: Algorithm
     ) throws(SecureCoreError) -> SealedBox {
         var ciphertext = [UInt8](repeating: 0, count: (plaintext?.count ?? 0) + tagByteCount)
-        try key.withHandle { (k) throws(SecureCoreError) in
-            try withOptionalHandle(plaintext) { (m) throws(SecureCoreError) in
-                try rethrowingSecureCore {
-                    try nonce.withUnsafeBufferPointer { n in
-                        try associatedData.withUnsafeBufferPointer { ad in
-                            try ciphertext.withUnsafeMutableBufferPointer { c in
-                                guard let nonceStart = n.baseAddress else {
-                                    throw SecureCoreError.invalidKeyOrNonceSize
-                                }
-                                try check(
-                                    spc_aead_seal(
-                                        algorithm.cValue, k, nonceStart, n.count, m, ad.baseAddress, ad.count,
-                                        c.baseAddress!),
-                                    argument: .invalidKeyOrNonceSize)
+        // Key and plaintext locked in the global order (and once if they are the same object).
+        try withHandles(key, plaintext) { (k: OpaquePointer, m: OpaquePointer?) throws(SecureCoreError) in
+            try rethrowingSecureCore {
+                try nonce.withUnsafeBufferPointer { n in
+                    try associatedData.withUnsafeBufferPointer { ad in
+                        try ciphertext.withUnsafeMutableBufferPointer { c in
+                            guard let nonceStart = n.baseAddress else {
+                                throw SecureCoreError.invalidKeyOrNonceSize
                             }
+                            try check(
+                                spc_aead_seal(
+                                    algorithm.cValue, k, nonceStart, n.count, m, ad.baseAddress, ad.count,
+                                    c.baseAddress!),
+                                argument: .invalidKeyOrNonceSize)
                         }
                     }
                 }
@@ -130,12 +129,4 @@ public enum AEAD {
         }
         return opened.map { SecureBytes(adopting: $0) }
     }
-}
-
-/// Runs `body` with the C handle of `bytes`, or nil.
-func withOptionalHandle<R>(
-    _ bytes: SecureBytes?, _ body: (OpaquePointer?) throws(SecureCoreError) -> R
-) throws(SecureCoreError) -> R {
-    guard let bytes else { return try body(nil) }
-    return try bytes.withHandle { (h) throws(SecureCoreError) in try body(h) }
 }

@@ -170,26 +170,24 @@ public enum Argon2id {
         try validate(parameters, saltByteCount: salt.count, outputByteCount: outputByteCount, limits: limits)
         let key = try SecureBytes(count: outputByteCount)
         var used: Int32 = 0
-        let run = { (password: UnsafeRawBufferPointer) throws(SecureCoreError) in
-            try withOptionalBytes(pepper) { (pepperBytes) throws(SecureCoreError) in
-                try key.withHandle { (out) throws(SecureCoreError) in
-                    try rethrowingSecureCore {
-                        try salt.withUnsafeBytes { saltBytes in
-                            try associatedData.withUnsafeBytes { adBytes in
-                                var cInput = spc_argon2_input(
-                                    password: password.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                    password_len: password.count,
-                                    salt: saltBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                    salt_len: saltBytes.count,
-                                    secret: pepperBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                    secret_len: pepperBytes.count,
-                                    ad: adBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), ad_len: adBytes.count)
-                                var p = cParameters(parameters)
-                                var l = cLimits(limits)
-                                try check(
-                                    spc_kdf_argon2id(&cInput, &p, &l, cBackend(backend), out, &used),
-                                    index: minimumSaltByteCount, length: outputByteCount)
-                            }
+        let run = { (password: UnsafeRawBufferPointer, pepperBytes: UnsafeRawBufferPointer) throws(SecureCoreError) in
+            try key.withHandle { (out) throws(SecureCoreError) in
+                try rethrowingSecureCore {
+                    try salt.withUnsafeBytes { saltBytes in
+                        try associatedData.withUnsafeBytes { adBytes in
+                            var cInput = spc_argon2_input(
+                                password: password.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                password_len: password.count,
+                                salt: saltBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                salt_len: saltBytes.count,
+                                secret: pepperBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                secret_len: pepperBytes.count,
+                                ad: adBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), ad_len: adBytes.count)
+                            var p = cParameters(parameters)
+                            var l = cLimits(limits)
+                            try check(
+                                spc_kdf_argon2id(&cInput, &p, &l, cBackend(backend), out, &used),
+                                index: minimumSaltByteCount, length: outputByteCount)
                         }
                     }
                 }
@@ -197,9 +195,18 @@ public enum Argon2id {
         }
         switch input {
         case .password(let password):
-            try rethrowingSecureCore { try password.withUnsafeUTF8Bytes { try run($0) } }
+            // The reveal holds the password's lock only while revealing, so one lock at a time here.
+            try rethrowingSecureCore {
+                try password.withUnsafeUTF8Bytes { (revealed) in
+                    try withOpenBytes(pepper) { (pepperBytes) throws(SecureCoreError) in try run(revealed, pepperBytes)
+                    }
+                }
+            }
         case .bytes(let bytes):
-            try rethrowingSecureCore { try bytes.withUnsafeBytes { try run($0) } }
+            // Input and pepper locked together, in the global order (once if they are the same object).
+            try withOpenBytes(bytes, pepper) { (input, pepperBytes) throws(SecureCoreError) in
+                try run(input, pepperBytes)
+            }
         }
         return (key, used == SPC_ARGON2_LIBSODIUM ? .libsodium : .reference)
     }
@@ -219,14 +226,6 @@ public enum Argon2id {
         case .reference: SPC_ARGON2_REFERENCE
         }
     }
-}
-
-/// Runs `body` with the bytes of `secret`, or an empty buffer when nil.
-func withOptionalBytes<R>(
-    _ secret: SecureBytes?, _ body: (UnsafeRawBufferPointer) throws(SecureCoreError) -> R
-) throws(SecureCoreError) -> R {
-    guard let secret else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-    return try rethrowingSecureCore { try secret.withUnsafeBytes { bytes in try body(bytes) } }
 }
 
 /// Narrows an untyped-throwing closure API that can only carry

@@ -93,8 +93,9 @@ public final class Password: @unchecked Sendable {
     /// - Throws: ``SecureCoreError/destroyed`` if either was destroyed.
     public func isEqual(to other: Password) throws(SecureCoreError) -> Bool {
         if other === self { return try withHandle { _ throws(SecureCoreError) in true } }
-        return try withHandle { (mine) throws(SecureCoreError) in
-            try other.withHandle { (theirs) throws(SecureCoreError) in try PasswordHandle.equal(mine, theirs) }
+        // Both locks in the global order: `a.isEqual(b)` racing `b.isEqual(a)` cannot deadlock.
+        return try withHandles(self, other) { (mine, theirs) throws(SecureCoreError) in
+            try PasswordHandle.equal(mine, theirs)
         }
     }
 

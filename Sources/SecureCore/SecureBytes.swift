@@ -113,12 +113,11 @@ public final class SecureBytes: @unchecked Sendable {
     /// - Throws: ``SecureCoreError/destroyed`` if either was destroyed.
     public func isEqual(to other: SecureBytes) throws(SecureCoreError) -> Bool {
         if other === self { return try withHandle { _ throws(SecureCoreError) in true } }
-        return try withHandle { (mine) throws(SecureCoreError) -> Bool in
-            try other.withHandle { (theirs) throws(SecureCoreError) -> Bool in
-                let result = spc_buffer_equal(mine, theirs)
-                if result < 0 { throw SecureCoreError(status: result) }
-                return result == 1
-            }
+        // Both locks in the global order: `a.isEqual(b)` racing `b.isEqual(a)` cannot deadlock.
+        return try withHandles(self, other) { (mine, theirs) throws(SecureCoreError) -> Bool in
+            let result = spc_buffer_equal(mine, theirs)
+            if result < 0 { throw SecureCoreError(status: result) }
+            return result == 1
         }
     }
 
