@@ -117,7 +117,7 @@ extension ActivationServer {
             }
             let encrypted = try crypto.encryptStatusBlob(
                 blob, transportKey: keys.transport, challenge: challenge, nonce: nonce)
-            let expiry = record.state == .blocked ? record.blockedUntil.map { Int64($0.timeIntervalSince1970) } : nil
+            let expiry = record.state == .blocked ? record.blockedUntil.map { UnixTime.seconds($0) } : nil
             return ActivationStatusResponse(
                 activationId: record.activationId, encryptedStatusBlob: Base64.encode(encrypted),
                 nonce: Base64.encode(nonce), blockExpirationTime: expiry)

@@ -65,9 +65,12 @@ public final class ActivationServer: Sendable {
     /// - Parameters:
     ///   - activationId: the identifier.
     ///   - until: the end of a temporary block, or `nil` for a permanent one.
-    /// - Throws: ``ActivationServerError/activationNotFound``, ``ActivationServerError/invalidState(_:)``.
+    /// - Throws: ``ActivationServerError/activationNotFound``, ``ActivationServerError/invalidState(_:)``,
+    ///   ``ActivationServerError/malformedRequest(reason:)`` for an end not after now or after
+    ///   ``UnixTime/latestSeconds``.
     public func blockActivation(_ activationId: String, until: Date? = nil) throws(ActivationServerError) {
         let now = clock.now()
+        if let until { try UnixTime.validateBlockEnd(until, now: now) }
         try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
             r.expireBlock(now: now)
             guard r.state == .active else { throw .invalidState(r.state) }

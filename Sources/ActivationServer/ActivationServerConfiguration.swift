@@ -38,6 +38,7 @@ public struct ActivationServerConfiguration: Sendable {
         guard (1...255).contains(maxFailedAttempts) else {
             throw .invalidConfiguration(reason: "maximum failed attempts must be 1 ... 255")
         }
+        try UnixTime.validateBlockDuration(failureBlockDuration)
         let crypto = try protocolStep { () throws(ActivationError) in try ActivationCrypto() }
         let master = try protocolStep { () throws(ActivationError) in try crypto.generateKeyPair() }
         do throws(SecureCoreError) {
@@ -92,6 +93,7 @@ extension ActivationServerConfiguration {
         guard (1...255).contains(maxFailedAttempts) else {
             throw .invalidConfiguration(reason: "maximum failed attempts must be 1 ... 255")
         }
+        try UnixTime.validateBlockDuration(failureBlockDuration)
         self.init(
             applicationKey: applicationKey, applicationSecret: applicationSecret, masterKeyPair: masterKeyPair,
             lookAhead: lookAhead, maxFailedAttempts: maxFailedAttempts, failureBlockDuration: failureBlockDuration,

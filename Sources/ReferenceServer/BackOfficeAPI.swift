@@ -94,7 +94,7 @@ public struct BackOfficeActivation: Codable, Sendable, Equatable {
         state = Self.name(detail.state)
         failedAttempts = detail.failedAttempts
         maxFailedAttempts = detail.maxFailedAttempts
-        blockedUntil = detail.blockedUntil.map { Int64($0.timeIntervalSince1970) }
+        blockedUntil = detail.blockedUntil.map { UnixTime.seconds($0) }
         biometryEnabled = detail.biometryEnabled
         counterIndex = detail.counterIndex
     }

@@ -1,4 +1,5 @@
 import Activation
+import ActivationServer
 import Foundation
 import HTTPClient
 import HTTPServer
@@ -47,10 +48,19 @@ public struct BackOfficeClient: Sendable {
     ///   - until: the end of a temporary block, or `nil`.
     /// - Throws: ``BackOfficeError``.
     public func block(_ activationId: String, until: Date? = nil) async throws(BackOfficeError) {
+        try await block(activationId, untilSeconds: until.map { UnixTime.seconds($0) })
+    }
+
+    /// Blocks an active activation, with the block's end as the wire carries it.
+    /// - Parameters:
+    ///   - activationId: the activation.
+    ///   - untilSeconds: the end of a temporary block in seconds since 1970 (after now, at most
+    ///     ``UnixTime/latestSeconds``; anything else is refused with 400), or `nil`.
+    /// - Throws: ``BackOfficeError``.
+    public func block(_ activationId: String, untilSeconds: Int64?) async throws(BackOfficeError) {
         let _: EmptyMessage = try await call(
             BackOfficeAPI.blockActivation,
-            BackOfficeActivationRequest(
-                activationId: activationId, blockedUntil: until.map { Int64($0.timeIntervalSince1970) }))
+            BackOfficeActivationRequest(activationId: activationId, blockedUntil: untilSeconds))
     }
 
     /// Unblocks a blocked activation.
