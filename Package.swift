@@ -151,7 +151,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("microhttpd")]),
         .target(
             name: "HTTPServer",
-            dependencies: ["CHTTPShim"],
+            dependencies: ["CHTTPShim", "SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "SQLiteStore",

@@ -1,4 +1,5 @@
 import Foundation
+import SecureCore
 
 /// One complete HTTP request as the server received it.
 ///
@@ -13,6 +14,10 @@ public struct HTTPRequest: Sendable {
     public var headers: [HTTPHeader]
     /// The body, at most ``HTTPServer/Configuration/maximumBodyBytes`` long.
     public var body: Data
+    /// The values of the headers named in ``HTTPServer/Configuration/secretHeaders``, in secure
+    /// memory, keyed by the lower-cased name; the first occurrence of a name wins, and an empty
+    /// value is absent.
+    public var secretHeaders: [String: SecureBytes] = [:]
 
     /// Creates a request (the server does; tests of handlers may too).
     /// - Parameters:
@@ -40,6 +45,7 @@ public struct HTTPRequest: Sendable {
 extension HTTPRequest: CustomStringConvertible {
     /// Method, path, header names and body size; no values.
     public var description: String {
-        "\(method) \(path) [\(headers.map(\.name).joined(separator: ", "))] \(body.count)-byte body"
+        let names = headers.map(\.name) + secretHeaders.keys.sorted()
+        return "\(method) \(path) [\(names.joined(separator: ", "))] \(body.count)-byte body"
     }
 }

@@ -21,6 +21,11 @@ extension HTTPServer {
         public var maximumHeaderBytes: Int
         /// How long ``HTTPServer/stop()`` waits for requests in flight before cutting them.
         public var drainTimeout: Duration
+        /// Header names (compared without case) whose values are secrets, such as an admin
+        /// token: their values go straight from the request into secure memory
+        /// (``HTTPRequest/secretHeaders``) and never into a Swift `String`; they are absent
+        /// from ``HTTPRequest/headers``. Default: none.
+        public var secretHeaders: Set<String> = []
 
         /// Creates a configuration; every default suits a loopback test or reference server.
         /// - Parameters:

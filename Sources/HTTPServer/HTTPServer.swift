@@ -32,7 +32,7 @@ public final class HTTPServer: Sendable {
         configuration: Configuration = Configuration(), handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) {
         self.configuration = configuration
-        self.box = HandlerBox(handler)
+        self.box = HandlerBox(handler, secretHeaders: configuration.secretHeaders)
     }
 
     deinit {

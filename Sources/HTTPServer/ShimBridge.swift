@@ -1,5 +1,6 @@
 internal import CHTTPShim
 import Foundation
+import SecureCore
 
 #if canImport(Glibc)
     import Glibc
@@ -8,7 +9,12 @@ import Foundation
 /// The Swift handler, kept alive for as long as the C daemon may call it.
 final class HandlerBox: Sendable {
     let handler: @Sendable (HTTPRequest) -> HTTPResponse
-    init(_ handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) { self.handler = handler }
+    /// ``HTTPServer/Configuration/secretHeaders``, lower-cased.
+    let secretHeaders: Set<String>
+    init(_ handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse, secretHeaders: Set<String> = []) {
+        self.handler = handler
+        self.secretHeaders = Set(secretHeaders.map { $0.lowercased() })
+    }
 }
 
 /// A running daemon. `server` is only touched by `HTTPServer` under its lock, and the
@@ -83,14 +89,29 @@ private func shimHandler(
     let box = Unmanaged<HandlerBox>.fromOpaque(context).takeUnretainedValue()
     let c = request.pointee
     var headers: [HTTPHeader] = []
+    var secrets: [String: SecureBytes] = [:]
     headers.reserveCapacity(c.header_count)
     for index in 0..<c.header_count {
         guard let name = c.header_names[index], let value = c.header_values[index] else { continue }
-        headers.append(HTTPHeader(name: String(cString: name), value: String(cString: value)))
+        let headerName = String(cString: name)
+        let key = headerName.lowercased()
+        if box.secretHeaders.contains(key) {
+            // Straight from the C string into secure memory: no Swift String holds the value.
+            let length = strlen(value)
+            if secrets[key] == nil, length > 0,
+                let copy = try? SecureBytes(copying: UnsafeRawBufferPointer(start: value, count: length))
+            {
+                secrets[key] = copy
+            }
+            continue
+        }
+        headers.append(HTTPHeader(name: headerName, value: String(cString: value)))
     }
     let body = c.body_length > 0 && c.body != nil ? Data(bytes: c.body, count: c.body_length) : Data()
-    let answer = box.handler(
-        HTTPRequest(method: String(cString: c.method), path: String(cString: c.path), headers: headers, body: body))
+    var built = HTTPRequest(
+        method: String(cString: c.method), path: String(cString: c.path), headers: headers, body: body)
+    built.secretHeaders = secrets
+    let answer = box.handler(built)
     if !fill(response, with: answer) {
         let fallback = Array("invalid response\n".utf8)
         _ = spc_http_response_set(response, 500, "text/plain; charset=utf-8", fallback, fallback.count)

@@ -8,11 +8,13 @@ import SecureCore
 #endif
 
 /// The back office's admin token, kept in secure memory. A token travels in
-/// the `X-SecurePIN-Admin-Token` header, so it is printable: 1 ... 256 bytes
-/// of visible ASCII.
+/// the `X-SecurePIN-Admin-Token` header, so it is printable: 32 ... 256 bytes
+/// of visible ASCII (at least 128 bits as hex digits).
 public enum AdminToken {
     /// The longest token accepted.
     public static let maximumByteCount = 256
+    /// The shortest token accepted: 32 characters, 128 bits as hex digits.
+    public static let minimumByteCount = 32
 
     /// A fresh token: 32 random bytes as 64 lower-case hex digits, made in secure memory.
     /// - Returns: the token.
@@ -110,11 +112,16 @@ public enum AdminToken {
     }
 
     private static func validate(_ token: SecureBytes) throws(ReferenceServerError) {
+        // Not a secret-dependent exit: each byte's class is folded in, every byte is read.
         let printable = try? token.withUnsafeBytes { bytes in
-            bytes.count <= maximumByteCount && bytes.allSatisfy { (0x21...0x7e).contains($0) }
+            var bad: UInt8 = 0
+            for byte in bytes { bad |= (byte &- 0x21) & 0x80 | (0x7e &- byte) & 0x80 }
+            return bad == 0
         }
-        guard printable == true else {
-            throw .invalidConfiguration(reason: "the admin token must be 1 ... 256 visible ASCII characters")
+        guard printable == true, (minimumByteCount...maximumByteCount).contains(token.count) else {
+            throw .invalidConfiguration(
+                reason: "the admin token must be \(minimumByteCount) ... \(maximumByteCount) visible ASCII characters"
+                    + " (at least 128 bits; `securepin server` makes a good one when given none)")
         }
     }
 }

@@ -92,8 +92,11 @@ public final class ReferenceServer: Sendable {
         }
         self.activationServer = server
         self.store = store
-        let router = Router(server: server, store: store, adminToken: options.adminToken)
-        self.http = HTTPServer(configuration: options.http) { request in router.respond(to: request) }
+        let router = Router(server: server, store: store, gate: try AdminGate(token: options.adminToken))
+        var http = options.http
+        // The admin token goes from the request into secure memory, never into a String.
+        http.secretHeaders.insert(HTTPHeader.adminToken.lowercased())
+        self.http = HTTPServer(configuration: http) { request in router.respond(to: request) }
     }
 
     /// Starts listening.
@@ -135,7 +138,7 @@ public final class ReferenceServer: Sendable {
 struct Router: Sendable {
     let server: ActivationServer
     let store: SQLiteActivationStore
-    let adminToken: SecureBytes?
+    let gate: AdminGate
 
     static let adminPrefix = "/admin/"
 
@@ -148,22 +151,35 @@ struct Router: Sendable {
         }
         let transport = TransportRequest(
             method: request.method, path: request.path, headers: headers, body: Array(request.body))
-        let response =
-            request.path.hasPrefix(Self.adminPrefix) ? backOffice(transport) : server.respond(to: transport)
-        return HTTPResponse(status: response.statusCode, body: Data(response.body))
+        guard request.path.hasPrefix(Self.adminPrefix) else {
+            let response = server.respond(to: transport)
+            return HTTPResponse(status: response.statusCode, body: Data(response.body))
+        }
+        let verdict = gate.check(request.secretHeaders[HTTPHeader.adminToken.lowercased()])
+        let response = backOffice(transport, verdict: verdict)
+        var answer = HTTPResponse(status: response.statusCode, body: Data(response.body))
+        if case .limited(let seconds) = verdict {
+            answer.headers.append(HTTPHeader(name: "Retry-After", value: String(seconds)))
+        }
+        return answer
     }
 
     // MARK: - Back office
 
-    func backOffice(_ request: TransportRequest) -> TransportResponse {
+    func backOffice(_ request: TransportRequest, verdict: AdminGate.Verdict) -> TransportResponse {
+        switch verdict {
+        case .allowed: break
+        case .missing:
+            return ActivationServer.error(401, ActivationAPI.authenticationErrorCode, "admin token required")
+        case .refused:
+            return ActivationServer.error(403, ActivationAPI.authenticationErrorCode, "admin token refused")
+        case .limited(let seconds):
+            return ActivationServer.error(
+                429, ActivationAPI.authenticationErrorCode,
+                "too many failed admin token attempts; retry in \(seconds) s")
+        }
         guard request.method == ActivationAPI.method else {
             return ActivationServer.error(405, ActivationAPI.requestErrorCode, "method not allowed")
-        }
-        guard let presented = request.header(HTTPHeader.adminToken) else {
-            return ActivationServer.error(401, ActivationAPI.authenticationErrorCode, "admin token required")
-        }
-        guard let adminToken, Self.tokenMatches(adminToken, presented) else {
-            return ActivationServer.error(403, ActivationAPI.authenticationErrorCode, "admin token refused")
         }
         do throws(ActivationServerError) {
             switch request.path {
@@ -212,19 +228,6 @@ struct Router: Sendable {
             }
             return ActivationServer.response(for: error)
         }
-    }
-
-    /// Compares the presented token with the configured one without an early
-    /// exit on the first differing byte (the length is not hidden).
-    static func tokenMatches(_ expected: SecureBytes, _ presented: String) -> Bool {
-        let candidate = presented.utf8
-        let equal = try? expected.withUnsafeBytes { secret -> Bool in
-            guard secret.count == candidate.count else { return false }
-            var difference: UInt8 = 0
-            for (i, byte) in candidate.enumerated() { difference |= secret[i] ^ byte }
-            return difference == 0
-        }
-        return equal ?? false
     }
 
     static func decode<T: Codable & Sendable>(_ request: TransportRequest, _ type: T.Type)

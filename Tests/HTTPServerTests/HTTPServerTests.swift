@@ -74,6 +74,26 @@ struct HTTPServerTests {
                 + "Content-Type=application/json\nX-SecurePIN-Admin-Token=t0k3n")
     }
 
+    @Test("a secret header reaches the handler in secure memory only, first occurrence, never in headers")
+    func secretHeaders() throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.secretHeaders = [HTTPHeader.adminToken]
+        let (server, port) = try startedServer(configuration) { request in
+            let secret = request.secretHeaders[HTTPHeader.adminToken.lowercased()]
+            let matches = (try? secret?.withUnsafeBytes { Array($0) == Array("t0k3n-first".utf8) }) ?? false
+            let plain = request.header(HTTPHeader.adminToken) == nil ? "absent" : "present"
+            return .text(status: 200, "secret=\(matches) plain=\(plain) described=\(request)")
+        }
+        defer { server.stop() }
+        let response = try RawHTTPClient.request(
+            port: port, method: "POST", path: "/x",
+            headers: [("x-securepin-admin-token", "t0k3n-first"), ("X-SecurePIN-Admin-Token", "second")],
+            body: Array("{}".utf8))
+        let text = String(decoding: response.body, as: UTF8.self)
+        #expect(text.hasPrefix("secret=true plain=absent"))
+        #expect(!text.contains("t0k3n"), "the description names the header, never its value")
+    }
+
     @Test("a binary body and an empty body come back byte for byte")
     func bodyRoundTrip() throws {
         let (server, port) = try startedServer()

@@ -69,10 +69,10 @@ struct InProcessServer {
     let backOffice: BackOfficeClient
     var baseURL: String { "http://127.0.0.1:\(server.port ?? 0)" }
 
-    init(directory: String? = nil, maxConnections: Int = 128) throws {
+    init(directory: String? = nil, maxConnections: Int = 128, adminToken: SecureBytes? = nil) throws {
         let directory = try directory ?? temporaryDirectory()
         self.directory = directory
-        let token = try AdminToken.random()
+        let token = try adminToken ?? AdminToken.random()
         server = try ReferenceServer(
             options: ReferenceServer.Options(
                 databasePath: directory + "/server.sqlite", adminToken: token,
