@@ -58,6 +58,34 @@ struct header_list {
 
 static bool has_line_break(const char *text) { return strpbrk(text, "\r\n") != NULL; }
 
+static int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Decodes %HH in the URL and its arguments in place, except %00: a NUL would
+ * end the C string the handler routes on, so "/admin/x%00junk" would route as
+ * "/admin/x". It is left as the three characters "%00", which no route has. */
+static size_t unescape_keeping_nul(void *cls, struct MHD_Connection *connection, char *text) {
+    (void)cls;
+    (void)connection;
+    char *out = text;
+    for (const char *in = text; *in != '\0'; out++) {
+        int high = in[0] == '%' ? hex_value(in[1]) : -1;
+        int low = high >= 0 ? hex_value(in[2]) : -1;
+        if (low >= 0 && (high | low) != 0) {
+            *out = (char)(high * 16 + low);
+            in += 3;
+        } else {
+            *out = *in++;
+        }
+    }
+    *out = '\0';
+    return (size_t)(out - text);
+}
+
 static void response_clear(struct spc_http_response *response) {
     free(response->content_type);
     free(response->body);
@@ -251,7 +279,7 @@ int spc_http_server_start(const spc_http_config *config, spc_http_handler handle
         flags, config->port, NULL, NULL, on_request, server, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
         MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout_seconds, MHD_OPTION_CONNECTION_LIMIT,
         config->connection_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, server, MHD_OPTION_END);
+        on_completed, server, MHD_OPTION_UNESCAPE_CALLBACK, unescape_keeping_nul, NULL, MHD_OPTION_END);
     if (server->daemon == NULL) {
         *out_errno = errno;
         free(server);

@@ -74,6 +74,18 @@ struct HTTPServerTests {
                 + "Content-Type=application/json\nX-SecurePIN-Admin-Token=t0k3n")
     }
 
+    @Test("percent escapes are decoded, except %00, which would cut the routed path short")
+    func percentEncodedNul() throws {
+        let (server, port) = try startedServer()
+        defer { server.stop() }
+        #expect(try RawHTTPClient.request(port: port, method: "GET", path: "/p%69ng").status == 200)
+        let cut = try RawHTTPClient.request(port: port, method: "GET", path: "/ping%00junk")
+        #expect(cut.status == 404)
+        #expect(String(decoding: cut.body, as: UTF8.self) == "no route for GET /ping%00junk")
+        #expect(try RawHTTPClient.request(port: port, method: "GET", path: "/ping%00").status == 404)
+        #expect(try RawHTTPClient.request(port: port, method: "GET", path: "/ping%0").status == 404)
+    }
+
     @Test("a secret header reaches the handler in secure memory only, first occurrence, never in headers")
     func secretHeaders() throws {
         var configuration = HTTPServer.Configuration()
