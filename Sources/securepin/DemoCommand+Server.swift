@@ -22,6 +22,7 @@ extension DemoCommand {
             let server = try ReferenceServerProcess(
                 executable: executable, database: directory + "/server.sqlite", tokenFile: tokenFile)
             child = server
+            DemoDirectory.children.withLock { $0.append(server.process.processIdentifier) }
             return "pid \(server.process.processIdentifier), http://127.0.0.1:\(server.port)"
         }
         guard let server = child else { throw StepFailed(description: "no server") }

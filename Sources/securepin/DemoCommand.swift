@@ -35,16 +35,25 @@ enum DemoCommand {
             return 1
         }
         let story = Story()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("securepin-demo-\(getpid())").path
+        // A fresh 0700 directory nobody else can have prepared (mkdtemp), removed on every exit,
+        // Ctrl-C and SIGTERM included.
+        let base: String
+        do {
+            base = try DemoDirectory.make()
+        } catch {
+            CLI.printError("securepin: demo: \(error)")
+            return 2
+        }
+        let cleanup = DemoDirectory.removeOnSignal(base)
         defer {
-            try? FileManager.default.removeItem(atPath: directory)
-            try? FileManager.default.removeItem(atPath: directory + "-server")
+            cleanup.cancel()
+            try? FileManager.default.removeItem(atPath: base)
         }
         do {
             print("SecurePIN demo, part 1: activation against the reference server over HTTP")
-            try await serverStory(story, directory: directory + "-server", pins: pins)
+            try await serverStory(story, directory: base + "/server", pins: pins)
             print("SecurePIN demo, part 2: a secret sealed under a PIN on this machine")
-            try await localVaultStory(story, directory: directory, pins: pins)
+            try await localVaultStory(story, directory: base + "/vault", pins: pins)
             print("All \(story.steps) steps behaved as expected.")
             return 0
         } catch {

@@ -138,6 +138,24 @@ else
     echo "skipped: demo --interactive (tmux is not installed)"
 fi
 
+# demo: its scratch directory comes from mkdtemp (0700, unpredictable name) and is gone after Ctrl-C.
+mkdir -p "$work/demo-tmp"
+TMPDIR="$work/demo-tmp" "$B" demo >"$work/demo-int.out" 2>&1 &
+demo_pid=$!
+for _ in $(seq 1 100); do
+    scratch=$(find "$work/demo-tmp" -mindepth 1 -maxdepth 1 -name 'securepin-demo-??????' 2>/dev/null | head -1)
+    [[ -n $scratch && -e $scratch/server/server.sqlite ]] && break
+    sleep 0.1
+done
+[[ -n $scratch && $(stat -c %a "$scratch") == 700 ]]
+check "demo makes its scratch directory with mkdtemp, mode 0700" 0 0 $?
+kill -INT $demo_pid
+wait $demo_pid
+code=$?
+sleep 0.3
+[[ -z $(ls -A "$work/demo-tmp") ]] && ! pgrep -f "server --port 0 --db $scratch" >/dev/null
+check "demo interrupted: exit 130, scratch directory and its server gone" 130 $code $?
+
 # usage errors.
 "$B" bogus >/dev/null 2>&1
 check "unknown command -> 2" 2 $?
