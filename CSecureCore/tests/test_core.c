@@ -281,6 +281,30 @@ static void test_fork(void) {
     spc_buffer_free(b);
 }
 
+/* Check the report `prot` against the kernel's own record (VmFlags in
+ * /proc/self/smaps) of the mapping that holds `p`; 0 if there is none. */
+static int smaps_agree(const void *p, unsigned prot) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    CHECK(f != NULL);
+    if (f == NULL) return 0;
+    char line[512];
+    int in_range = 0, found = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') == line + strcspn(line, "-")) {
+            in_range = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (in_range && strncmp(line, "VmFlags:", 8) == 0) {
+            found = 1;
+            CHECK(((prot & SPC_PROT_LOCKED) != 0) == (strstr(line, " lo") != NULL));
+            CHECK(((prot & SPC_PROT_DONTDUMP) != 0) == (strstr(line, " dd") != NULL));
+            CHECK(((prot & SPC_PROT_WIPEONFORK) != 0) == (strstr(line, " wf") != NULL));
+            CHECK(((prot & SPC_PROT_DONTFORK) != 0) == (strstr(line, " dc") != NULL));
+        }
+    }
+    fclose(f);
+    return found;
+}
+
 #ifndef UNDER_ASAN
 /* Count the occurrences of `pat` in the file at `path` (-1 if unreadable). */
 static long count_in_file(const char *path, const uint8_t *pat, size_t n) {
@@ -381,26 +405,7 @@ static void test_smaps_agree(void) {
     REQUIRE_OK(spc_buffer_new(64, &b));
     uint8_t *p;
     REQUIRE_OK(spc_buffer_open(b, &p));
-    unsigned prot = spc_buffer_protection(b);
-    FILE *f = fopen("/proc/self/smaps", "r");
-    CHECK(f != NULL);
-    if (f == NULL) return;
-    char line[512];
-    int in_range = 0, found = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') == line + strcspn(line, "-")) {
-            in_range = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-        } else if (in_range && strncmp(line, "VmFlags:", 8) == 0) {
-            found = 1;
-            CHECK(((prot & SPC_PROT_LOCKED) != 0) == (strstr(line, " lo") != NULL));
-            CHECK(((prot & SPC_PROT_DONTDUMP) != 0) == (strstr(line, " dd") != NULL));
-            CHECK(((prot & SPC_PROT_WIPEONFORK) != 0) == (strstr(line, " wf") != NULL));
-            CHECK(((prot & SPC_PROT_DONTFORK) != 0) == (strstr(line, " dc") != NULL));
-        }
-    }
-    fclose(f);
-    CHECK(found);
+    CHECK(smaps_agree(p, spc_buffer_protection(b)));
     spc_buffer_close(b);
     spc_buffer_free(b);
 }
