@@ -305,6 +305,115 @@ static int smaps_agree(const void *p, unsigned prot) {
     return found;
 }
 
+/* Fill a buffer with `byte`, or check that it holds only `byte`. */
+static int fill(spc_buffer *b, uint8_t byte) {
+    uint8_t *p;
+    if (spc_buffer_open(b, &p) != SPC_OK) return 0;
+    memset(p, byte, spc_buffer_size(b));
+    spc_buffer_close(b);
+    return 1;
+}
+static int holds(spc_buffer *b, uint8_t byte) {
+    uint8_t *p;
+    if (spc_buffer_open(b, &p) != SPC_OK) return 0;
+    int ok = 1;
+    for (size_t i = 0; i < spc_buffer_size(b); i++) ok &= p[i] == byte;
+    spc_buffer_close(b);
+    return ok;
+}
+
+/* The child's half of test_fork_child_pool; returns its exit status. */
+static int fork_child_pool(spc_buffer *small, spc_buffer *large, spc_password *pw, unsigned small_prot,
+                           unsigned large_prot) {
+    int before = check_failed;
+    spc_pool_stats st;
+    uint8_t *p = (uint8_t *)1;
+    /* The inherited handles: no memory behind them, and every call says so. */
+    CHECK_EQ(spc_pool_stats_get(&st), SPC_OK);
+    CHECK_EQ(st.slabs, 0);
+    CHECK_EQ(st.slots_in_use, 0);
+    CHECK_EQ(spc_buffer_protection(small), 0);
+    CHECK_EQ(spc_buffer_open(small, &p), SPC_E_FORKED);
+    CHECK(p == NULL);
+    CHECK_EQ(spc_buffer_randomize(large), SPC_E_FORKED);
+    CHECK_EQ(spc_buffer_equal(small, small), SPC_E_FORKED);
+    spc_buffer_close(small); /* the parent's open, inherited: no effect */
+    CHECK_EQ(spc_password_add(pw, '0'), SPC_E_FORKED);
+    spc_buffer *revealed = (spc_buffer *)1;
+    size_t revealed_len;
+    CHECK_EQ(spc_password_reveal(pw, &revealed, &revealed_len), SPC_E_FORKED);
+    CHECK(revealed == NULL);
+    CHECK_EQ(spc_password_length(pw), 4);
+    CHECK_EQ(spc_password_protection(pw), 0);
+    /* New buffers get new slabs, as protected as the parent's and reported truthfully. */
+    spc_buffer *a, *b, *big;
+    if (spc_buffer_new(48, &a) != SPC_OK || spc_buffer_new(48, &b) != SPC_OK || spc_buffer_new(100000, &big) != SPC_OK)
+        return 2;
+    CHECK_EQ(spc_buffer_protection(a), small_prot);
+    CHECK_EQ(spc_buffer_protection(big), large_prot);
+    CHECK(fill(a, 0x77) && holds(a, 0x77));
+    CHECK(fill(big, 0x78) && holds(big, 0x78));
+    CHECK_EQ(spc_buffer_randomize(b), SPC_OK);
+    CHECK_EQ(spc_buffer_equal(a, b), 0);
+    CHECK(holds(a, 0x77));
+    if (spc_buffer_open(a, &p) != SPC_OK) return 3;
+    CHECK(smaps_agree(p, spc_buffer_protection(a)));
+    spc_buffer_close(a);
+    if (spc_buffer_open(big, &p) != SPC_OK) return 3;
+    CHECK(smaps_agree(p, spc_buffer_protection(big)));
+    spc_buffer_close(big);
+    const uint32_t cps[] = {'9', '1'};
+    spc_password *fresh = make(cps, 2);
+    CHECK(reveals_as(fresh, cps, 2));
+    /* Releasing the inherited handles neither aborts nor disturbs the new buffers. */
+    spc_buffer_free(small);
+    spc_buffer_free(large);
+    spc_password_free(pw);
+    CHECK(holds(a, 0x77) && holds(big, 0x78));
+    CHECK(reveals_as(fresh, cps, 2));
+    CHECK_EQ(spc_pool_stats_get(&st), SPC_OK);
+    CHECK_EQ(st.slots_in_use, 5);
+    spc_password_free(fresh);
+    spc_buffer_free(a);
+    spc_buffer_free(b);
+    spc_buffer_free(big);
+    CHECK_EQ(spc_pool_stats_get(&st), SPC_OK);
+    CHECK_EQ(st.slabs, 0);
+    return check_failed == before ? 0 : 1;
+}
+
+/* fork() without exec: the child inherits the pool's handles but not its
+ * memory (secret memory is not mapped in it, anonymous pages read zeros). It
+ * must be able to release the inherited ones and get new, truthful buffers;
+ * the parent's buffers are unchanged afterwards. */
+static void test_fork_child_pool(void) {
+    const uint32_t pin[] = {'2', '4', '6', '8'};
+    spc_password *pw = make(pin, 4);
+    spc_buffer *small, *large;
+    REQUIRE_OK(spc_buffer_new(48, &small));
+    REQUIRE_OK(spc_buffer_new(100000, &large));
+    CHECK(fill(small, 0x3C) && fill(large, 0x4D));
+    unsigned small_prot = spc_buffer_protection(small), large_prot = spc_buffer_protection(large);
+    uint8_t *open_at_fork;
+    REQUIRE_OK(spc_buffer_open(small, &open_at_fork));
+    fflush(stdout);
+    pid_t pid = fork();
+    /* exit, not _exit: the child's leak check (ASan, valgrind) and coverage count too. */
+    if (pid == 0) exit(fork_child_pool(small, large, pw, small_prot, large_prot));
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (WIFSIGNALED(status)) fprintf(stderr, "  child killed by signal %d\n", WTERMSIG(status));
+    CHECK_EQ(open_at_fork[0], 0x3C);
+    spc_buffer_close(small);
+    CHECK(holds(small, 0x3C) && holds(large, 0x4D));
+    CHECK(reveals_as(pw, pin, 4));
+    CHECK_EQ(spc_buffer_protection(small), small_prot);
+    spc_password_free(pw);
+    spc_buffer_free(small);
+    spc_buffer_free(large);
+}
+
 #ifndef UNDER_ASAN
 /* Count the occurrences of `pat` in the file at `path` (-1 if unreadable). */
 static long count_in_file(const char *path, const uint8_t *pat, size_t n) {
@@ -429,7 +538,8 @@ static void test_status_names_and_accessors(void) {
     const int statuses[] = {SPC_OK, SPC_E_INIT, SPC_E_NOMEM, SPC_E_ARGUMENT, SPC_E_RANGE, SPC_E_CODEPOINT,
                             SPC_E_TOO_LONG, SPC_E_UTF8, SPC_E_CALLBACK, SPC_E_KDF_ITERATIONS, SPC_E_KDF_MEMORY,
                             SPC_E_KDF_PARALLELISM, SPC_E_KDF_SALT, SPC_E_KDF_OUTPUT, SPC_E_KDF_CEILING,
-                            SPC_E_KDF_FAILED, SPC_E_AEAD_AUTH, SPC_E_UNSUPPORTED, SPC_E_CRYPTO, SPC_E_KEY};
+                            SPC_E_KDF_FAILED, SPC_E_AEAD_AUTH, SPC_E_UNSUPPORTED, SPC_E_FORKED, SPC_E_CRYPTO,
+                            SPC_E_KEY};
     const size_t count = sizeof statuses / sizeof statuses[0];
     for (size_t i = 0; i < count; i++) {
         const char *name = spc_status_name(statuses[i]);
@@ -473,6 +583,7 @@ int main(int argc, char **argv) {
     RUN(test_with_utf8);
     RUN(test_from_utf8);
     RUN(test_fork);
+    RUN(test_fork_child_pool);
     RUN(test_core_file);
     RUN(test_canary_overflow_aborts);
     RUN(test_smaps_agree);
