@@ -67,6 +67,26 @@ extern "C" {
  */
 SPC_MUST_CHECK int spc_init(void);
 
+/**
+ * Harden the whole process as ssh-agent does: setrlimit(RLIMIT_CORE) to 0,
+ * soft and hard, then prctl(PR_SET_DUMPABLE, 0). Linux only; independent of
+ * spc_init().
+ * Effect: the kernel dumps no core of the process (to a file or to a
+ * core_pattern pipe); processes of the same user can no longer ptrace it nor
+ * open its /proc/PID/mem, environ or maps (those files become root's). Root
+ * and CAP_SYS_PTRACE still can: this is no defence against them.
+ * Lifetime: the core limit is inherited by fork() children and across
+ * execve(); the hard limit cannot be raised again without CAP_SYS_RESOURCE.
+ * Non-dumpability is inherited by fork() children, but any execve() resets
+ * it (to 1 for an ordinary program) and so does a change of effective or
+ * filesystem uid/gid (to fs.suid_dumpable, normally 0): call this after
+ * dropping privileges, in the process that holds the secrets.
+ * Returns: SPC_OK; SPC_E_UNSUPPORTED when the kernel refuses either call
+ *          (a core limit already set stays) and, changing nothing, on
+ *          systems other than Linux.
+ */
+SPC_MUST_CHECK int spc_harden_process(void);
+
 /** Fill `buf` with `len` bytes from the operating system's CSPRNG (for
  * public values: salts, nonces). Aborts if spc_init() has not succeeded. */
 SPC_NONNULL(1) void spc_random_fill(void *buf, size_t len);

@@ -4,12 +4,15 @@
 #include "secure_core.h"
 #include "check.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -414,6 +417,89 @@ static void test_fork_child_pool(void) {
     spc_buffer_free(large);
 }
 
+/* Written by the target of read_as_nobody; the same address in every fork. */
+static volatile uint8_t marker[32];
+enum { READ_OK = 10, READ_DENIED = 11 };
+
+/* A reader running as user nobody forks a target, also nobody, which writes a
+ * marker derived from its pid, is dumpable like any process of that user and,
+ * if `harden`, calls spc_harden_process. The reader then reads the marker
+ * through /proc/<target>/mem (the reader is the target's parent, which Yama's
+ * ptrace_scope 1 allows). Returns the reader's exit status: READ_OK, READ_DENIED
+ * (EACCES, EPERM or EIO), or another value for a failed step. */
+static int read_as_nobody(int harden) {
+    fflush(stdout);
+    pid_t reader = fork();
+    if (reader == 0) {
+        int ready[2], done[2];
+        char c;
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 || geteuid() != 65534) _exit(2);
+        if (pipe(ready) != 0 || pipe(done) != 0) _exit(3);
+        pid_t target = fork();
+        if (target == 0) {
+            for (int i = 0; i < 32; i++) marker[i] = (uint8_t)(getpid() * 7 + i * 13);
+            /* The uid change made it non-dumpable (the kernel's rule); a process started as nobody is dumpable. */
+            if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 || (harden && spc_harden_process() != SPC_OK)) _exit(2);
+            if (write(ready[1], "r", 1) != 1 || read(done[0], &c, 1) != 1) _exit(3); /* alive until read */
+            _exit(0);
+        }
+        if (target < 0 || read(ready[0], &c, 1) != 1) _exit(4);
+        uint8_t want[32], got[32];
+        for (int i = 0; i < 32; i++) want[i] = (uint8_t)(target * 7 + i * 13);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/mem", (int)target);
+        int fd = open(path, O_RDONLY), result;
+        if (fd < 0) {
+            result = errno == EACCES || errno == EPERM ? READ_DENIED : 5;
+        } else {
+            ssize_t n = pread(fd, got, sizeof got, (off_t)(uintptr_t)marker);
+            if (n == (ssize_t)sizeof got) result = memcmp(got, want, sizeof got) == 0 ? READ_OK : 6;
+            else result = n < 0 && (errno == EACCES || errno == EPERM || errno == EIO) ? READ_DENIED : 7;
+            close(fd);
+        }
+        int st = 0;
+        if (write(done[1], "d", 1) != 1 || waitpid(target, &st, 0) != target || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            _exit(8);
+        _exit(result);
+    }
+    int status = 0;
+    if (waitpid(reader, &status, 0) != reader || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+/* spc_harden_process: the process is no longer dumpable and its core limit
+ * is 0 (in a child: test_core_file needs this process's core dumps). As root:
+ * a process of the same, unprivileged user cannot read a hardened process's
+ * memory, and (the control) can read an identical process's that is not. */
+static void test_harden_process(void) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl;
+        if (spc_harden_process() != SPC_OK) _exit(2);
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(3);
+        /* exit, not _exit: coverage counts what this child ran. */
+        exit(getrlimit(RLIMIT_CORE, &rl) == 0 && rl.rlim_cur == 0 && rl.rlim_max == 0 ? 0 : 4);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (geteuid() != 0) {
+        printf("  (same-user memory read skipped: switching to user nobody needs root)\n");
+        return;
+    }
+    int scope = 0;
+    FILE *yama = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (yama != NULL && fscanf(yama, "%d", &scope) != 1) scope = 0;
+    if (yama != NULL) fclose(yama);
+    if (scope >= 2) {
+        printf("  (same-user memory read skipped: Yama ptrace_scope %d lets no user process read another)\n", scope);
+        return;
+    }
+    CHECK_EQ(read_as_nobody(0), READ_OK);
+    CHECK_EQ(read_as_nobody(1), READ_DENIED);
+}
+
 #ifndef UNDER_ASAN
 /* Count the occurrences of `pat` in the file at `path` (-1 if unreadable). */
 static long count_in_file(const char *path, const uint8_t *pat, size_t n) {
@@ -584,6 +670,7 @@ int main(int argc, char **argv) {
     RUN(test_from_utf8);
     RUN(test_fork);
     RUN(test_fork_child_pool);
+    RUN(test_harden_process);
     RUN(test_core_file);
     RUN(test_canary_overflow_aborts);
     RUN(test_smaps_agree);
