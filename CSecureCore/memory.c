@@ -12,6 +12,14 @@
  * Deliberate global state: the pool itself. Locked pages are a per-process
  * resource (RLIMIT_MEMLOCK), so one process-wide pool guarded by one mutex is
  * the honest model of it.
+ *
+ * fork() without exec copies the pool's bookkeeping but not its memory: the
+ * child has no secret-memory mappings (MADV_DONTFORK) and reads zeros in the
+ * anonymous ones (MADV_WIPEONFORK), and holds no mlock. The child handler
+ * below moves every inherited slab to the `inherited` list, where nothing
+ * touches its memory again: buffers in it fail to open with SPC_E_FORKED and
+ * are freed without a wipe, and the last one frees the slab's record (never
+ * its mapping, which may be absent, or replaced by an unrelated one).
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -37,6 +45,7 @@ static const size_t class_stride[CLASS_COUNT] = {128, 256, 512, 1024, 2048};
 
 struct slab {
     struct slab *next;
+    struct slab **home; /* the list the slab is on                       */
     uint8_t *map;       /* start of the mapping (the leading guard page) */
     size_t map_len;     /* guard + data + guard                          */
     uint8_t *data;      /* first data page                               */
@@ -57,6 +66,7 @@ struct spc_buffer {
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 /* lists[pool][class]; index CLASS_COUNT holds dedicated slabs. */
 static struct slab *lists[SPC_POOL_COUNT][CLASS_COUNT + 1];
+static struct slab *inherited; /* a forked child's slabs of its parent */
 static uint8_t canary[CANARY_SIZE];
 static size_t page_size;
 static int ready;
@@ -70,10 +80,29 @@ void spc__fault_after(long n) { fault_countdown = n; }
 int spc__fault(void) { return fault_countdown >= 0 && fault_countdown-- == 0; }
 #endif
 
+static int is_inherited(const struct slab *s) { return s->home == &inherited; }
+
+/* pthread_atfork: the pool is consistent at the fork (no thread is inside it),
+ * and the child gives up its parent's slabs without touching their memory. */
+static void fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
+static void fork_child(void) {
+    for (int p = 0; p < SPC_POOL_COUNT; p++)
+        for (int c = 0; c <= CLASS_COUNT; c++)
+            while (lists[p][c] != NULL) {
+                struct slab *s = lists[p][c];
+                lists[p][c] = s->next;
+                s->next = inherited;
+                s->home = &inherited;
+                inherited = s;
+            }
+    pthread_mutex_unlock(&pool_lock); /* taken by fork_prepare in the forking thread, the child's only one */
+}
+
 int spc_init(void) {
     pthread_mutex_lock(&pool_lock);
     if (!ready) {
-        if (sodium_init() < 0) {
+        if (sodium_init() < 0 || pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
             pthread_mutex_unlock(&pool_lock);
             return SPC_E_INIT;
         }
@@ -193,8 +222,9 @@ static struct slab *slab_with_free_slot(int pool, int c, size_t size) {
     size_t data_len = c < CLASS_COUNT ? page_size : ((size + CANARY_SIZE + page_size - 1) / page_size) * page_size;
     struct slab *s = slab_create(data_len, c < CLASS_COUNT ? class_stride[c] : data_len);
     if (s == NULL) return NULL;
-    s->next = lists[pool][c];
-    lists[pool][c] = s;
+    s->home = &lists[pool][c];
+    s->next = *s->home;
+    *s->home = s;
     return s;
 }
 
@@ -227,29 +257,28 @@ int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) {
 
 int spc_buffer_new(size_t size, spc_buffer **out) { return spc__buffer_new_in(SPC_POOL_DATA, size, out); }
 
-static void slab_unlink_and_unmap(struct slab *s) {
-    for (int p = 0; p < SPC_POOL_COUNT; p++)
-        for (int c = 0; c <= CLASS_COUNT; c++)
-            for (struct slab **link = &lists[p][c]; *link != NULL; link = &(*link)->next)
-                if (*link == s) {
-                    *link = s->next;
-                    munmap(s->map, s->map_len);
-                    free(s);
-                    return;
-                }
+/* An inherited slab's mapping is not unmapped: it may be absent or reused. */
+static void slab_release(struct slab *s) {
+    struct slab **link = s->home;
+    while (*link != s) link = &(*link)->next;
+    *link = s->next;
+    if (!is_inherited(s)) munmap(s->map, s->map_len);
+    free(s);
 }
 
 void spc_buffer_free(spc_buffer *b) {
     if (b == NULL) return;
     pthread_mutex_lock(&pool_lock);
     struct slab *s = b->slab;
-    if (slab_open(s) != SPC_OK) abort(); /* cannot wipe: never release a secret unwiped */
-    if (sodium_memcmp(b->ptr + b->size, canary, CANARY_SIZE) != 0) abort(); /* overflow into a secret */
-    sodium_memzero(b->ptr, b->size + CANARY_SIZE);
-    slab_close(s);
+    if (!is_inherited(s)) { /* an inherited slot is absent or zeros: nothing to check or wipe */
+        if (slab_open(s) != SPC_OK) abort(); /* cannot wipe: never release a secret unwiped */
+        if (sodium_memcmp(b->ptr + b->size, canary, CANARY_SIZE) != 0) abort(); /* overflow into a secret */
+        sodium_memzero(b->ptr, b->size + CANARY_SIZE);
+        slab_close(s);
+    }
     s->used_mask &= ~((uint64_t)1 << b->slot);
     /* Keep partly used slabs; unmap empty ones so freed secrets leave no pages behind. */
-    if (--s->used == 0) slab_unlink_and_unmap(s);
+    if (--s->used == 0) slab_release(s);
     pthread_mutex_unlock(&pool_lock);
     free(b);
 }
@@ -258,7 +287,7 @@ size_t spc_buffer_size(const spc_buffer *b) { return b->size; }
 
 unsigned spc_buffer_protection(const spc_buffer *b) {
     pthread_mutex_lock(&pool_lock);
-    unsigned p = b->slab->prot;
+    unsigned p = is_inherited(b->slab) ? 0 : b->slab->prot;
     pthread_mutex_unlock(&pool_lock);
     return p;
 }
@@ -266,7 +295,7 @@ unsigned spc_buffer_protection(const spc_buffer *b) {
 int spc_buffer_open(spc_buffer *b, uint8_t **data) {
     *data = NULL;
     pthread_mutex_lock(&pool_lock);
-    int rc = SPC_FAULT() ? SPC_E_NOMEM : slab_open(b->slab);
+    int rc = is_inherited(b->slab) ? SPC_E_FORKED : SPC_FAULT() ? SPC_E_NOMEM : slab_open(b->slab);
     pthread_mutex_unlock(&pool_lock);
     if (rc == SPC_OK) *data = b->ptr;
     return rc;
@@ -274,7 +303,7 @@ int spc_buffer_open(spc_buffer *b, uint8_t **data) {
 
 void spc_buffer_close(spc_buffer *b) {
     pthread_mutex_lock(&pool_lock);
-    slab_close(b->slab);
+    if (!is_inherited(b->slab)) slab_close(b->slab);
     pthread_mutex_unlock(&pool_lock);
 }
 
@@ -348,6 +377,7 @@ const char *spc_status_name(int status) {
     case SPC_E_KDF_FAILED: return "key derivation failed";
     case SPC_E_AEAD_AUTH: return "authentication failed";
     case SPC_E_UNSUPPORTED: return "not supported here";
+    case SPC_E_FORKED: return "buffer inherited across fork";
     case SPC_E_CRYPTO: return "cryptographic library failure";
     case SPC_E_KEY: return "invalid key";
     default: return "unknown status";

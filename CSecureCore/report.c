@@ -1,4 +1,5 @@
-/* report.c — what protection this machine can give (for `securepin doctor`).
+/* report.c — what protection this machine can give (for `securepin doctor`),
+ * and the process-wide hardening a caller may ask for.
  * Every answer comes from trying the real call, not from version numbers. */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -68,4 +69,14 @@ int spc_machine_report_get(spc_machine_report *out) {
     out->sodium_version = sodium_version_string();
     out->argon2_version = ARGON2_VERSION_NUMBER;
     return SPC_OK;
+}
+
+int spc_harden_process(void) {
+#ifdef __linux__
+    const struct rlimit none = {0, 0};
+    if (setrlimit(RLIMIT_CORE, &none) != 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return SPC_E_UNSUPPORTED;
+    return SPC_OK;
+#else
+    return SPC_E_UNSUPPORTED;
+#endif
 }

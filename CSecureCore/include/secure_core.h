@@ -51,17 +51,41 @@ extern "C" {
 #define SPC_E_KDF_FAILED (-15)     /* the backend failed (e.g. out of memory) */
 #define SPC_E_AEAD_AUTH (-16)      /* authentication failed: wrong key, nonce, data or tag */
 #define SPC_E_UNSUPPORTED (-17)    /* not available on this CPU or build      */
+#define SPC_E_FORKED (-18)         /* a buffer inherited across fork(): see "Fork" */
 
 /* ------------------------------------------------------------------------ */
 /* Library                                                                   */
 /* ------------------------------------------------------------------------ */
 
 /**
- * Initialise libsodium and the secure-page pool. Idempotent, thread-safe.
- * Returns: SPC_OK, or SPC_E_INIT if libsodium cannot initialise (no entropy).
+ * Initialise libsodium and the secure-page pool, and register the pool's
+ * fork handlers (pthread_atfork, once; see "Fork" below). Idempotent,
+ * thread-safe.
+ * Returns: SPC_OK, or SPC_E_INIT if libsodium cannot initialise (no entropy)
+ *          or the fork handlers cannot be registered.
  * Security: never changes process limits (RLIMIT_CORE, RLIMIT_MEMLOCK).
  */
 SPC_MUST_CHECK int spc_init(void);
+
+/**
+ * Harden the whole process as ssh-agent does: setrlimit(RLIMIT_CORE) to 0,
+ * soft and hard, then prctl(PR_SET_DUMPABLE, 0). Linux only; independent of
+ * spc_init().
+ * Effect: the kernel dumps no core of the process (to a file or to a
+ * core_pattern pipe); processes of the same user can no longer ptrace it nor
+ * open its /proc/PID/mem, environ or maps (those files become root's). Root
+ * and CAP_SYS_PTRACE still can: this is no defence against them.
+ * Lifetime: the core limit is inherited by fork() children and across
+ * execve(); the hard limit cannot be raised again without CAP_SYS_RESOURCE.
+ * Non-dumpability is inherited by fork() children, but any execve() resets
+ * it (to 1 for an ordinary program) and so does a change of effective or
+ * filesystem uid/gid (to fs.suid_dumpable, normally 0): call this after
+ * dropping privileges, in the process that holds the secrets.
+ * Returns: SPC_OK; SPC_E_UNSUPPORTED when the kernel refuses either call
+ *          (a core limit already set stays) and, changing nothing, on
+ *          systems other than Linux.
+ */
+SPC_MUST_CHECK int spc_harden_process(void);
 
 /** Fill `buf` with `len` bytes from the operating system's CSPRNG (for
  * public values: salts, nonces). Aborts if spc_init() has not succeeded. */
@@ -84,7 +108,8 @@ const char *spc_status_name(int status);
 #define SPC_PROT_GUARDPAGES 0x20  /* no-access pages before and after the slab        */
 #define SPC_PROT_NOACCESS_IDLE 0x40 /* pages are PROT_NONE while no object is open   */
 
-/** Pool statistics (for diagnostics and tests). */
+/** Pool statistics (for diagnostics and tests). A forked child's counts
+ * leave out the slabs it inherited (see "Fork"). */
 typedef struct spc_pool_stats {
     size_t slabs;          /* mappings currently held by the pool            */
     size_t slabs_locked;   /* of which locked (mlock or secretmem)           */
@@ -128,10 +153,31 @@ typedef struct spc_buffer spc_buffer;
  */
 SPC_MUST_CHECK SPC_NONNULL(2) int spc_buffer_new(size_t size, spc_buffer **out);
 
+/*
+ * Fork. A child made by fork() without exec has none of its parent's secrets:
+ * secret memory is not mapped in it, anonymous pool pages read as zeros and
+ * nothing is locked. Buffers it inherited are handles to memory it does not
+ * have, and the child may only:
+ *  - spc_buffer_free() them: releases the handle without reading, wiping or
+ *    unmapping anything (safe, never aborts);
+ *  - ask spc_buffer_size(); spc_buffer_protection() says 0 (nothing holds);
+ *  - call anything that opens them: it returns SPC_E_FORKED and changes
+ *    nothing (spc_buffer_close() is a no-op for them).
+ * Inherited passwords likewise: spc_password_free() releases them, the
+ * length is kept, the protection is 0, and every call that reads or edits
+ * the content returns SPC_E_FORKED (after its argument checks).
+ * New buffers in the child get new slabs, protected and reported as in any
+ * process. The inherited slabs' address ranges stay reserved in the child,
+ * untouched (guard pages, zero pages: no memory used, nothing locked); their
+ * records are freed with their last inherited buffer. The handlers run for
+ * fork(); a raw clone() or _Fork() bypasses them and is not supported.
+ */
+
 /**
  * Wipe and release a buffer. NULL is accepted and ignored. Aborts the
  * process if the slot's canary was overwritten (a heap overflow into a secret
- * must never be survived silently).
+ * must never be survived silently). A buffer inherited across fork() is
+ * released without touching its memory (see "Fork").
  * Security: the slot is zeroed before the slot returns to the pool; a slab
  * whose last slot is freed is unmapped.
  */
@@ -140,17 +186,20 @@ void spc_buffer_free(spc_buffer *buf);
 /** Size in bytes (not secret). */
 SPC_NONNULL(1) size_t spc_buffer_size(const spc_buffer *buf);
 
-/** Protection bits actually obtained for this buffer (SPC_PROT_*). */
+/** Protection bits actually obtained for this buffer (SPC_PROT_*); 0 for a
+ * buffer inherited across fork(). */
 SPC_NONNULL(1) unsigned spc_buffer_protection(const spc_buffer *buf);
 
 /**
  * Make the buffer readable and writable and return its address. Opens nest;
  * every open must be paired with spc_buffer_close().
- * Returns: SPC_OK; SPC_E_NOMEM if mprotect fails.
+ * Returns: SPC_OK; SPC_E_NOMEM if mprotect fails; SPC_E_FORKED for a buffer
+ *          inherited across fork() (as does every call that opens one).
  */
 SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_buffer_open(spc_buffer *buf, uint8_t **data);
 
-/** End an open. The pages return to no-access when nothing in them is open. */
+/** End an open. The pages return to no-access when nothing in them is open.
+ * No effect on a buffer inherited across fork(). */
 SPC_NONNULL(1) void spc_buffer_close(spc_buffer *buf);
 
 /**

@@ -4,12 +4,15 @@
 #include "secure_core.h"
 #include "check.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -281,6 +284,222 @@ static void test_fork(void) {
     spc_buffer_free(b);
 }
 
+/* Check the report `prot` against the kernel's own record (VmFlags in
+ * /proc/self/smaps) of the mapping that holds `p`; 0 if there is none. */
+static int smaps_agree(const void *p, unsigned prot) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    CHECK(f != NULL);
+    if (f == NULL) return 0;
+    char line[512];
+    int in_range = 0, found = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') == line + strcspn(line, "-")) {
+            in_range = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (in_range && strncmp(line, "VmFlags:", 8) == 0) {
+            found = 1;
+            CHECK(((prot & SPC_PROT_LOCKED) != 0) == (strstr(line, " lo") != NULL));
+            CHECK(((prot & SPC_PROT_DONTDUMP) != 0) == (strstr(line, " dd") != NULL));
+            CHECK(((prot & SPC_PROT_WIPEONFORK) != 0) == (strstr(line, " wf") != NULL));
+            CHECK(((prot & SPC_PROT_DONTFORK) != 0) == (strstr(line, " dc") != NULL));
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Fill a buffer with `byte`, or check that it holds only `byte`. */
+static int fill(spc_buffer *b, uint8_t byte) {
+    uint8_t *p;
+    if (spc_buffer_open(b, &p) != SPC_OK) return 0;
+    memset(p, byte, spc_buffer_size(b));
+    spc_buffer_close(b);
+    return 1;
+}
+static int holds(spc_buffer *b, uint8_t byte) {
+    uint8_t *p;
+    if (spc_buffer_open(b, &p) != SPC_OK) return 0;
+    int ok = 1;
+    for (size_t i = 0; i < spc_buffer_size(b); i++) ok &= p[i] == byte;
+    spc_buffer_close(b);
+    return ok;
+}
+
+/* The child's half of test_fork_child_pool; returns its exit status. */
+static int fork_child_pool(spc_buffer *small, spc_buffer *large, spc_password *pw, unsigned small_prot,
+                           unsigned large_prot) {
+    int before = check_failed;
+    spc_pool_stats st;
+    uint8_t *p = (uint8_t *)1;
+    /* The inherited handles: no memory behind them, and every call says so. */
+    CHECK_EQ(spc_pool_stats_get(&st), SPC_OK);
+    CHECK_EQ(st.slabs, 0);
+    CHECK_EQ(st.slots_in_use, 0);
+    CHECK_EQ(spc_buffer_protection(small), 0);
+    CHECK_EQ(spc_buffer_open(small, &p), SPC_E_FORKED);
+    CHECK(p == NULL);
+    CHECK_EQ(spc_buffer_randomize(large), SPC_E_FORKED);
+    CHECK_EQ(spc_buffer_equal(small, small), SPC_E_FORKED);
+    spc_buffer_close(small); /* the parent's open, inherited: no effect */
+    CHECK_EQ(spc_password_add(pw, '0'), SPC_E_FORKED);
+    spc_buffer *revealed = (spc_buffer *)1;
+    size_t revealed_len;
+    CHECK_EQ(spc_password_reveal(pw, &revealed, &revealed_len), SPC_E_FORKED);
+    CHECK(revealed == NULL);
+    CHECK_EQ(spc_password_length(pw), 4);
+    CHECK_EQ(spc_password_protection(pw), 0);
+    /* New buffers get new slabs, as protected as the parent's and reported truthfully. */
+    spc_buffer *a, *b, *big;
+    if (spc_buffer_new(48, &a) != SPC_OK || spc_buffer_new(48, &b) != SPC_OK || spc_buffer_new(100000, &big) != SPC_OK)
+        return 2;
+    CHECK_EQ(spc_buffer_protection(a), small_prot);
+    CHECK_EQ(spc_buffer_protection(big), large_prot);
+    CHECK(fill(a, 0x77) && holds(a, 0x77));
+    CHECK(fill(big, 0x78) && holds(big, 0x78));
+    CHECK_EQ(spc_buffer_randomize(b), SPC_OK);
+    CHECK_EQ(spc_buffer_equal(a, b), 0);
+    CHECK(holds(a, 0x77));
+    if (spc_buffer_open(a, &p) != SPC_OK) return 3;
+    CHECK(smaps_agree(p, spc_buffer_protection(a)));
+    spc_buffer_close(a);
+    if (spc_buffer_open(big, &p) != SPC_OK) return 3;
+    CHECK(smaps_agree(p, spc_buffer_protection(big)));
+    spc_buffer_close(big);
+    const uint32_t cps[] = {'9', '1'};
+    spc_password *fresh = make(cps, 2);
+    CHECK(reveals_as(fresh, cps, 2));
+    /* Releasing the inherited handles neither aborts nor disturbs the new buffers. */
+    spc_buffer_free(small);
+    spc_buffer_free(large);
+    spc_password_free(pw);
+    CHECK(holds(a, 0x77) && holds(big, 0x78));
+    CHECK(reveals_as(fresh, cps, 2));
+    CHECK_EQ(spc_pool_stats_get(&st), SPC_OK);
+    CHECK_EQ(st.slots_in_use, 5);
+    spc_password_free(fresh);
+    spc_buffer_free(a);
+    spc_buffer_free(b);
+    spc_buffer_free(big);
+    CHECK_EQ(spc_pool_stats_get(&st), SPC_OK);
+    CHECK_EQ(st.slabs, 0);
+    return check_failed == before ? 0 : 1;
+}
+
+/* fork() without exec: the child inherits the pool's handles but not its
+ * memory (secret memory is not mapped in it, anonymous pages read zeros). It
+ * must be able to release the inherited ones and get new, truthful buffers;
+ * the parent's buffers are unchanged afterwards. */
+static void test_fork_child_pool(void) {
+    const uint32_t pin[] = {'2', '4', '6', '8'};
+    spc_password *pw = make(pin, 4);
+    spc_buffer *small, *large;
+    REQUIRE_OK(spc_buffer_new(48, &small));
+    REQUIRE_OK(spc_buffer_new(100000, &large));
+    CHECK(fill(small, 0x3C) && fill(large, 0x4D));
+    unsigned small_prot = spc_buffer_protection(small), large_prot = spc_buffer_protection(large);
+    uint8_t *open_at_fork;
+    REQUIRE_OK(spc_buffer_open(small, &open_at_fork));
+    fflush(stdout);
+    pid_t pid = fork();
+    /* exit, not _exit: the child's leak check (ASan, valgrind) and coverage count too. */
+    if (pid == 0) exit(fork_child_pool(small, large, pw, small_prot, large_prot));
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (WIFSIGNALED(status)) fprintf(stderr, "  child killed by signal %d\n", WTERMSIG(status));
+    CHECK_EQ(open_at_fork[0], 0x3C);
+    spc_buffer_close(small);
+    CHECK(holds(small, 0x3C) && holds(large, 0x4D));
+    CHECK(reveals_as(pw, pin, 4));
+    CHECK_EQ(spc_buffer_protection(small), small_prot);
+    spc_password_free(pw);
+    spc_buffer_free(small);
+    spc_buffer_free(large);
+}
+
+/* Written by the target of read_as_nobody; the same address in every fork. */
+static volatile uint8_t marker[32];
+enum { READ_OK = 10, READ_DENIED = 11 };
+
+/* A reader running as user nobody forks a target, also nobody, which writes a
+ * marker derived from its pid, is dumpable like any process of that user and,
+ * if `harden`, calls spc_harden_process. The reader then reads the marker
+ * through /proc/<target>/mem (the reader is the target's parent, which Yama's
+ * ptrace_scope 1 allows). Returns the reader's exit status: READ_OK, READ_DENIED
+ * (EACCES, EPERM or EIO), or another value for a failed step. */
+static int read_as_nobody(int harden) {
+    fflush(stdout);
+    pid_t reader = fork();
+    if (reader == 0) {
+        int ready[2], done[2];
+        char c;
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0 || geteuid() != 65534) _exit(2);
+        if (pipe(ready) != 0 || pipe(done) != 0) _exit(3);
+        pid_t target = fork();
+        if (target == 0) {
+            for (int i = 0; i < 32; i++) marker[i] = (uint8_t)(getpid() * 7 + i * 13);
+            /* The uid change made it non-dumpable (the kernel's rule); a process started as nobody is dumpable. */
+            if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 || (harden && spc_harden_process() != SPC_OK)) _exit(2);
+            if (write(ready[1], "r", 1) != 1 || read(done[0], &c, 1) != 1) _exit(3); /* alive until read */
+            _exit(0);
+        }
+        if (target < 0 || read(ready[0], &c, 1) != 1) _exit(4);
+        uint8_t want[32], got[32];
+        for (int i = 0; i < 32; i++) want[i] = (uint8_t)(target * 7 + i * 13);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/mem", (int)target);
+        int fd = open(path, O_RDONLY), result;
+        if (fd < 0) {
+            result = errno == EACCES || errno == EPERM ? READ_DENIED : 5;
+        } else {
+            ssize_t n = pread(fd, got, sizeof got, (off_t)(uintptr_t)marker);
+            if (n == (ssize_t)sizeof got) result = memcmp(got, want, sizeof got) == 0 ? READ_OK : 6;
+            else result = n < 0 && (errno == EACCES || errno == EPERM || errno == EIO) ? READ_DENIED : 7;
+            close(fd);
+        }
+        int st = 0;
+        if (write(done[1], "d", 1) != 1 || waitpid(target, &st, 0) != target || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            _exit(8);
+        _exit(result);
+    }
+    int status = 0;
+    if (waitpid(reader, &status, 0) != reader || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+/* spc_harden_process: the process is no longer dumpable and its core limit
+ * is 0 (in a child: test_core_file needs this process's core dumps). As root:
+ * a process of the same, unprivileged user cannot read a hardened process's
+ * memory, and (the control) can read an identical process's that is not. */
+static void test_harden_process(void) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl;
+        if (spc_harden_process() != SPC_OK) _exit(2);
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(3);
+        /* exit, not _exit: coverage counts what this child ran. */
+        exit(getrlimit(RLIMIT_CORE, &rl) == 0 && rl.rlim_cur == 0 && rl.rlim_max == 0 ? 0 : 4);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (geteuid() != 0) {
+        printf("  (same-user memory read skipped: switching to user nobody needs root)\n");
+        return;
+    }
+    int scope = 0;
+    FILE *yama = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (yama != NULL && fscanf(yama, "%d", &scope) != 1) scope = 0;
+    if (yama != NULL) fclose(yama);
+    if (scope >= 2) {
+        printf("  (same-user memory read skipped: Yama ptrace_scope %d lets no user process read another)\n", scope);
+        return;
+    }
+    CHECK_EQ(read_as_nobody(0), READ_OK);
+    CHECK_EQ(read_as_nobody(1), READ_DENIED);
+}
+
 #ifndef UNDER_ASAN
 /* Count the occurrences of `pat` in the file at `path` (-1 if unreadable). */
 static long count_in_file(const char *path, const uint8_t *pat, size_t n) {
@@ -381,26 +600,7 @@ static void test_smaps_agree(void) {
     REQUIRE_OK(spc_buffer_new(64, &b));
     uint8_t *p;
     REQUIRE_OK(spc_buffer_open(b, &p));
-    unsigned prot = spc_buffer_protection(b);
-    FILE *f = fopen("/proc/self/smaps", "r");
-    CHECK(f != NULL);
-    if (f == NULL) return;
-    char line[512];
-    int in_range = 0, found = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') == line + strcspn(line, "-")) {
-            in_range = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-        } else if (in_range && strncmp(line, "VmFlags:", 8) == 0) {
-            found = 1;
-            CHECK(((prot & SPC_PROT_LOCKED) != 0) == (strstr(line, " lo") != NULL));
-            CHECK(((prot & SPC_PROT_DONTDUMP) != 0) == (strstr(line, " dd") != NULL));
-            CHECK(((prot & SPC_PROT_WIPEONFORK) != 0) == (strstr(line, " wf") != NULL));
-            CHECK(((prot & SPC_PROT_DONTFORK) != 0) == (strstr(line, " dc") != NULL));
-        }
-    }
-    fclose(f);
-    CHECK(found);
+    CHECK(smaps_agree(p, spc_buffer_protection(b)));
     spc_buffer_close(b);
     spc_buffer_free(b);
 }
@@ -424,7 +624,8 @@ static void test_status_names_and_accessors(void) {
     const int statuses[] = {SPC_OK, SPC_E_INIT, SPC_E_NOMEM, SPC_E_ARGUMENT, SPC_E_RANGE, SPC_E_CODEPOINT,
                             SPC_E_TOO_LONG, SPC_E_UTF8, SPC_E_CALLBACK, SPC_E_KDF_ITERATIONS, SPC_E_KDF_MEMORY,
                             SPC_E_KDF_PARALLELISM, SPC_E_KDF_SALT, SPC_E_KDF_OUTPUT, SPC_E_KDF_CEILING,
-                            SPC_E_KDF_FAILED, SPC_E_AEAD_AUTH, SPC_E_UNSUPPORTED, SPC_E_CRYPTO, SPC_E_KEY};
+                            SPC_E_KDF_FAILED, SPC_E_AEAD_AUTH, SPC_E_UNSUPPORTED, SPC_E_FORKED, SPC_E_CRYPTO,
+                            SPC_E_KEY};
     const size_t count = sizeof statuses / sizeof statuses[0];
     for (size_t i = 0; i < count; i++) {
         const char *name = spc_status_name(statuses[i]);
@@ -468,6 +669,8 @@ int main(int argc, char **argv) {
     RUN(test_with_utf8);
     RUN(test_from_utf8);
     RUN(test_fork);
+    RUN(test_fork_child_pool);
+    RUN(test_harden_process);
     RUN(test_core_file);
     RUN(test_canary_overflow_aborts);
     RUN(test_smaps_agree);
