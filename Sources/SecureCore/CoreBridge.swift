@@ -38,6 +38,7 @@ extension SecureCoreError {
         case SPC_E_AEAD_AUTH: self = .authenticationFailed
         case SPC_E_UNSUPPORTED: self = .unsupported
         case SPC_E_KEY: self = .invalidKey
+        case SPC_E_FORKED: self = .inheritedAcrossFork
         case SPC_E_CRYPTO: self = .internalFailure(status: Int(status))
         default: self = .internalFailure(status: Int(status))
         }

@@ -45,6 +45,9 @@ public enum SecureCoreError: Error, Equatable, Sendable {
     case invalidKey
     /// The C core could not initialise (libsodium found no entropy source).
     case initializationFailed
+    /// The object was inherited from the parent across `fork()` without `exec`: its pages are
+    /// absent or zeroed in this process, so it can only be destroyed (which touches nothing).
+    case inheritedAcrossFork
     /// A status the C core documents but this layer did not expect.
     case internalFailure(status: Int)
 }

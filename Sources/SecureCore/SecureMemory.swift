@@ -27,6 +27,22 @@ public enum SecureMemory {
             allocations: s.slots_in_use, lockedBytes: s.locked_bytes)
     }
 
+    /// Hardens the whole process as ssh-agent does: no core dump (the core limit goes to 0,
+    /// soft and hard) and not dumpable, so processes of the same user can no longer ptrace it
+    /// or read its `/proc/PID/mem`. Call it once, early, in any process that will hold secrets
+    /// (`securepin` does, for every command); Argon2id's work memory from libsodium is ordinary
+    /// memory, and this is what keeps it out of core dumps and same-user memory reads.
+    ///
+    /// Lasts for the process's life and is inherited by `fork()` children; any `execve` and
+    /// any change of user or group id make the process dumpable again, so call it after
+    /// dropping privileges. Root and `CAP_SYS_PTRACE` are not stopped. Does not lock memory
+    /// against swap: that is ``MemoryProtection/locked`` per buffer, or encrypted swap.
+    /// - Throws: ``SecureCoreError/unsupported`` when the kernel refuses (a core limit already
+    ///   lowered stays lowered), and on systems other than Linux.
+    public static func hardenProcess() throws(SecureCoreError) {
+        try check(spc_harden_process())
+    }
+
     /// Turns `memfd_secret` backing on or off for slabs created from now on.
     /// Secret memory is on by default where the kernel offers it; turn it off
     /// for a process that must hibernate, or to test the fallback path.

@@ -1,5 +1,7 @@
 // securepin: the command-line face of SecurePIN. It parses arguments and
 // calls the modules; no logic of its own lives here.
+import SecureCore
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -19,6 +21,14 @@ let usage = """
 
     Exit codes: 0 success, 1 wrong PIN or failure, 2 usage error or bad input, 3 locked.
     """
+
+// Every command may hold a PIN, a key or an Argon2 matrix: no core dump, no same-user
+// /proc/PID/mem, for the whole life of the process.
+do {
+    try SecureMemory.hardenProcess()
+} catch {
+    CLI.printError("securepin: warning: this process could not be made non-dumpable; a core dump may hold secrets")
+}
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 let command = arguments.isEmpty ? "" : arguments.removeFirst()

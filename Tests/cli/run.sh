@@ -156,6 +156,31 @@ sleep 0.3
 [[ -z $(ls -A "$work/demo-tmp") ]] && ! pgrep -f "server --port 0 --db $scratch" >/dev/null
 check "demo interrupted: exit 130, scratch directory and its server gone" 130 $code $?
 
+# Every securepin process is non-dumpable with a core limit of 0 (review M3): another process of
+# the same (non-root) user cannot read its memory or environment; a control process of that
+# user can be read, so the check cannot pass by reading nothing.
+if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
+    as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+    nobody_dir=$(mktemp -d) && chmod 777 "$nobody_dir"
+    "${as_nobody[@]}" "$B" server --port 0 --db "$nobody_dir/s.sqlite" >"$nobody_dir/out" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 1 100); do grep -q "listening" "$nobody_dir/out" && break; sleep 0.1; done
+    "${as_nobody[@]}" sleep 30 &
+    control_pid=$!
+    sleep 0.2
+    "${as_nobody[@]}" cat "/proc/$control_pid/environ" >/dev/null 2>&1
+    control=$?
+    "${as_nobody[@]}" cat "/proc/$server_pid/environ" >/dev/null 2>&1
+    hardened=$?
+    [[ $control == 0 && $hardened != 0 ]] && grep -Eq '^Max core file size +0 +0 ' "/proc/$server_pid/limits"
+    check "securepin server is non-dumpable with no core limit (same-user read refused)" 0 0 $?
+    kill $server_pid $control_pid 2>/dev/null
+    wait $server_pid $control_pid 2>/dev/null
+    rm -rf "$nobody_dir"
+else
+    echo "skipped: non-dumpable check (needs root and setpriv)"
+fi
+
 # usage errors.
 "$B" bogus >/dev/null 2>&1
 check "unknown command -> 2" 2 $?
