@@ -26,7 +26,7 @@ APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-li
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit audit-quick \
-        audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-sloc \
+        audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-sloc \
         fuzz fuzz-smoke fuzz-build format clean
 
 run: deps build
@@ -149,9 +149,9 @@ VALGRIND         := valgrind --error-exitcode=1 --leak-check=full --show-leak-ki
 CTGRIND_SUPP     := CSecureCore/tests/ctgrind.supp
 HARDEN_CFLAGS    := -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 
-audit: audit-valgrind audit-ctgrind audit-coverage audit-hardening-release audit-sloc
+audit: audit-valgrind audit-ctgrind audit-coverage audit-hardening-release audit-wipes audit-sloc
 
-audit-quick: audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-sloc
+audit-quick: audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-wipes audit-sloc
 
 ## audit-valgrind: the C tests under valgrind memcheck, with and without secret memory.
 audit-valgrind: deps $(foreach t,$(C_TESTS),$(C_TEST_DIR)/test_$(t))
@@ -221,6 +221,13 @@ audit-hardening: deps
 audit-hardening-release: deps
 	$(SWIFT) build -c release --product securepin
 	Tests/Audit/check-hardening.sh $(SWIFT_BUILD_PATH) release securepin
+
+## audit-wipes: in the optimised securepin, the wipes of plain locals that held a secret are still
+## calls (a plain `x = 0` before the end of scope is a dead store the optimiser deletes).
+audit-wipes: deps
+	$(SWIFT) build -c release --product securepin
+	@mkdir -p $(BUILD_DIR)/test-logs
+	Tests/Audit/check-wipes.sh $(SWIFT_BUILD_PATH)/release/securepin | tee $(BUILD_DIR)/test-logs/audit-wipes.log
 
 ## audit-sloc: size of the audited core (a budget, reported honestly, not a gate).
 audit-sloc:

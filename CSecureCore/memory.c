@@ -332,6 +332,10 @@ int spc_buffer_equal(spc_buffer *a, spc_buffer *b) {
     return eq;
 }
 
+void spc_wipe(void *p, size_t len) {
+    if (len > 0) sodium_memzero(p, len);
+}
+
 int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len) {
     if (len == 0) return 1;
     if (a == NULL || b == NULL) return SPC_E_ARGUMENT;

@@ -226,6 +226,15 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_buffer_equal(spc_buffer *a, spc_buffer 
  */
 SPC_MUST_CHECK int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len);
 
+/**
+ * Zero `len` bytes at `p` (sodium_memzero) in a way no optimiser removes:
+ * for the caller's own stack or heap copies of a secret (a byte just read, a
+ * decoder's partial code point). NULL is accepted when `len` is 0.
+ * Security: the store always happens, whatever the caller does next; it
+ * cannot reach copies the compiler kept in registers or spilled elsewhere.
+ */
+void spc_wipe(void *p, size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* Passwords                                                                 */
 /* ------------------------------------------------------------------------ */

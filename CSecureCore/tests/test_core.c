@@ -108,6 +108,18 @@ static void test_bytes_equal(void) {
     CHECK_EQ(spc_bytes_equal(a, NULL, 1), SPC_E_ARGUMENT);
 }
 
+static void test_wipe(void) {
+    uint8_t block[67];
+    memset(block, 0xA5, sizeof block);
+    spc_wipe(block + 1, 65); /* an odd start and length: no alignment assumed */
+    CHECK_EQ(block[0], 0xA5);
+    CHECK_EQ(block[66], 0xA5);
+    int zero = 1;
+    for (size_t i = 1; i < 66; i++) zero &= block[i] == 0;
+    CHECK(zero);
+    spc_wipe(NULL, 0); /* NULL with no length is allowed */
+}
+
 static void test_add_remove_reveal(void) {
     const uint32_t abc[] = {'a', 'b', 'c'};
     spc_password *pw = make(abc, 3);
@@ -661,6 +673,7 @@ int main(int argc, char **argv) {
     printf("secret memory: %s\n", secretmem ? "requested" : "disabled");
     RUN(test_buffer_basics);
     RUN(test_bytes_equal);
+    RUN(test_wipe);
     RUN(test_add_remove_reveal);
     RUN(test_insert_positions);
     RUN(test_code_points);

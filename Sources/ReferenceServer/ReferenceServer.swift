@@ -33,6 +33,8 @@ public final class ReferenceServer: Sendable {
         public var lookAhead: Int
         /// How long a failure block lasts; `nil` (default) until unblocked.
         public var failureBlockDuration: TimeInterval?
+        /// Failed back-office attempts allowed before every back-office request gets 429.
+        public var adminRateLimit = AdminRateLimit()
 
         /// Creates the options.
         /// - Parameters:
@@ -92,7 +94,8 @@ public final class ReferenceServer: Sendable {
         }
         self.activationServer = server
         self.store = store
-        let router = Router(server: server, store: store, gate: try AdminGate(token: options.adminToken))
+        let router = Router(
+            server: server, store: store, gate: try AdminGate(token: options.adminToken, limit: options.adminRateLimit))
         var http = options.http
         // The admin token goes from the request into secure memory, never into a String.
         http.secretHeaders.insert(HTTPHeader.adminToken.lowercased())

@@ -27,6 +27,22 @@ public enum SecureMemory {
             allocations: s.slots_in_use, lockedBytes: s.locked_bytes)
     }
 
+    /// Zeroes memory the caller owns in a way the optimiser cannot remove (`sodium_memzero`
+    /// through the C core): for a plain Swift local that briefly held a secret byte. A
+    /// `defer { byte = 0 }` is a dead store the optimiser may delete; this is not.
+    /// - Parameter bytes: the memory to zero.
+    public static func wipe(_ bytes: UnsafeMutableRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        spc_wipe(base, bytes.count)
+    }
+
+    /// Zeroes a value in place (see ``wipe(_:)-(UnsafeMutableRawBufferPointer)``); afterwards
+    /// it holds all-zero bits.
+    /// - Parameter value: a plain value (an integer, a fixed-size tuple of them).
+    public static func wipe<T: BitwiseCopyable>(_ value: inout T) {
+        withUnsafeMutableBytes(of: &value) { wipe($0) }
+    }
+
     /// Hardens the whole process as ssh-agent does: no core dump (the core limit goes to 0,
     /// soft and hard) and not dumpable, so processes of the same user can no longer ptrace it
     /// or read its `/proc/PID/mem`. Call it once, early, in any process that will hold secrets

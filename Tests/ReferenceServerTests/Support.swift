@@ -69,14 +69,18 @@ struct InProcessServer {
     let backOffice: BackOfficeClient
     var baseURL: String { "http://127.0.0.1:\(server.port ?? 0)" }
 
-    init(directory: String? = nil, maxConnections: Int = 128, adminToken: SecureBytes? = nil) throws {
+    init(
+        directory: String? = nil, maxConnections: Int = 128, adminToken: SecureBytes? = nil,
+        adminRateLimit: AdminRateLimit = AdminRateLimit()
+    ) throws {
         let directory = try directory ?? temporaryDirectory()
         self.directory = directory
         let token = try adminToken ?? AdminToken.random()
-        server = try ReferenceServer(
-            options: ReferenceServer.Options(
-                databasePath: directory + "/server.sqlite", adminToken: token,
-                http: .init(maximumConnections: maxConnections)))
+        var options = ReferenceServer.Options(
+            databasePath: directory + "/server.sqlite", adminToken: token,
+            http: .init(maximumConnections: maxConnections))
+        options.adminRateLimit = adminRateLimit
+        server = try ReferenceServer(options: options)
         try server.start()
         backOffice = try BackOfficeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port ?? 0)")!, token: token)
     }

@@ -36,6 +36,7 @@ public struct DescriptorPasswordReader: Sendable {
     ///   (ill-formed UTF-8), ``PinEntryError/tooLong(maximum:)``,
     ///   ``PinEntryError/tooShort(minimum:)``, ``PinEntryError/readFailed(errno:)``,
     ///   ``PinEntryError/secureMemory(_:)``.
+    @inline(never)  // one symbol, so the release audit can see its wipes (make audit-wipes)
     public func readPassword() throws(PinEntryError) -> Password {
         let pin: MutablePassword
         do { pin = try MutablePassword() } catch { throw PinEntryError(error) }
@@ -44,7 +45,8 @@ public struct DescriptorPasswordReader: Sendable {
         defer { decoder.wipe() }
         let policy = format.lengthPolicy
         var byte: UInt8 = 0
-        defer { byte = 0 }
+        // Not `byte = 0`: the optimiser deletes that dead store (review L6).
+        defer { SecureMemory.wipe(&byte) }
         reading: while true {
             let count = read(descriptor, &byte, 1)
             if count < 0 {

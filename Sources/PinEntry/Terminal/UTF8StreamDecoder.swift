@@ -1,3 +1,5 @@
+import SecureCore
+
 /// An incremental UTF-8 decoder fed one byte at a time, so input read with
 /// `read(2)` goes straight into a password without ever being gathered in a
 /// buffer. It rejects what the Unicode standard calls ill-formed: stray
@@ -62,7 +64,9 @@ struct UTF8StreamDecoder {
 
     /// Discards a sequence in progress (end of input) and zeroes the state.
     mutating func wipe() {
-        value = 0
+        // Through an opaque call: a plain `value = 0` before the decoder dies is a dead store
+        // the optimiser removes (review L6).
+        SecureMemory.wipe(&value)
         needed = 0
         lowerBound = 0x80
         upperBound = 0xBF
