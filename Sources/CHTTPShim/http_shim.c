@@ -3,6 +3,7 @@
 #include "http_shim.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -20,6 +21,15 @@
  * dropped (so the client can still read its 413) before the connection is cut. */
 #define SPC_HTTP_DISCARD_LIMIT ((size_t)1 << 20)
 
+/* One open connection, tracked for the header deadline. */
+struct tracked_connection {
+    struct tracked_connection *prev, *next;
+    int fd;
+    struct timespec waiting_since; /* accept, or the end of the previous request */
+    bool in_request;               /* headers complete, request not yet finished */
+    bool cut;                      /* shut down by the watchdog */
+};
+
 struct spc_http_server {
     struct MHD_Daemon *daemon;
     spc_http_handler handler;
@@ -28,6 +38,15 @@ struct spc_http_server {
     uint16_t port;
     atomic_uint in_flight;
     atomic_bool stopping;
+    /* Header deadline: every open connection, and a watchdog thread that shuts down those
+     * still sending headers past the deadline. All fields below are under `lock`. */
+    unsigned int header_deadline_seconds;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t watchdog;
+    bool watchdog_running;
+    bool watchdog_stop;
+    struct tracked_connection *connections;
 };
 
 struct spc_http_response {
@@ -177,6 +196,88 @@ static void accept_body(spc_http_server *server, struct request_state *state, co
     state->length += size;
 }
 
+static double seconds_since(const struct timespec *then) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - then->tv_sec) + (double)(now.tv_nsec - then->tv_nsec) / 1e9;
+}
+
+static struct tracked_connection *tracked(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info != NULL ? info->socket_context : NULL;
+}
+
+/* Headers complete (entering = true) or request finished (false): the deadline applies only
+ * between requests and while headers arrive. */
+static void mark_request(spc_http_server *server, struct MHD_Connection *connection, bool entering) {
+    if (server->header_deadline_seconds == 0) return;
+    struct tracked_connection *record = tracked(connection);
+    if (record == NULL) return;
+    pthread_mutex_lock(&server->lock);
+    record->in_request = entering;
+    if (!entering) clock_gettime(CLOCK_MONOTONIC, &record->waiting_since);
+    pthread_mutex_unlock(&server->lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    spc_http_server *server = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct tracked_connection *record = calloc(1, sizeof *record);
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (record == NULL || info == NULL) {
+            /* Untracked: the inactivity timeout still applies. */
+            free(record);
+            *socket_context = NULL;
+            return;
+        }
+        record->fd = info->connect_fd;
+        clock_gettime(CLOCK_MONOTONIC, &record->waiting_since);
+        pthread_mutex_lock(&server->lock);
+        record->next = server->connections;
+        if (server->connections != NULL) server->connections->prev = record;
+        server->connections = record;
+        pthread_mutex_unlock(&server->lock);
+        *socket_context = record;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct tracked_connection *record = *socket_context;
+        if (record == NULL) return;
+        pthread_mutex_lock(&server->lock);
+        if (record->prev != NULL) record->prev->next = record->next;
+        else server->connections = record->next;
+        if (record->next != NULL) record->next->prev = record->prev;
+        pthread_mutex_unlock(&server->lock);
+        free(record);
+        *socket_context = NULL;
+    }
+}
+
+/* Every 250 ms: shut down (not close: the descriptor stays libmicrohttpd's, so it cannot be
+ * reused under it) each connection that has waited for its headers past the deadline. Its
+ * thread then sees the end of the stream and closes it. */
+static void *watchdog(void *cls) {
+    spc_http_server *server = cls;
+    pthread_mutex_lock(&server->lock);
+    while (!server->watchdog_stop) {
+        for (struct tracked_connection *c = server->connections; c != NULL; c = c->next) {
+            if (!c->in_request && !c->cut && seconds_since(&c->waiting_since) >= server->header_deadline_seconds) {
+                c->cut = true;
+                (void)shutdown(c->fd, SHUT_RDWR);
+            }
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 250 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec += 1;
+            until.tv_nsec -= 1000000000L;
+        }
+        (void)pthread_cond_timedwait(&server->wake, &server->lock, &until);
+    }
+    pthread_mutex_unlock(&server->lock);
+    return NULL;
+}
+
 static enum MHD_Result dispatch(spc_http_server *server, struct MHD_Connection *connection, const char *url,
                                 const char *method, const struct request_state *state) {
     struct header_list headers = {0};
@@ -216,6 +317,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         if (state == NULL) return MHD_NO;
         *req_cls = state;
         atomic_fetch_add(&server->in_flight, 1);
+        mark_request(server, connection, true);
         const char *declared = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (declared != NULL) {
             errno = 0;
@@ -241,11 +343,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
                          enum MHD_RequestTerminationCode code) {
-    (void)connection;
     (void)code;
     spc_http_server *server = cls;
     struct request_state *state = *req_cls;
     if (state == NULL) return;
+    mark_request(server, connection, false);
     free(state->body);
     free(state);
     *req_cls = NULL;
@@ -264,6 +366,16 @@ int spc_http_server_start(const spc_http_config *config, spc_http_handler handle
     server->max_body_bytes = config->max_body_bytes;
     atomic_init(&server->in_flight, 0);
     atomic_init(&server->stopping, false);
+    server->header_deadline_seconds = config->header_deadline_seconds;
+    if (pthread_mutex_init(&server->lock, NULL) != 0) {
+        free(server);
+        return SPC_HTTP_E_MEMORY;
+    }
+    if (pthread_cond_init(&server->wake, NULL) != 0) {
+        pthread_mutex_destroy(&server->lock);
+        free(server);
+        return SPC_HTTP_E_MEMORY;
+    }
 
     struct sockaddr_in address;
     memset(&address, 0, sizeof address);
@@ -279,11 +391,25 @@ int spc_http_server_start(const spc_http_config *config, spc_http_handler handle
         flags, config->port, NULL, NULL, on_request, server, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
         MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout_seconds, MHD_OPTION_CONNECTION_LIMIT,
         config->connection_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, server, MHD_OPTION_UNESCAPE_CALLBACK, unescape_keeping_nul, NULL, MHD_OPTION_END);
+        on_completed, server, MHD_OPTION_UNESCAPE_CALLBACK, unescape_keeping_nul, NULL,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, server, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        config->per_address_connection_limit, MHD_OPTION_END);
     if (server->daemon == NULL) {
         *out_errno = errno;
+        pthread_cond_destroy(&server->wake);
+        pthread_mutex_destroy(&server->lock);
         free(server);
         return SPC_HTTP_E_START;
+    }
+    if (server->header_deadline_seconds > 0) {
+        if (pthread_create(&server->watchdog, NULL, watchdog, server) != 0) {
+            MHD_stop_daemon(server->daemon);
+            pthread_cond_destroy(&server->wake);
+            pthread_mutex_destroy(&server->lock);
+            free(server);
+            return SPC_HTTP_E_MEMORY;
+        }
+        server->watchdog_running = true;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
     server->port = info != NULL ? info->port : config->port;
@@ -305,8 +431,17 @@ unsigned int spc_http_server_stop(spc_http_server *server, unsigned int drain_ti
         nanosleep(&step, NULL);
     }
     unsigned int remaining = atomic_load(&server->in_flight);
-    MHD_stop_daemon(server->daemon);
+    MHD_stop_daemon(server->daemon); /* every connection closed: the list is empty */
     if (listener != MHD_INVALID_SOCKET) close(listener);
+    if (server->watchdog_running) {
+        pthread_mutex_lock(&server->lock);
+        server->watchdog_stop = true;
+        pthread_cond_signal(&server->wake);
+        pthread_mutex_unlock(&server->lock);
+        pthread_join(server->watchdog, NULL);
+    }
+    pthread_cond_destroy(&server->wake);
+    pthread_mutex_destroy(&server->lock);
     free(server);
     return remaining;
 }

@@ -16,6 +16,14 @@ extension HTTPServer {
         /// The most simultaneous connections; each is served by its own thread. Further
         /// connections are accepted and closed at once.
         public var maximumConnections: Int
+        /// The most simultaneous connections from one IP address (default 128, half the default total),
+        /// so one client cannot take every slot; 0 turns the limit off.
+        public var maximumConnectionsPerAddress: Int = 128
+        /// Seconds a connection may take to deliver its request line and headers, counted from
+        /// accept or from the end of its previous request, however slowly it trickles them
+        /// (default 10); then it is shut down. The inactivity timeout alone is reset by every
+        /// byte, which is what a slowloris client relies on. 0 turns the deadline off.
+        public var headerDeadlineSeconds: Int = 10
         /// Memory per connection for the request line and headers; larger headers get 431
         /// (libmicrohttpd answers this itself). At least 4 KiB.
         public var maximumHeaderBytes: Int
@@ -33,12 +41,12 @@ extension HTTPServer {
         ///   - port: Port to bind (default 0, ephemeral).
         ///   - maximumBodyBytes: Body limit (default 64 KiB).
         ///   - connectionTimeoutSeconds: Inactivity timeout (default 10 s).
-        ///   - maximumConnections: Connection limit (default 128).
+        ///   - maximumConnections: Connection limit (default 256).
         ///   - maximumHeaderBytes: Request line and header memory (default 32 KiB).
         ///   - drainTimeout: Graceful-stop wait (default 10 s).
         public init(
             host: String = "127.0.0.1", port: UInt16 = 0, maximumBodyBytes: Int = 64 * 1024,
-            connectionTimeoutSeconds: Int = 10, maximumConnections: Int = 128, maximumHeaderBytes: Int = 32 * 1024,
+            connectionTimeoutSeconds: Int = 10, maximumConnections: Int = 256, maximumHeaderBytes: Int = 32 * 1024,
             drainTimeout: Duration = .seconds(10)
         ) {
             self.host = host

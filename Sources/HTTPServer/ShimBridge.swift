@@ -47,12 +47,20 @@ enum ShimBridge {
         guard (4096...(16 << 20)).contains(configuration.maximumHeaderBytes) else {
             throw .invalidConfiguration("maximumHeaderBytes must be 4 KiB...16 MiB")
         }
+        guard (0...65_536).contains(configuration.maximumConnectionsPerAddress) else {
+            throw .invalidConfiguration("maximumConnectionsPerAddress must be 0...65536")
+        }
+        guard (0...86_400).contains(configuration.headerDeadlineSeconds) else {
+            throw .invalidConfiguration("headerDeadlineSeconds must be 0...86400")
+        }
         var config = spc_http_config(
             ipv4_address: address.s_addr, port: configuration.port,
             max_body_bytes: configuration.maximumBodyBytes,
             connection_timeout_seconds: UInt32(configuration.connectionTimeoutSeconds),
             connection_limit: UInt32(configuration.maximumConnections),
-            connection_memory_limit: configuration.maximumHeaderBytes)
+            connection_memory_limit: configuration.maximumHeaderBytes,
+            header_deadline_seconds: UInt32(configuration.headerDeadlineSeconds),
+            per_address_connection_limit: UInt32(configuration.maximumConnectionsPerAddress))
         let context = Unmanaged.passRetained(box)
         var server: OpaquePointer?
         var startErrno: Int32 = 0

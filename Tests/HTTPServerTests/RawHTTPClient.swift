@@ -22,10 +22,23 @@ struct RawResponse {
 /// the bytes they mean (garbage, chunked bodies, oversized declarations). Every read is
 /// bounded by a receive timeout.
 enum RawHTTPClient {
-    /// Connects to 127.0.0.1:port.
-    static func connect(port: Int, timeoutSeconds: Int = 10) throws -> Int32 {
+    /// Connects to 127.0.0.1:port, from `source` (another loopback address stands for another client).
+    static func connect(port: Int, timeoutSeconds: Int = 10, source: String = "127.0.0.1") throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SocketFailure(step: "socket", code: errno) }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw SocketFailure(step: "bind", code: code)
+        }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

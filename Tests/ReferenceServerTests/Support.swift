@@ -70,7 +70,7 @@ struct InProcessServer {
     var baseURL: String { "http://127.0.0.1:\(server.port ?? 0)" }
 
     init(
-        directory: String? = nil, maxConnections: Int = 128, adminToken: SecureBytes? = nil,
+        directory: String? = nil, maxConnections: Int = 256, adminToken: SecureBytes? = nil,
         adminRateLimit: AdminRateLimit = AdminRateLimit()
     ) throws {
         let directory = try directory ?? temporaryDirectory()

@@ -73,6 +73,14 @@ typedef struct spc_http_config {
     unsigned int connection_limit;
     /** Per-connection memory for the request line and headers (0: libmicrohttpd's default, 32 KiB). */
     size_t connection_memory_limit;
+    /**
+     * Seconds a connection may take from accept (or from the end of its previous request) to
+     * the end of its request headers, however it trickles them; then it is shut down (0: no
+     * deadline). Against slowloris: an inactivity timeout alone is reset by every byte.
+     */
+    unsigned int header_deadline_seconds;
+    /** Most simultaneous connections from one IP address (0: no per-address limit). */
+    unsigned int per_address_connection_limit;
 } spc_http_config;
 
 /**
