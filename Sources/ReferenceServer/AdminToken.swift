@@ -20,15 +20,14 @@ public enum AdminToken {
     /// - Returns: the token.
     /// - Throws: ``ReferenceServerError/invalidConfiguration(reason:)`` when secure memory fails.
     public static func random() throws(ReferenceServerError) -> SecureBytes {
-        let digits = Array("0123456789abcdef".utf8)
         do {
             let raw = try SecureBytes.random(count: 32)
             let token = try SecureBytes(count: 64)
             try raw.withUnsafeBytes { source in
                 try token.withUnsafeMutableBytes { target in
                     for (i, byte) in source.enumerated() {
-                        target[2 * i] = digits[Int(byte >> 4)]
-                        target[2 * i + 1] = digits[Int(byte & 0x0f)]
+                        target[2 * i] = ConstantTimeEncoding.hexDigit(byte >> 4)
+                        target[2 * i + 1] = ConstantTimeEncoding.hexDigit(byte & 0x0f)
                     }
                 }
             }

@@ -73,32 +73,30 @@ enum SecureIO {
 
     enum Encoding { case hex, base64NoPadding }
 
+    /// Lower-case hex; digits computed with masks, never looked up by a secret nibble.
     static func hex(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
-        let digits: StaticString = "0123456789abcdef"
-        digits.withUTF8Buffer { d in
-            for (i, byte) in input.enumerated() {
-                output[2 * i] = d[Int(byte >> 4)]
-                output[2 * i + 1] = d[Int(byte & 0x0F)]
-            }
+        for (i, byte) in input.enumerated() {
+            output[2 * i] = ConstantTimeEncoding.hexDigit(byte >> 4)
+            output[2 * i + 1] = ConstantTimeEncoding.hexDigit(byte & 0x0F)
         }
     }
 
-    /// Standard Base64 alphabet without padding (as in PHC strings).
+    /// Standard Base64 alphabet without padding (as in PHC strings); characters computed with
+    /// masks, never looked up by a secret sextet. Branches depend on lengths only.
     static func base64(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
-        let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-        alphabet.withUTF8Buffer { a in
-            var o = 0
-            var i = 0
-            while i < input.count {
-                let b0 = UInt32(input[i])
-                let b1 = i + 1 < input.count ? UInt32(input[i + 1]) : 0
-                let b2 = i + 2 < input.count ? UInt32(input[i + 2]) : 0
-                let v = b0 << 16 | b1 << 8 | b2
-                let produced = min(4, (input.count - i) * 4 / 3 + ((input.count - i) * 4 % 3 == 0 ? 0 : 1))
-                for k in 0..<produced { output[o + k] = a[Int((v >> (18 - 6 * UInt32(k))) & 0x3F)] }
-                o += produced
-                i += 3
+        var o = 0
+        var i = 0
+        while i < input.count {
+            let b0 = UInt32(input[i])
+            let b1 = i + 1 < input.count ? UInt32(input[i + 1]) : 0
+            let b2 = i + 2 < input.count ? UInt32(input[i + 2]) : 0
+            let v = b0 << 16 | b1 << 8 | b2
+            let produced = min(4, (input.count - i) * 4 / 3 + ((input.count - i) * 4 % 3 == 0 ? 0 : 1))
+            for k in 0..<produced {
+                output[o + k] = ConstantTimeEncoding.base64Character(UInt8((v >> (18 - 6 * UInt32(k))) & 0x3F))
             }
+            o += produced
+            i += 3
         }
     }
 }
