@@ -1,5 +1,10 @@
 import SecureCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 #if canImport(Dispatch)
     import Dispatch
 #endif
@@ -96,19 +101,27 @@ public struct PinVault: Sendable {
         try vault.directory.prepare()
         try vault.directory.locked { () throws(VaultError) in
             guard !vault.directory.exists else { throw .alreadyExists }
+            // A key file without a vault file is what an interrupted create leaves: destroy it.
+            try KeyFile.overwriteInPlace(vault.directory.file(KeyFile.name), name: "key file")
+            unlink(vault.directory.file(KeyFile.name))
+            // The key file first, then the record: a vault file never exists without either.
+            try vault.directory.keyFile.create()
+            try vault.directory.syncDirectory()
+            let half = try vault.directory.keyFile.half(0)
+            defer { half.destroy() }
             let vaultID = try core { try SecureRandom.bytes(count: 16) }
             let dataKey = try core { try SecureBytes.random(count: 32) }
             defer { dataKey.destroy() }
-            var file = VaultFile(vaultID: vaultID, policy: policy, slots: [], payloadNonce: [], payloadCiphertext: [])
-            file.slots = [try vault.makePINSlot(pin: pin, dataKey: dataKey, parameters: parameters, file: file)]
-            let box = try core { try AEAD.seal(secret, using: dataKey, associatedData: file.payloadAssociatedData) }
-            file.payloadNonce = box.nonce
-            file.payloadCiphertext = box.ciphertext
-            // The record first: a vault file never exists without its counter.
+            var file = VaultFile(
+                vaultID: vaultID, policy: policy, keyHalf: 0, slots: [], payloadNonce: [], payloadCiphertext: [])
+            file.slots = [
+                try vault.makePINSlot(pin: pin, dataKey: dataKey, parameters: parameters, file: file, half: half)
+            ]
+            try vault.seal(secret, into: &file, dataKey: dataKey)
             try vault.directory.writeFile(
                 VaultDirectory.recordName,
                 try core { try FailureRecord.fresh(vaultID: vaultID, clock: options.clock).encode() })
-            try vault.directory.writeFile(VaultDirectory.vaultName, try core { try file.encode() })
+            try vault.writeVault(file, half: half)
         }
         return vault
     }
@@ -135,10 +148,15 @@ public struct PinVault: Sendable {
         return try body(secret)
     }
 
-    /// Changes the PIN: the old PIN opens the data key, a new slot (new salt)
-    /// is written beside the old one and verified to open from disk, and only
-    /// then is the old slot removed. A crash at any point leaves a vault that
-    /// opens with the old or the new PIN.
+    /// Changes the PIN and every key behind it: the old PIN opens the vault;
+    /// a fresh half of the key file is written in place; a new vault file
+    /// with a fresh data key, the secret sealed anew and a new PIN slot (new
+    /// salt) bound to that half replaces the old file and is verified to open
+    /// from disk; only then is the old half destroyed in place, which makes
+    /// every copy of the old file (with the old PIN, slot and data key)
+    /// useless. A crash at any point leaves a vault that opens with the old
+    /// or the new PIN. A biometric slot is re-created with a new key when an
+    /// ``Options/authenticator`` is available, and removed otherwise.
     /// - Parameters:
     ///   - old: the current PIN (a wrong one is counted like an unlock).
     ///   - new: the new PIN.
@@ -146,28 +164,48 @@ public struct PinVault: Sendable {
     /// - Throws: as ``unlock(pin:_:)``, plus the parameter errors of ``create(at:secret:pin:policy:parameters:options:)``.
     public func changePIN(old: Password, new: Password, parameters: Argon2id.Parameters? = nil) throws(VaultError) {
         try directory.locked { () throws(VaultError) in
-            let (file, dataKey, opened) = try openDataKey(pin: old)
-            defer { dataKey.destroy() }
+            let (file, oldDataKey, opened) = try openDataKey(pin: old)
+            defer { oldDataKey.destroy() }
             let newParameters = parameters ?? opened.parameters
             try VaultFile.checkBounds(newParameters, floor: options.floor, limits: options.limits)
-            let newSlot = try makePINSlot(pin: new, dataKey: dataKey, parameters: newParameters, file: file)
-            var withBoth = file
-            withBoth.slots.append(newSlot)
-            try directory.writeFile(VaultDirectory.vaultName, try core { try withBoth.encode() })
+            let secret = try openPayload(file, dataKey: oldDataKey)
+            defer { secret.destroy() }
+            // The half the current file does not use: writing it cannot hurt the current file.
+            let newHalfIndex: UInt8 = 1 - file.keyHalf
+            let half = try directory.keyFile.renewHalf(newHalfIndex)
+            defer { half.destroy() }
+            let dataKey = try core { try SecureBytes.random(count: 32) }
+            defer { dataKey.destroy() }
+            var updated = file
+            updated.keyHalf = newHalfIndex
+            let newSlot = try makePINSlot(
+                pin: new, dataKey: dataKey, parameters: newParameters, file: updated, half: half)
+            updated.slots = [newSlot]
+            if let biometric = file.slots.first(where: { $0.type == .biometric }),
+                let authenticator = options.authenticator, authenticator.systemStatus == .available
+            {
+                updated.slots.append(
+                    try makeBiometricSlot(
+                        fingerprint: biometric.biometricFingerprint, dataKey: dataKey, file: updated, half: half,
+                        authenticator: authenticator))
+            } else if file.slots.contains(where: { $0.type == .biometric }) {
+                options.authenticator?.deleteKey(account: biometricAccount(file))
+            }
+            try seal(secret, into: &updated, dataKey: dataKey)
+            try writeVault(updated, half: half)
             options.observer?(.pinChangeNewSlotWritten)
-            // Verify from disk before the old slot goes.
+            // Verify from disk before the old half goes.
             let reread = try loadFile()
-            guard let written = reread.slots.last, written == newSlot,
-                let check = try openPINSlot(written, pin: new, file: reread),
-                try core({ try check.isEqual(to: dataKey) })
+            guard reread == updated, let check = try openPINSlot(newSlot, pin: new, file: reread, half: half),
+                try core({ try openPayload(reread, dataKey: check).isEqual(to: secret) })
             else {
-                try directory.writeFile(VaultDirectory.vaultName, try core { try file.encode() })
+                let oldHalf = try directory.keyFile.half(file.keyHalf)
+                defer { oldHalf.destroy() }
+                try writeVault(file, half: oldHalf)
                 throw .damaged(reason: "the new PIN slot did not verify; the old PIN is kept")
             }
             check.destroy()
-            var final = reread
-            final.slots = reread.slots.filter { $0.type != .pin } + [newSlot]
-            try directory.writeFile(VaultDirectory.vaultName, try core { try final.encode() })
+            try directory.keyFile.destroyHalf(file.keyHalf)
             options.observer?(.pinChangeOldSlotRemoved)
         }
     }
@@ -226,8 +264,10 @@ public struct PinVault: Sendable {
         try directory.writeFile(VaultDirectory.recordName, try core { try record.encode() })
         options.observer?(.failureRecorded(Int(record.failures)))
         options.observer?(.derivingKey)
+        let half = try directory.keyFile.half(file.keyHalf)
+        defer { half.destroy() }
         for slot in file.slots where slot.type == .pin {
-            if let dataKey = try openPINSlot(slot, pin: pin, file: file) {
+            if let dataKey = try openPINSlot(slot, pin: pin, file: file, half: half) {
                 try resetFailures(file)
                 return (file, dataKey, slot)
             }
@@ -253,9 +293,49 @@ public struct PinVault: Sendable {
         if delay > 0 { throw .throttled(retryAfterSeconds: delay) }
     }
 
+    /// The vault file, checked (``VaultFile/decode(_:floor:limits:)``) and
+    /// authenticated under its key file before anything is counted or derived.
     func loadFile() throws(VaultError) -> VaultFile {
         guard let bytes = try directory.readFile(VaultDirectory.vaultName) else { throw .notFound }
-        return try VaultFile.decode(bytes, floor: options.floor, limits: options.limits)
+        let (file, mac) = try VaultFile.decode(bytes, floor: options.floor, limits: options.limits)
+        let half = try directory.keyFile.half(file.keyHalf)
+        defer { half.destroy() }
+        let key = try macKey(half: half)
+        defer { key.destroy() }
+        guard try core({ try file.verifyMAC(mac, macKey: key) }) else {
+            throw .damaged(reason: "the vault file does not authenticate under its key file (edited?)")
+        }
+        return file
+    }
+
+    /// Writes the vault file with its MAC under `half`.
+    func writeVault(_ file: VaultFile, half: SecureBytes) throws(VaultError) {
+        let key = try macKey(half: half)
+        defer { key.destroy() }
+        try directory.writeFile(VaultDirectory.vaultName, try core { try file.encode(macKey: key) })
+    }
+
+    /// Writes the vault file with its MAC under the key-file half it names.
+    func writeVault(_ file: VaultFile) throws(VaultError) {
+        let half = try directory.keyFile.half(file.keyHalf)
+        defer { half.destroy() }
+        try writeVault(file, half: half)
+    }
+
+    func macKey(half: SecureBytes) throws(VaultError) -> SecureBytes {
+        try core { try HMACSHA256.deriveKey(label: KeyFile.macLabel, from: [half]) }
+    }
+
+    /// A slot's wrapping key: the KDF output (or biometric key) bound to the key-file half.
+    func slotKey(_ inner: SecureBytes, half: SecureBytes) throws(VaultError) -> SecureBytes {
+        try core { try HMACSHA256.deriveKey(label: KeyFile.slotLabel, from: [half, inner]) }
+    }
+
+    /// Seals `secret` under `dataKey` into the file's payload.
+    func seal(_ secret: SecureBytes, into file: inout VaultFile, dataKey: SecureBytes) throws(VaultError) {
+        let box = try core { try AEAD.seal(secret, using: dataKey, associatedData: file.payloadAssociatedData) }
+        file.payloadNonce = box.nonce
+        file.payloadCiphertext = box.ciphertext
     }
 
     /// The failure record; a record from an earlier boot restarts its delay now.
@@ -273,18 +353,20 @@ public struct PinVault: Sendable {
         return record
     }
 
-    func makePINSlot(pin: Password, dataKey: SecureBytes, parameters: Argon2id.Parameters, file: VaultFile)
-        throws(VaultError) -> VaultFile.Slot
-    {
+    func makePINSlot(
+        pin: Password, dataKey: SecureBytes, parameters: Argon2id.Parameters, file: VaultFile, half: SecureBytes
+    ) throws(VaultError) -> VaultFile.Slot {
         let salt = try core { try SecureRandom.bytes(count: VaultFile.saltSize) }
         var slot = VaultFile.Slot(
             type: .pin, kdf: VaultFile.kdfArgon2id, parameters: parameters,
             flags: options.pepper == nil ? 0 : VaultFile.slotFlagPepper, salt: salt,
             biometricFingerprint: [UInt8](repeating: 0, count: VaultFile.fingerprintSize), nonce: [], wrappedKey: [])
-        let wrapKey = try core {
+        let derived = try core {
             try Argon2id.deriveKey(
                 from: pin, salt: salt, parameters: parameters, pepper: options.pepper, limits: options.limits)
         }
+        defer { derived.destroy() }
+        let wrapKey = try slotKey(derived, half: half)
         defer { wrapKey.destroy() }
         let box = try core { try AEAD.seal(dataKey, using: wrapKey, associatedData: file.slotAssociatedData(slot)) }
         slot.nonce = box.nonce
@@ -293,13 +375,17 @@ public struct PinVault: Sendable {
     }
 
     /// The data key, or nil when the PIN does not open this slot.
-    func openPINSlot(_ slot: VaultFile.Slot, pin: Password, file: VaultFile) throws(VaultError) -> SecureBytes? {
+    func openPINSlot(_ slot: VaultFile.Slot, pin: Password, file: VaultFile, half: SecureBytes) throws(VaultError)
+        -> SecureBytes?
+    {
         let needsPepper = slot.flags & VaultFile.slotFlagPepper != 0
         guard needsPepper == (options.pepper != nil) else { throw .pepperRequired }
-        let wrapKey = try core {
+        let derived = try core {
             try Argon2id.deriveKey(
                 from: pin, salt: slot.salt, parameters: slot.parameters, pepper: options.pepper, limits: options.limits)
         }
+        defer { derived.destroy() }
+        let wrapKey = try slotKey(derived, half: half)
         defer { wrapKey.destroy() }
         return try unwrap(slot, with: wrapKey, file: file)
     }

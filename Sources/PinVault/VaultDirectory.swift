@@ -79,12 +79,22 @@ struct VaultDirectory: Sendable {
         }
     }
 
-    /// Overwrites with zeros, then removes every file and the directory.
+    /// The key file.
+    var keyFile: KeyFile { KeyFile(path: file(KeyFile.name)) }
+
+    /// Destroys the vault so that no copy of it can be opened again: the key
+    /// file first, overwritten in place (every slot key and the file MAC
+    /// depend on it, so this alone makes every old copy of the vault file
+    /// useless), then the vault file and the failure record, overwritten in
+    /// place too (older versions of them, left in freed blocks by earlier
+    /// renames, are beyond reach: the key file is what protects those), then
+    /// the names and the directory.
     func removeAll() throws(VaultError) {
+        try KeyFile.overwriteInPlace(file(KeyFile.name), name: "key file")
         for name in [VaultDirectory.vaultName, VaultDirectory.recordName] {
-            if let bytes = try readFile(name) {
-                try writeFile(name, [UInt8](repeating: 0, count: bytes.count))
-            }
+            try KeyFile.overwriteInPlace(file(name), name: name)
+        }
+        for name in [KeyFile.name, VaultDirectory.vaultName, VaultDirectory.recordName] {
             if unlink(file(name)) != 0 && errno != ENOENT { throw .io(operation: "unlink \(name)", errno: errno) }
         }
         unlink(file(VaultDirectory.lockName))

@@ -180,6 +180,8 @@ enum VaultCommand {
             case .alreadyExists: ("a vault already exists here", 2)
             case .notAVault: ("not a SecurePIN vault file", 2)
             case .newerFormat(let v): ("the vault was written by a newer version (format \(v)); upgrade SecurePIN", 2)
+            case .unsupportedFormat(let v):
+                ("the vault has format \(v), which this version no longer reads; destroy it and create it anew", 2)
             case .damaged(let reason): ("damaged vault: \(reason)", 2)
             case .parametersBelowFloor:
                 ("refused: the vault's key derivation is weaker than the floor (a downgrade?)", 2)
