@@ -99,7 +99,7 @@ public struct PinVault: Sendable {
         }
         try VaultFile.checkBounds(parameters, floor: options.floor, limits: options.limits)
         try vault.directory.prepare()
-        try vault.directory.locked { () throws(VaultError) in
+        try vault.directory.lockedCreatingDirectory { () throws(VaultError) in
             guard !vault.directory.exists else { throw .alreadyExists }
             // A key file without a vault file is what an interrupted create leaves: destroy it.
             try KeyFile.overwriteInPlace(vault.directory.file(KeyFile.name), name: "key file")

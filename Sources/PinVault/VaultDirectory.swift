@@ -28,14 +28,51 @@ struct VaultDirectory: Sendable {
     }
 
     /// Runs `body` holding the exclusive advisory lock.
+    ///
+    /// Destroying a vault unlinks its lock file while holding it, so a
+    /// process that waited on the old file would otherwise "hold" a lock no
+    /// newcomer sees. After `flock` returns, the lock is therefore valid only
+    /// if the name still refers to the locked inode; otherwise it is dropped
+    /// and taken again on the current file (or ``VaultError/notFound`` when
+    /// the directory is gone).
     func locked<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
-        let fd = open(file(VaultDirectory.lockName), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw errno == ENOENT ? .notFound : .io(operation: "open lock", errno: errno) }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw .io(operation: "flock", errno: errno) }
+        let lockPath = file(VaultDirectory.lockName)
+        while true {
+            let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw errno == ENOENT ? .notFound : .io(operation: "open lock", errno: errno) }
+            while flock(fd, LOCK_EX) != 0 {
+                guard errno == EINTR else {
+                    let failure = errno
+                    close(fd)
+                    throw .io(operation: "flock", errno: failure)
+                }
+            }
+            var held = stat()
+            var named = stat()
+            guard fstat(fd, &held) == 0 else {
+                let failure = errno
+                close(fd)
+                throw .io(operation: "fstat lock", errno: failure)
+            }
+            guard stat(lockPath, &named) == 0, named.st_ino == held.st_ino, named.st_dev == held.st_dev else {
+                close(fd)  // unlinked or replaced while we waited: lock the file that is there now
+                continue
+            }
+            defer { close(fd) }
+            return try body()
         }
-        return try body()
+    }
+
+    /// ``locked(_:)`` for a create: when a destroy removed the directory
+    /// while this process waited, the directory is made again and locked anew.
+    func lockedCreatingDirectory<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        while true {
+            do {
+                return try locked(body)
+            } catch .notFound where access(path, F_OK) != 0 {
+                try prepare()
+            }
+        }
     }
 
     /// Reads a whole file, or nil when it does not exist.
