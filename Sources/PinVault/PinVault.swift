@@ -43,6 +43,8 @@ public struct PinVault: Sendable {
         public var authenticator: (any BiometricAuthenticator)?
         /// Told each step of an operation (tests and crash harnesses).
         public var observer: (@Sendable (VaultEvent) -> Void)?
+        /// The system calls of durable writes; tests substitute failures.
+        package var fileSystem: any DurableFileSystem = SystemFileSystem()
 
         /// Creates options; the floor defaults to OWASP's Argon2id minimum.
         public init(
@@ -70,7 +72,7 @@ public struct PinVault: Sendable {
 
     /// Refers to the vault in `directory` (which may not exist yet).
     public init(directory: String, options: Options = Options()) {
-        self.directory = VaultDirectory(path: directory)
+        self.directory = VaultDirectory(path: directory, fileSystem: options.fileSystem)
         self.options = options
     }
 

@@ -15,6 +15,8 @@ struct VaultDirectory: Sendable {
     static let lockName = "lock"
 
     let path: String
+    /// The system calls behind every durable write (tests inject failures).
+    var fileSystem: any DurableFileSystem = SystemFileSystem()
 
     func file(_ name: String) -> String { path + "/" + name }
 
@@ -102,7 +104,7 @@ struct VaultDirectory: Sendable {
     func writeFile(_ name: String, _ bytes: [UInt8]) throws(VaultError) {
         let result: Result<Void, DurableFile.Failure> = bytes.withUnsafeBytes { buffer in
             do throws(DurableFile.Failure) {
-                return .success(try DurableFile.replace(name, in: path, with: buffer))
+                return .success(try DurableFile.replace(name, in: path, with: buffer, fileSystem: fileSystem))
             } catch { return .failure(error) }
         }
         do throws(DurableFile.Failure) { try result.get() } catch {
@@ -111,7 +113,7 @@ struct VaultDirectory: Sendable {
     }
 
     func syncDirectory() throws(VaultError) {
-        do throws(DurableFile.Failure) { try DurableFile.syncDirectory(path) } catch {
+        do throws(DurableFile.Failure) { try DurableFile.syncDirectory(path, fileSystem: fileSystem) } catch {
             throw .io(operation: error.operation, errno: error.errno)
         }
     }
