@@ -194,7 +194,20 @@ public struct PinVault: Sendable {
                 options.authenticator?.deleteKey(account: biometricAccount(file))
             }
             try seal(secret, into: &updated, dataKey: dataKey)
-            try writeVault(updated, half: half)
+            let newBytes = try core { try updated.encode(macKey: try macKey(half: half)) }
+            do throws(VaultDirectory.ReplaceFailure) {
+                try directory.replace(VaultDirectory.vaultName, newBytes)
+            } catch {
+                if error.replaced {
+                    // In place but not durable: put the old file back, so that the failure reported is
+                    // what the directory holds. Both halves stay, so whichever file a crash brings back
+                    // opens with its own PIN.
+                    let oldHalf = try directory.keyFile.half(file.keyHalf)
+                    defer { oldHalf.destroy() }
+                    try? writeVault(file, half: oldHalf)
+                }
+                throw error.error
+            }
             options.observer?(.pinChangeNewSlotWritten)
             // Verify from disk before the old half goes.
             let reread = try loadFile()
@@ -207,7 +220,14 @@ public struct PinVault: Sendable {
                 throw .damaged(reason: "the new PIN slot did not verify; the old PIN is kept")
             }
             check.destroy()
-            try directory.keyFile.destroyHalf(file.keyHalf)
+            do throws(VaultError) { try directory.keyFile.destroyHalf(file.keyHalf) } catch {
+                // The PIN did change; say so, and that the old copies are not yet destroyed.
+                if case .io(let operation, let code) = error {
+                    throw .io(
+                        operation: "\(operation) (the PIN was changed; the old key half is not destroyed)", errno: code)
+                }
+                throw error
+            }
             options.observer?(.pinChangeOldSlotRemoved)
         }
     }

@@ -100,16 +100,46 @@ struct VaultDirectory: Sendable {
         return out
     }
 
-    /// Replaces `name` atomically: a crash leaves either the old or the new file.
-    func writeFile(_ name: String, _ bytes: [UInt8]) throws(VaultError) {
+    /// Why a replacement failed, and whether the new file is already in
+    /// place (the rename happened but could not be made durable).
+    struct ReplaceFailure: Error {
+        let error: VaultError
+        let replaced: Bool
+    }
+
+    /// How often the directory fsync is retried after a rename before the
+    /// replacement is reported as not durable.
+    static let syncRetries = 3
+
+    /// Replaces `name` atomically: a crash leaves either the old or the new
+    /// file. When the rename happened but the directory fsync failed, the
+    /// fsync is retried (the replacement is finished); if it still fails, the
+    /// failure says `replaced`, so the caller can roll back.
+    func replace(_ name: String, _ bytes: [UInt8]) throws(ReplaceFailure) {
         let result: Result<Void, DurableFile.Failure> = bytes.withUnsafeBytes { buffer in
             do throws(DurableFile.Failure) {
                 return .success(try DurableFile.replace(name, in: path, with: buffer, fileSystem: fileSystem))
             } catch { return .failure(error) }
         }
-        do throws(DurableFile.Failure) { try result.get() } catch {
-            throw .io(operation: error.operation, errno: error.errno)
+        guard case .failure(let failure) = result else { return }
+        guard failure.replaced else {
+            throw ReplaceFailure(error: .io(operation: failure.operation, errno: failure.errno), replaced: false)
         }
+        var last = failure
+        for _ in 0..<VaultDirectory.syncRetries {
+            do throws(DurableFile.Failure) {
+                try DurableFile.syncDirectory(path, fileSystem: fileSystem)
+                return
+            } catch { last = error }
+        }
+        throw ReplaceFailure(
+            error: .io(operation: "\(last.operation) after replacing \(name) (not durable)", errno: last.errno),
+            replaced: true)
+    }
+
+    /// ``replace(_:_:)`` for callers that treat both failures alike.
+    func writeFile(_ name: String, _ bytes: [UInt8]) throws(VaultError) {
+        do throws(ReplaceFailure) { try replace(name, bytes) } catch { throw error.error }
     }
 
     func syncDirectory() throws(VaultError) {
