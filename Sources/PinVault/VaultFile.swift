@@ -12,6 +12,8 @@ struct VaultFile: Equatable {
     static let boundHeaderSize = 32  // the part every slot and the payload authenticate
     static let slotSize = 136
     static let maxSlots = 8
+    /// Most Argon2id lanes (and threads) a vault may ask for: a reader refuses more before any work.
+    static let maxParallelism: UInt32 = 64
     static let saltSize = 16
     static let fingerprintSize = 32
     static let nonceSize = 24
@@ -196,6 +198,8 @@ struct VaultFile: Equatable {
     static func checkBounds(_ p: Argon2id.Parameters, floor: Argon2id.Parameters, limits: Argon2id.Limits)
         throws(VaultError)
     {
+        // Each lane is a thread: a tampered p = 4096 would start thousands of them.
+        guard p.parallelism <= maxParallelism else { throw .parametersAboveCeiling }
         do throws(SecureCoreError) {
             try Argon2id.validate(p, saltByteCount: saltSize, outputByteCount: 32, limits: limits)
         } catch .memoryAboveCeiling {

@@ -239,3 +239,53 @@ struct VaultFileTests {
         #expect(throws: VaultError.damaged(reason: "failure record belongs to another vault")) { try a.status() }
     }
 }
+
+@Suite("Tampered parameters")
+struct TamperedParameterTests {
+    /// Offset of the first slot's parallelism (big-endian u32) in the file.
+    static let parallelismOffset = VaultFile.fixedHeaderSize + 2 + 4 + 4
+
+    /// Rewrites the first slot's memory and parallelism and recomputes the
+    /// (unkeyed) checksum, as anyone with write access can.
+    func tamper(_ vault: PinVault, memoryKiB: UInt32, parallelism: UInt32) throws {
+        var bytes = try #require(fileBytes(vault, "vault"))
+        let m = VaultFile.fixedHeaderSize + 2
+        for i in 0..<4 {
+            bytes[m + i] = UInt8(truncatingIfNeeded: memoryKiB >> (24 - 8 * UInt32(i)))
+            bytes[Self.parallelismOffset + i] = UInt8(truncatingIfNeeded: parallelism >> (24 - 8 * UInt32(i)))
+        }
+        let body = Array(bytes.prefix(bytes.count - VaultFile.checksumSize))
+        try Data(body + Digest.blake2b256(body)).write(to: URL(fileURLWithPath: vault.directory.file("vault")))
+    }
+
+    /// p = 4096 (with memory to match): refused before any work and before
+    /// counting, and the right PIN is not counted as wrong.
+    @Test func hugeParallelismIsRefusedBeforeCountingOrWork() throws {
+        let log = EventLog()
+        let vault = try makeVault(options: options(log: log))
+        try tamper(vault, memoryKiB: 8 * 4096, parallelism: 4096)
+        log.clear()
+        #expect(throws: VaultError.parametersAboveCeiling) { try vault.unlock(pin: pin("1234")) { _ in } }
+        #expect(log.all.isEmpty, "nothing counted, no key derivation")
+        #expect(throws: VaultError.parametersAboveCeiling) { try vault.status() }
+    }
+
+    /// Parameters edited within the bounds: the file no longer authenticates
+    /// under its key file, so it is a damaged vault, never a counted wrong PIN.
+    @Test func editedParametersAreDamagedNotAWrongPIN() throws {
+        let log = EventLog()
+        let vault = try makeVault(options: options(log: log))
+        try tamper(vault, memoryKiB: 128, parallelism: 2)
+        log.clear()
+        do {
+            try vault.unlock(pin: pin("1234")) { _ in }
+            Issue.record("an edited file opened")
+        } catch let error as VaultError {
+            guard case .damaged = error else {
+                Issue.record("expected a damaged vault, got \(error)")
+                return
+            }
+        }
+        #expect(log.all.isEmpty, "nothing counted, no key derivation")
+    }
+}
