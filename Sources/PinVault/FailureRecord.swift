@@ -3,9 +3,11 @@ import SecureCore
 /// The failure counter, kept in its own small file beside the vault so the
 /// vault file itself is rewritten only when its content changes. It is
 /// written (and fsynced) *before* every key derivation and reset only after
-/// a success.
+/// a success. Its last 32 bytes are an HMAC under a key derived from the key
+/// file's record key and, when the vault has one, the pepper: editing the
+/// counter needs those keys, not just a recomputed checksum.
 struct FailureRecord: Equatable {
-    static let magic: [UInt8] = Array("SPCFAIL1".utf8)
+    static let magic: [UInt8] = Array("SPCFAIL2".utf8)
     static let size = 8 + 16 + 4 + 1 + 16 + 8 + 8 + 32
 
     var vaultID: [UInt8]
@@ -25,7 +27,7 @@ struct FailureRecord: Equatable {
             wallStamp: clock.wallSeconds())
     }
 
-    func encode() throws(SecureCoreError) -> [UInt8] {
+    func encode(key: SecureBytes) throws(SecureCoreError) -> [UInt8] {
         var w = ByteWriter()
         w.bytes(FailureRecord.magic)
         w.bytes(vaultID)
@@ -34,17 +36,24 @@ struct FailureRecord: Equatable {
         w.bytes(bootID)
         w.u64(bootStamp)
         w.u64(wallStamp)
-        return w.out + (try Digest.blake2b256(w.out))
+        return w.out + (try HMACSHA256.authenticate(w.out, key: key))
     }
 
-    static func decode(_ bytes: [UInt8], vaultID: [UInt8]) throws(VaultError) -> FailureRecord {
+    static func decode(_ bytes: [UInt8], vaultID: [UInt8], key: SecureBytes) throws(VaultError) -> FailureRecord {
         guard bytes.count == size else { throw .damaged(reason: "failure record has the wrong size") }
-        let digest: [UInt8]
-        do { digest = try Digest.blake2b256(bytes.prefix(size - 32)) } catch { throw .secureCore(error) }
-        guard digest == Array(bytes.suffix(32)) else { throw .damaged(reason: "failure record checksum mismatch") }
+        guard Array(bytes.prefix(magic.count)) == magic else { throw .damaged(reason: "failure record magic") }
+        guard Array(bytes[magic.count..<magic.count + 16]) == vaultID else {
+            throw .damaged(reason: "failure record belongs to another vault")
+        }
+        let mac: [UInt8]
+        do { mac = try HMACSHA256.authenticate(Array(bytes.prefix(size - 32)), key: key) } catch {
+            throw .secureCore(error)
+        }
+        guard ConstantTime.isEqual(mac, Array(bytes.suffix(32))) else {
+            throw .damaged(reason: "the failure record does not authenticate (edited, or opened with another pepper)")
+        }
         var r = ByteReader(bytes)
-        guard r.bytes(8) == magic else { throw .damaged(reason: "failure record magic") }
-        guard r.bytes(16) == vaultID else { throw .damaged(reason: "failure record belongs to another vault") }
+        r.skip(magic.count + 16)
         let failures = r.u32()!
         guard r.u8() == 0 else { throw .damaged(reason: "failure record reserved byte") }
         return FailureRecord(

@@ -120,9 +120,7 @@ public struct PinVault: Sendable {
                 try vault.makePINSlot(pin: pin, dataKey: dataKey, parameters: parameters, file: file, half: half)
             ]
             try vault.seal(secret, into: &file, dataKey: dataKey)
-            try vault.directory.writeFile(
-                VaultDirectory.recordName,
-                try core { try FailureRecord.fresh(vaultID: vaultID, clock: options.clock).encode() })
+            try vault.writeRecord(FailureRecord.fresh(vaultID: vaultID, clock: options.clock), file)
             try vault.writeVault(file, half: half)
         }
         return vault
@@ -283,7 +281,7 @@ public struct PinVault: Sendable {
         record.bootID = options.clock.bootID()
         record.bootStamp = options.clock.nanosecondsSinceBoot()
         record.wallStamp = options.clock.wallSeconds()
-        try directory.writeFile(VaultDirectory.recordName, try core { try record.encode() })
+        try writeRecord(record, file)
         options.observer?(.failureRecorded(Int(record.failures)))
         options.observer?(.derivingKey)
         let half = try directory.keyFile.half(file.keyHalf)
@@ -305,7 +303,7 @@ public struct PinVault: Sendable {
 
     func resetFailures(_ file: VaultFile) throws(VaultError) {
         let fresh = FailureRecord.fresh(vaultID: file.vaultID, clock: options.clock)
-        try directory.writeFile(VaultDirectory.recordName, try core { try fresh.encode() })
+        try writeRecord(fresh, file)
         options.observer?(.unlocked)
     }
 
@@ -328,6 +326,27 @@ public struct PinVault: Sendable {
             throw .damaged(reason: "the vault file does not authenticate under its key file (edited?)")
         }
         return file
+    }
+
+    /// The failure record's MAC key: the key file's record key and, when the
+    /// vault's PIN slots require one, the pepper.
+    func recordKey(_ file: VaultFile) throws(VaultError) -> SecureBytes {
+        let base = try directory.keyFile.recordKey()
+        defer { base.destroy() }
+        let peppered = file.slots.contains { $0.type == .pin && $0.flags & VaultFile.slotFlagPepper != 0 }
+        var parts = [base]
+        if peppered {
+            guard let pepper = options.pepper else { throw .pepperRequired }
+            parts.append(pepper)
+        }
+        return try core { try HMACSHA256.deriveKey(label: KeyFile.recordLabel, from: parts) }
+    }
+
+    /// Writes the failure record with its MAC.
+    func writeRecord(_ record: FailureRecord, _ file: VaultFile) throws(VaultError) {
+        let key = try recordKey(file)
+        defer { key.destroy() }
+        try directory.writeFile(VaultDirectory.recordName, try core { try record.encode(key: key) })
     }
 
     /// Writes the vault file with its MAC under `half`.
@@ -365,12 +384,14 @@ public struct PinVault: Sendable {
         guard let bytes = try directory.readFile(VaultDirectory.recordName) else {
             throw .damaged(reason: "the failure record is missing")
         }
-        var record = try FailureRecord.decode(bytes, vaultID: file.vaultID)
+        let key = try recordKey(file)
+        defer { key.destroy() }
+        var record = try FailureRecord.decode(bytes, vaultID: file.vaultID, key: key)
         let boot = options.clock.bootID()
         if record.bootID != boot {
             record.bootID = boot
             record.bootStamp = options.clock.nanosecondsSinceBoot()
-            try directory.writeFile(VaultDirectory.recordName, try core { try record.encode() })
+            try directory.writeFile(VaultDirectory.recordName, try core { try record.encode(key: key) })
         }
         return record
     }

@@ -128,11 +128,16 @@ struct PinVaultTests {
         #expect(throws: VaultError.pepperRequired) {
             try PinVault(directory: dir, options: options()).unlock(pin: pin("1234")) { _ in }
         }
-        #expect(throws: VaultError.wrongPIN(remainingAttempts: 18)) {
+        // Another pepper: the failure record does not authenticate, and nothing is counted.
+        #expect(
+            throws: VaultError.damaged(
+                reason: "the failure record does not authenticate (edited, or opened with another pepper)")
+        ) {
             try PinVault(directory: dir, options: options(pepper: SecureBytes.random(count: 32))).unlock(
                 pin: pin("1234")
             ) { _ in }
         }
+        #expect(try PinVault(directory: dir, options: options(pepper: pepper)).status().failures == 0)
         #expect(
             try PinVault(directory: dir, options: options(pepper: pepper)).unlock(pin: pin("1234")) { try text($0) }
                 == "s")
@@ -287,5 +292,64 @@ struct TamperedParameterTests {
             }
         }
         #expect(log.all.isEmpty, "nothing counted, no key derivation")
+    }
+}
+
+@Suite("Failure record")
+struct FailureRecordTests {
+    /// Offset of the consecutive-failure count in the record.
+    static let failuresOffset = 8 + 16
+
+    /// The record with its count set to `count` and the trailer recomputed
+    /// by `seal` (what a forger can compute).
+    func forge(_ vault: PinVault, count: UInt32, seal: ([UInt8]) throws -> [UInt8]) throws {
+        var bytes = try #require(fileBytes(vault, "failures"))
+        for i in 0..<4 { bytes[Self.failuresOffset + i] = UInt8(truncatingIfNeeded: count >> (24 - 8 * UInt32(i))) }
+        let body = Array(bytes.prefix(FailureRecord.size - 32))
+        try Data(body + seal(body)).write(to: URL(fileURLWithPath: vault.directory.file("failures")))
+    }
+
+    /// The MAC a forger computes from the key file alone (no pepper).
+    func keyFileOnlyMAC(_ vault: PinVault) -> ([UInt8]) throws -> [UInt8] {
+        { body in
+            let recordKey = try vault.directory.keyFile.recordKey()
+            let key = try HMACSHA256.deriveKey(label: KeyFile.recordLabel, from: [recordKey])
+            return try HMACSHA256.authenticate(body, key: key)
+        }
+    }
+
+    /// Resetting the counter with a recomputed plain checksum (all the
+    /// record used to have) is refused, and so is every flipped byte.
+    @Test func aCounterResetWithARecomputedChecksumIsRefused() throws {
+        let vault = try makeVault(policy: .hard(maxFailures: 3))
+        for _ in 0..<3 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("0000")) { _ in } } }
+        #expect(throws: VaultError.locked) { try vault.unlock(pin: pin("1234")) { _ in } }
+        let locked = try #require(fileBytes(vault, "failures"))
+        try forge(vault, count: 0) { try Digest.blake2b256($0) }
+        #expect(throws: VaultError.self) { try vault.status() }
+        #expect(throws: VaultError.self) { try vault.unlock(pin: pin("1234")) { _ in } }
+        for i in 0..<locked.count {
+            var flipped = locked
+            flipped[i] ^= 0x01
+            try Data(flipped).write(to: URL(fileURLWithPath: vault.directory.file("failures")))
+            #expect(throws: VaultError.self, "byte \(i)") { try vault.status() }
+        }
+        try Data(locked).write(to: URL(fileURLWithPath: vault.directory.file("failures")))
+        #expect(throws: VaultError.locked) { try vault.unlock(pin: pin("1234")) { _ in } }
+    }
+
+    /// With a pepper, even someone who reads the key file cannot forge the
+    /// record. Without one, whoever reads the key file can: the documented limit.
+    @Test func forgingNeedsThePepperWhereThereIsOne() throws {
+        let pepper = try SecureBytes.random(count: 32)
+        let peppered = try makeVault(policy: .hard(maxFailures: 3), options: options(pepper: pepper))
+        for _ in 0..<3 { #expect(throws: VaultError.self) { try peppered.unlock(pin: pin("0000")) { _ in } } }
+        try forge(peppered, count: 0, seal: keyFileOnlyMAC(peppered))
+        #expect(throws: VaultError.self) { try peppered.status() }
+
+        let plain = try makeVault(policy: .hard(maxFailures: 3))
+        for _ in 0..<3 { #expect(throws: VaultError.self) { try plain.unlock(pin: pin("0000")) { _ in } } }
+        try forge(plain, count: 0, seal: keyFileOnlyMAC(plain))
+        #expect(try plain.status().failures == 0, "without a pepper, the key file's reader can reset the counter")
     }
 }
