@@ -379,7 +379,8 @@ public struct PinVault: Sendable {
         file.payloadCiphertext = box.ciphertext
     }
 
-    /// The failure record; a record from an earlier boot restarts its delay now.
+    /// The failure record; a record from an earlier boot, or whose stamps the
+    /// clocks contradict, restarts its delay now (``FailureRecord/reconcileClocks(_:)``).
     func loadRecord(_ file: VaultFile) throws(VaultError) -> FailureRecord {
         guard let bytes = try directory.readFile(VaultDirectory.recordName) else {
             throw .damaged(reason: "the failure record is missing")
@@ -387,10 +388,7 @@ public struct PinVault: Sendable {
         let key = try recordKey(file)
         defer { key.destroy() }
         var record = try FailureRecord.decode(bytes, vaultID: file.vaultID, key: key)
-        let boot = options.clock.bootID()
-        if record.bootID != boot {
-            record.bootID = boot
-            record.bootStamp = options.clock.nanosecondsSinceBoot()
+        if record.reconcileClocks(options.clock) {
             try directory.writeFile(VaultDirectory.recordName, try core { try record.encode(key: key) })
         }
         return record

@@ -74,6 +74,53 @@ struct PinVaultTests {
         #expect(try vault.status().failures == 0)
     }
 
+    /// A time namespace moves CLOCK_BOOTTIME forward (`unshare -Ur --time
+    /// --boottime N`): the wall clock disagrees, so the delay restarts from
+    /// now instead of being skipped.
+    @Test func aBootClockMovedForwardDoesNotSkipTheDelay() throws {
+        let clock = TestClock()
+        let vault = try makeVault(options: options(clock: clock))
+        for _ in 0..<5 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("9999")) { _ in } } }
+        clock.shiftBootClock(seconds: 86_400)
+        #expect(throws: VaultError.throttled(retryAfterSeconds: 60)) { try vault.unlock(pin: pin("1234")) { _ in } }
+        #expect(try vault.status().failures == 5, "nothing counted")
+        clock.advance(seconds: 60)
+        #expect(try vault.unlock(pin: pin("1234")) { try text($0) } == "refresh-token-42")
+        // Within the tolerance, the smaller elapsed time counts.
+        for _ in 0..<5 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("9999")) { _ in } } }
+        clock.shiftBootClock(seconds: 50)
+        #expect(try vault.status().retryAfterSeconds == 60)
+    }
+
+    /// Failures stamped under a boot clock far ahead (inside a namespace),
+    /// then read with the real one: `now < stamp` is a clock anomaly that
+    /// restarts the delay from now, so the countdown runs instead of freezing.
+    @Test func aBootClockBehindTheStampRestartsTheDelayInsteadOfFreezingIt() throws {
+        let clock = TestClock()
+        let vault = try makeVault(options: options(clock: clock))
+        clock.shiftBootClock(seconds: 100_000)
+        for _ in 0..<5 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("9999")) { _ in } } }
+        clock.shiftBootClock(seconds: -100_000)
+        #expect(try vault.status().retryAfterSeconds == 60)
+        clock.advance(seconds: 30)
+        #expect(try vault.status().retryAfterSeconds == 30)
+        clock.advance(seconds: 30)
+        #expect(try vault.unlock(pin: pin("1234")) { try text($0) } == "refresh-token-42")
+    }
+
+    /// The wall clock set back (or forward) during a delay: the delay restarts, it never shortens.
+    @Test func aWallClockThatJumpsRestartsTheDelay() throws {
+        let clock = TestClock()
+        let vault = try makeVault(options: options(clock: clock))
+        for _ in 0..<5 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("9999")) { _ in } } }
+        clock.advance(seconds: 40)
+        #expect(try vault.status().retryAfterSeconds == 20)
+        clock.shiftWallClock(seconds: 3_600)
+        #expect(try vault.status().retryAfterSeconds == 60)
+        clock.shiftWallClock(seconds: -7_200)
+        #expect(try vault.status().retryAfterSeconds == 60)
+    }
+
     @Test func scheduleTable() {
         let soft = ThrottlePolicy.soft()
         let delays = (1...11).map { soft.delaySeconds(afterFailures: $0) }
