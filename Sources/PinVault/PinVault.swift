@@ -230,13 +230,13 @@ public struct PinVault: Sendable {
         }
     }
 
-    /// Counters and throttle state, without a PIN.
+    /// Counters and throttle state, without a PIN. Works on a read-only file system.
     /// - Returns: the status.
     /// - Throws: ``VaultError/notFound`` and the file errors.
     public func status() throws(VaultError) -> VaultStatus {
         try directory.locked { () throws(VaultError) in
             let file = try loadFile()
-            let record = try loadRecord(file)
+            let record = try loadRecord(file, persist: .ifPossible)
             let failures = Int(record.failures)
             let remaining = max(0, file.policy.maxFailures - failures)
             let delay = record.remainingDelay(policy: file.policy, clock: options.clock)
@@ -381,7 +381,7 @@ public struct PinVault: Sendable {
 
     /// The failure record; a record from an earlier boot, or whose stamps the
     /// clocks contradict, restarts its delay now (``FailureRecord/reconcileClocks(_:)``).
-    func loadRecord(_ file: VaultFile) throws(VaultError) -> FailureRecord {
+    func loadRecord(_ file: VaultFile, persist: Persist = .always) throws(VaultError) -> FailureRecord {
         guard let bytes = try directory.readFile(VaultDirectory.recordName) else {
             throw .damaged(reason: "the failure record is missing")
         }
@@ -389,9 +389,21 @@ public struct PinVault: Sendable {
         defer { key.destroy() }
         var record = try FailureRecord.decode(bytes, vaultID: file.vaultID, key: key)
         if record.reconcileClocks(options.clock) {
-            try directory.writeFile(VaultDirectory.recordName, try core { try record.encode(key: key) })
+            do throws(VaultError) {
+                try directory.writeFile(VaultDirectory.recordName, try core { try record.encode(key: key) })
+            } catch {
+                // status() on a read-only file system reports the re-stamped record without keeping it.
+                guard persist == .ifPossible else { throw error }
+            }
         }
         return record
+    }
+
+    /// Whether a re-stamped failure record must be written (an attempt) or
+    /// only if the file system allows it (``status()``, which must work read-only).
+    enum Persist {
+        case always
+        case ifPossible
     }
 
     func makePINSlot(

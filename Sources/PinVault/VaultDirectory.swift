@@ -37,10 +37,20 @@ struct VaultDirectory: Sendable {
     /// if the name still refers to the locked inode; otherwise it is dropped
     /// and taken again on the current file (or ``VaultError/notFound`` when
     /// the directory is gone).
+    ///
+    /// On a read-only file system the lock file cannot be created or opened
+    /// for writing: it is then opened read-only (`flock` works on such a
+    /// descriptor), and when it does not exist there, `body` runs unlocked,
+    /// since nobody can change the files. Writes in `body` then fail.
     func locked<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         let lockPath = file(VaultDirectory.lockName)
         while true {
-            let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            var fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            if fd < 0 && (errno == EROFS || errno == EACCES) {
+                let refused = errno
+                fd = open(lockPath, O_RDONLY | O_CLOEXEC)
+                if fd < 0 && errno == ENOENT && refused == EROFS && access(path, F_OK) == 0 { return try body() }
+            }
             guard fd >= 0 else { throw errno == ENOENT ? .notFound : .io(operation: "open lock", errno: errno) }
             while flock(fd, LOCK_EX) != 0 {
                 guard errno == EINTR else {

@@ -265,3 +265,31 @@ struct ErasureTests {
         #expect(!oldDataKeys.isEmpty && now.allSatisfy { !oldDataKeys.contains($0.dataKey) }, "the data key changed")
     }
 }
+
+@Suite("Read-only file system", .serialized)
+struct ReadOnlyTests {
+    /// `status` works on a read-only file system (the lock file used to be
+    /// opened with O_CREAT for writing, which failed with EROFS); an unlock
+    /// is refused before any key derivation, since its failure cannot be recorded.
+    @Test func statusWorksReadOnlyAndAnUnlockIsRefused() throws {
+        guard let fs = try Ext4Image() else { return }
+        defer { fs.cleanUp() }
+        let clock = TestClock()
+        let log = EventLog()
+        let path = fs.mountPoint + "/vault"
+        let vault = try PinVault.create(
+            at: path, secret: secret("s"), pin: pin("2580"), parameters: testParameters,
+            options: options(clock: clock, log: log))
+        for _ in 0..<5 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("0000")) { _ in } } }
+        try fs.unmount()
+        try fs.mount(readOnly: true)
+        let status = try vault.status()
+        #expect(status.failures == 5 && status.state == .throttled && status.retryAfterSeconds == 60)
+        clock.reboot()
+        #expect(try vault.status().retryAfterSeconds == 60, "the re-stamp after a reboot is reported, not written")
+        clock.advance(seconds: 60)
+        log.clear()
+        #expect(throws: VaultError.self) { try vault.unlock(pin: pin("2580")) { _ in } }
+        #expect(!log.all.contains(.derivingKey), "no key derivation without a recorded attempt")
+    }
+}
