@@ -81,14 +81,17 @@ public struct PinVault: Sendable {
 
     /// Creates a vault holding `secret` under `pin`.
     /// - Parameters:
-    ///   - directory: created with mode 0700 if missing.
+    ///   - directory: created with mode 0700 if missing (and then removed by
+    ///     ``destroy()``); an existing one must be this user's, mode 0700 or
+    ///     stricter, and empty — its mode is never changed.
     ///   - secret: 1 byte to ``maximumSecretByteCount``.
     ///   - pin: revealed only during the key derivation.
     ///   - policy: what failures lead to (default ``ThrottlePolicy/soft(maxFailures:)``).
     ///   - parameters: Argon2id cost, for example from ``KDFCalibrator``.
     ///   - options: reader and writer settings.
     /// - Returns: the vault.
-    /// - Throws: ``VaultError/alreadyExists``, ``VaultError/invalidSecretSize(_:)``,
+    /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,
+    ///   ``VaultError/invalidSecretSize(_:)``,
     ///   ``VaultError/parametersBelowFloor``, ``VaultError/parametersAboveCeiling``, ``VaultError/io(operation:errno:)``.
     public static func create(
         at directory: String, secret: SecureBytes, pin: Password, policy: ThrottlePolicy = .soft(),
@@ -100,6 +103,7 @@ public struct PinVault: Sendable {
             throw .damaged(reason: "policy limit out of range")
         }
         try VaultFile.checkBounds(parameters, floor: options.floor, limits: options.limits)
+        guard !vault.directory.exists else { throw .alreadyExists }
         try vault.directory.prepare()
         try vault.directory.lockedCreatingDirectory { () throws(VaultError) in
             guard !vault.directory.exists else { throw .alreadyExists }
@@ -248,17 +252,32 @@ public struct PinVault: Sendable {
         }
     }
 
-    /// Wipes (overwrites with zeros) and removes the vault, its counter and
-    /// its biometric key.
+    /// Destroys the vault: its key file, vault file and failure record are
+    /// overwritten in place and removed, with the lock file; its biometric
+    /// key is deleted; the directory is removed only if the vault created it.
+    /// Nothing else in the directory is touched.
+    /// - Returns: what was removed.
     /// - Throws: ``VaultError/notFound``, ``VaultError/io(operation:errno:)``.
-    public func destroy() throws(VaultError) {
-        let file: VaultFile? = try directory.locked { () throws(VaultError) in
+    @discardableResult
+    public func destroy() throws(VaultError) -> VaultDestruction {
+        let (file, report): (VaultFile?, VaultDestruction) = try directory.locked { () throws(VaultError) in
             guard directory.exists else { throw .notFound }
             let file = try? loadFile()
-            try directory.removeAll()
-            return file
+            return (file, try directory.removeAll())
         }
         if let file { options.authenticator?.deleteKey(account: biometricAccount(file)) }
+        return report
+    }
+
+    /// Checks, without changing anything, that ``create(at:secret:pin:policy:parameters:options:)``
+    /// can use `directory`: missing (it is then created), or an existing
+    /// directory owned by this user, closed to the group and others, and empty.
+    /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,
+    ///   ``VaultError/io(operation:errno:)``.
+    public static func checkCanCreate(at directory: String) throws(VaultError) {
+        let dir = VaultDirectory(path: directory)
+        guard !dir.exists else { throw .alreadyExists }
+        try dir.checkCanCreate()
     }
 
     // MARK: - Internals shared with the biometric and PIN paths

@@ -22,11 +22,66 @@ struct VaultDirectory: Sendable {
 
     var exists: Bool { access(file(VaultDirectory.vaultName), F_OK) == 0 }
 
-    /// Creates the directory (0700) if missing; refuses a directory others can read.
-    func prepare() throws(VaultError) {
-        do throws(DurableFile.Failure) { try DurableFile.prepareDirectory(path) } catch {
-            throw .io(operation: error.operation, errno: error.errno)
+    /// The empty file that records that the vault created its directory, so
+    /// that destroying the vault removes the directory only then.
+    static let createdMarkerName = "created-directory"
+
+    /// Every name a vault may leave in its directory, lock last.
+    static var ownedNames: [String] {
+        [KeyFile.name, vaultName, recordName, createdMarkerName, lockName]
+    }
+
+    /// Whether `name` is one of the vault's files, or a temporary file of its writer.
+    static func isOwned(_ name: String) -> Bool {
+        ownedNames.contains(name)
+            || [vaultName, recordName].contains { name.hasPrefix(".\($0).") && name.hasSuffix(".tmp") }
+    }
+
+    /// Checks, without changing anything, that a vault can be created here:
+    /// the directory is missing, or an existing directory owned by this user,
+    /// closed to the group and others, and empty (or holding only what an
+    /// interrupted create of a vault leaves).
+    func checkCanCreate() throws(VaultError) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else {
+            if errno == ENOENT { return }
+            throw .io(operation: "stat directory", errno: errno)
         }
+        guard st.st_mode & S_IFMT == S_IFDIR else {
+            throw .unsuitableDirectory(reason: "\(path) exists and is not a directory")
+        }
+        guard st.st_uid == geteuid() else {
+            throw .unsuitableDirectory(reason: "\(path) belongs to another user")
+        }
+        guard st.st_mode & 0o077 == 0 else {
+            throw .unsuitableDirectory(
+                reason: "\(path) is open to the group or others (mode \(String(st.st_mode & 0o777, radix: 8)));"
+                    + " use a new directory, or one with mode 0700")
+        }
+        guard let dir = opendir(path) else { throw .io(operation: "open directory", errno: errno) }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name == "." || name == ".." || VaultDirectory.isOwned(name) { continue }
+            throw .unsuitableDirectory(reason: "\(path) is not empty (it holds \(name)); use a new or empty directory")
+        }
+    }
+
+    /// Creates the directory (0700) when missing and records that the vault
+    /// created it; an existing directory is used only if
+    /// ``checkCanCreate()`` accepts it, and its mode is never changed.
+    func prepare() throws(VaultError) {
+        if mkdir(path, 0o700) == 0 {
+            let fd = open(file(VaultDirectory.createdMarkerName), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw .io(operation: "create \(VaultDirectory.createdMarkerName)", errno: errno) }
+            close(fd)
+            try syncDirectory()
+            return
+        }
+        guard errno == EEXIST else { throw .io(operation: "mkdir", errno: errno) }
+        try checkCanCreate()
     }
 
     /// Runs `body` holding the exclusive advisory lock.
@@ -167,17 +222,59 @@ struct VaultDirectory: Sendable {
     /// useless), then the vault file and the failure record, overwritten in
     /// place too (older versions of them, left in freed blocks by earlier
     /// renames, are beyond reach: the key file is what protects those), then
-    /// the names and the directory.
-    func removeAll() throws(VaultError) {
+    /// the vault's own names, and the directory only if the vault created it.
+    /// - Returns: what was removed.
+    @discardableResult
+    func removeAll() throws(VaultError) -> VaultDestruction {
         try KeyFile.overwriteInPlace(file(KeyFile.name), name: "key file")
         for name in [VaultDirectory.vaultName, VaultDirectory.recordName] {
             try KeyFile.overwriteInPlace(file(name), name: name)
         }
-        for name in [KeyFile.name, VaultDirectory.vaultName, VaultDirectory.recordName] {
-            if unlink(file(name)) != 0 && errno != ENOENT { throw .io(operation: "unlink \(name)", errno: errno) }
+        let createdDirectory = access(file(VaultDirectory.createdMarkerName), F_OK) == 0
+        var removed: [String] = []
+        var leftovers: [String] = []
+        if let dir = opendir(path) {
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+                }
+                if name.hasPrefix(".") && VaultDirectory.isOwned(name) { leftovers.append(name) }
+            }
+            closedir(dir)
         }
-        unlink(file(VaultDirectory.lockName))
+        for name in leftovers.sorted() + VaultDirectory.ownedNames {
+            if unlink(file(name)) == 0 {
+                removed.append(name)
+            } else if errno != ENOENT {
+                throw .io(operation: "unlink \(name)", errno: errno)
+            }
+        }
         try syncDirectory()
-        if rmdir(path) != 0 && errno != ENOENT && errno != ENOTEMPTY { throw .io(operation: "rmdir", errno: errno) }
+        var removedDirectory = false
+        if createdDirectory {
+            // By absolute name: rmdir(".") fails with EINVAL even when "." is empty.
+            let absolute = realpath(path, nil).map { pointer in
+                defer { free(pointer) }
+                return String(cString: pointer)
+            }
+            if rmdir(absolute ?? path) == 0 {
+                removedDirectory = true
+            } else if errno != ENOENT && errno != ENOTEMPTY {
+                throw .io(operation: "rmdir", errno: errno)
+            }
+        }
+        return VaultDestruction(removedFiles: removed, removedDirectory: removedDirectory, directory: path)
     }
+}
+
+/// What destroying a vault removed (``PinVault/destroy()``).
+public struct VaultDestruction: Sendable, Equatable {
+    /// The vault's own files that were removed, by name, after the key file,
+    /// the vault file and the failure record were overwritten in place.
+    public var removedFiles: [String]
+    /// Whether the directory was removed: only when the vault created it and
+    /// nothing else was left in it.
+    public var removedDirectory: Bool
+    /// The directory.
+    public var directory: String
 }
