@@ -192,8 +192,6 @@ public struct PinVault: Sendable {
                     try makeBiometricSlot(
                         fingerprint: biometric.biometricFingerprint, dataKey: dataKey, file: updated, half: half,
                         authenticator: authenticator))
-            } else if file.slots.contains(where: { $0.type == .biometric }) {
-                options.authenticator?.deleteKey(account: biometricAccount(file))
             }
             try seal(secret, into: &updated, dataKey: dataKey)
             let newBytes = try core { try updated.encode(macKey: try macKey(half: half)) }
@@ -229,6 +227,11 @@ public struct PinVault: Sendable {
                         operation: "\(operation) (the PIN was changed; the old key half is not destroyed)", errno: code)
                 }
                 throw error
+            }
+            if !updated.slots.contains(where: { $0.type == .biometric }),
+                file.slots.contains(where: { $0.type == .biometric })
+            {
+                options.authenticator?.deleteKey(account: biometricAccount(file))
             }
             options.observer?(.pinChangeOldSlotRemoved)
         }

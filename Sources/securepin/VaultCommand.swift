@@ -92,7 +92,9 @@ enum VaultCommand {
     static func destroy(_ args: inout Arguments, vault: PinVault, directory: String) throws -> Int32 {
         let yes = args.flag("--yes")
         args.finish()
-        _ = try vault.status()  // a missing or damaged vault fails before asking
+        // Only a missing vault stops here: a damaged one (say, a destroy interrupted after its key
+        // file was overwritten) must still be destroyable.
+        guard vault.exists else { throw VaultError.notFound }
         if !yes {
             guard isatty(0) == 1 else {
                 CLI.printError(

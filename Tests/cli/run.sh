@@ -142,6 +142,13 @@ echo mine >"$made/notes.txt"
 check "vault destroy with a foreign file in the vault's directory" 0 $?
 [[ $(ls -A "$made") == notes.txt ]] && grep -q "kept directory" "$work/out"
 check "destroy removes only the vault's files, not the user's" 0 0 $?
+dmg="$work/damaged"
+printf 's' | "$B" vault init --vault "$dmg" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null
+head -c 104 /dev/zero >"$dmg/key" # what a destroy interrupted after its first step leaves
+"$B" vault destroy --vault "$dmg" --yes >/dev/null 2>&1
+check "vault destroy finishes an interrupted destroy (damaged vault)" 0 $?
+[[ ! -e $dmg ]]
+check "the interrupted vault is gone" 0 0 $?
 (cd "$work" && printf 's' | "$B" vault init --vault new-here --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null &&
     cd new-here && "$B" vault destroy --vault . --yes >"$work/out")
 check "vault destroy --vault . on a directory init created" 0 $?
@@ -176,6 +183,33 @@ if command -v tmux >/dev/null; then
     check "demo --interactive with PINs typed on the pad" 0 0 $?
     [[ $(grep -c '^Choose.*: ••••$' "$work/screen") == 2 ]] && ! grep '^Choose' "$work/screen" | grep -q '[0-9]'
     check "demo --interactive shows dots, never the typed digits" 0 0 $?
+
+    # vault destroy on a terminal asks first: anything but "yes" destroys nothing.
+    tv="$work/tty-vault"
+    printf 's' | "$B" vault init --vault "$tv" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null
+    for answer in no yes; do
+        tmux -S "$sock" new-session -d -x 160 -y 20 "$B vault destroy --vault $tv; echo DESTROY-EXIT=\$?; sleep 30"
+        for _ in $(seq 1 50); do
+            tmux -S "$sock" capture-pane -p >"$work/screen"
+            grep -q "Type 'yes' to confirm" "$work/screen" && break
+            sleep 0.1
+        done
+        tmux -S "$sock" send-keys "$answer" Enter
+        for _ in $(seq 1 50); do
+            tmux -S "$sock" capture-pane -p >"$work/screen"
+            grep -q "DESTROY-EXIT=" "$work/screen" && break
+            sleep 0.1
+        done
+        tmux -S "$sock" kill-server 2>/dev/null
+        if [[ $answer == no ]]; then
+            grep -q "DESTROY-EXIT=2" "$work/screen" && grep -q "not confirmed; nothing was destroyed" "$work/screen" &&
+                [[ -f $tv/vault ]]
+            check "vault destroy on a terminal, answered no: nothing destroyed" 0 0 $?
+        else
+            grep -q "DESTROY-EXIT=0" "$work/screen" && [[ ! -e $tv ]]
+            check "vault destroy on a terminal, answered yes: destroyed" 0 0 $?
+        fi
+    done
 else
     echo "skipped: demo --interactive (tmux is not installed)"
 fi
