@@ -55,6 +55,16 @@ struct KeyFile {
         try read(at: KeyFile.halfOffset(index))
     }
 
+    /// Whether half `index` is all zeros (destroyed, or never used).
+    func isDestroyed(_ index: UInt8) throws(VaultError) -> Bool {
+        do throws(VaultError) {
+            try half(index).destroy()
+            return false
+        } catch .damaged(let reason) where reason.hasPrefix("the key file was destroyed") {
+            return true
+        }
+    }
+
     /// Writes a new random half `index` in place and returns it.
     func renewHalf(_ index: UInt8) throws(VaultError) -> SecureBytes {
         let fd = try openForWriting()

@@ -311,6 +311,7 @@ public struct PinVault: Sendable {
         for slot in file.slots where slot.type == .pin {
             if let dataKey = try openPINSlot(slot, pin: pin, file: file, half: half) {
                 try resetFailures(file)
+                try finishInterruptedPINChange(file)
                 return (file, dataKey, slot)
             }
         }
@@ -321,6 +322,16 @@ public struct PinVault: Sendable {
             throw .wiped
         }
         throw .wrongPIN(remainingAttempts: max(0, remaining))
+    }
+
+    /// A PIN change interrupted after its new file was in place leaves the
+    /// old half intact, and with it every copy of the old file. No change can
+    /// be under way while the lock is held, so the half the current file does
+    /// not name is destroyed here if it is not already zeros.
+    func finishInterruptedPINChange(_ file: VaultFile) throws(VaultError) {
+        let unused: UInt8 = 1 - file.keyHalf
+        guard !(try directory.keyFile.isDestroyed(unused)) else { return }
+        try directory.keyFile.destroyHalf(unused)
     }
 
     func resetFailures(_ file: VaultFile) throws(VaultError) {

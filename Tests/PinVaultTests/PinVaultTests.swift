@@ -166,6 +166,19 @@ struct PinVaultTests {
         #expect(file.slots.count == 1, "the old slot is gone")
     }
 
+    /// A PIN change killed after its new file was in place left the old
+    /// half intact; the next successful unlock destroys it.
+    @Test func anInterruptedPINChangeIsFinishedByTheNextUnlock() throws {
+        let vault = try makeVault()
+        try vault.changePIN(old: pin("1234"), new: pin("5678"))
+        let current = try vault.loadFile().keyHalf
+        #expect(try vault.directory.keyFile.isDestroyed(1 - current))
+        try vault.directory.keyFile.renewHalf(1 - current).destroy()  // what the interrupted change left
+        #expect(try !vault.directory.keyFile.isDestroyed(1 - current))
+        #expect(try vault.unlock(pin: pin("5678")) { try text($0) } == "refresh-token-42")
+        #expect(try vault.directory.keyFile.isDestroyed(1 - current))
+    }
+
     @Test func pepperIsRequiredAndBound() throws {
         let pepper = try SecureBytes.random(count: 32)
         let dir = temporaryDirectory()
