@@ -24,7 +24,7 @@ struct PinVaultTests {
         let vault = try makeVault()
         let attributes = try FileManager.default.attributesOfItem(atPath: vault.directory.path)
         #expect((attributes[.posixPermissions] as? Int) == 0o700)
-        for name in ["vault", "failures"] {
+        for name in ["vault", "failures", "key"] {
             let a = try FileManager.default.attributesOfItem(atPath: vault.directory.file(name))
             #expect((a[.posixPermissions] as? Int) == 0o600)
         }
