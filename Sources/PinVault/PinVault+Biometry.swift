@@ -13,23 +13,37 @@ extension PinVault {
         try directory.locked { () throws(VaultError) in
             let (file, dataKey, _) = try openDataKey(pin: pin)
             defer { dataKey.destroy() }
-            let biometricKey = try core { try SecureBytes.random(count: 32) }
-            defer { biometricKey.destroy() }
-            var slot = VaultFile.Slot(
-                type: .biometric, kdf: VaultFile.kdfNone,
-                parameters: .init(memoryKiB: 0, iterations: 0, parallelism: 0),
-                flags: 0, salt: try core { try SecureRandom.bytes(count: VaultFile.saltSize) },
-                biometricFingerprint: authenticator.enrolledSetFingerprint, nonce: [], wrappedKey: [])
-            let box = try core {
-                try AEAD.seal(dataKey, using: biometricKey, associatedData: file.slotAssociatedData(slot))
-            }
-            slot.nonce = box.nonce
-            slot.wrappedKey = box.ciphertext
-            try authenticator.storeKey(biometricKey, account: biometricAccount(file))
+            let half = try directory.keyFile.half(file.keyHalf)
+            defer { half.destroy() }
+            let slot = try makeBiometricSlot(
+                fingerprint: authenticator.enrolledSetFingerprint, dataKey: dataKey, file: file, half: half,
+                authenticator: authenticator)
             var updated = file
             updated.slots = file.slots.filter { $0.type != .biometric } + [slot]
-            try directory.writeFile(VaultDirectory.vaultName, try core { try updated.encode() })
+            try writeVault(updated, half: half)
         }
+    }
+
+    /// A biometric slot for `dataKey`: a new random key, stored by the
+    /// authenticator, bound to the key-file half, wraps it.
+    func makeBiometricSlot(
+        fingerprint: [UInt8], dataKey: SecureBytes, file: VaultFile, half: SecureBytes,
+        authenticator: any BiometricAuthenticator
+    ) throws(VaultError) -> VaultFile.Slot {
+        let biometricKey = try core { try SecureBytes.random(count: 32) }
+        defer { biometricKey.destroy() }
+        var slot = VaultFile.Slot(
+            type: .biometric, kdf: VaultFile.kdfNone,
+            parameters: .init(memoryKiB: 0, iterations: 0, parallelism: 0),
+            flags: 0, salt: try core { try SecureRandom.bytes(count: VaultFile.saltSize) },
+            biometricFingerprint: fingerprint, nonce: [], wrappedKey: [])
+        let wrapKey = try slotKey(biometricKey, half: half)
+        defer { wrapKey.destroy() }
+        let box = try core { try AEAD.seal(dataKey, using: wrapKey, associatedData: file.slotAssociatedData(slot)) }
+        slot.nonce = box.nonce
+        slot.wrappedKey = box.ciphertext
+        try authenticator.storeKey(biometricKey, account: biometricAccount(file))
+        return slot
     }
 
     /// Removes the biometric slot and its key; the PIN keeps working.
@@ -39,7 +53,7 @@ extension PinVault {
             var file = try loadFile()
             guard file.slots.contains(where: { $0.type == .biometric }) else { throw .biometryNotConfigured }
             file.slots.removeAll { $0.type == .biometric }
-            try directory.writeFile(VaultDirectory.vaultName, try core { try file.encode() })
+            try writeVault(file)
             return file
         }
         options.authenticator?.deleteKey(account: biometricAccount(file))
@@ -75,7 +89,11 @@ extension PinVault {
             let current = try loadFile()
             let record = try loadRecord(current)
             if Int(record.failures) >= current.policy.maxFailures { throw .locked }
-            guard current.slots.contains(slot), let dataKey = try unwrap(slot, with: key, file: current) else {
+            let half = try directory.keyFile.half(current.keyHalf)
+            defer { half.destroy() }
+            let bound = try slotKey(key, half: half)
+            defer { bound.destroy() }
+            guard current.slots.contains(slot), let dataKey = try unwrap(slot, with: bound, file: current) else {
                 throw .biometryNotConfigured
             }
             defer { dataKey.destroy() }
@@ -93,7 +111,7 @@ extension PinVault {
             guard let slot = file.slots.first(where: { $0.type == .biometric }) else { throw .biometryNotConfigured }
             if invalidate, let authenticator, slot.biometricFingerprint != authenticator.enrolledSetFingerprint {
                 file.slots.removeAll { $0.type == .biometric }
-                try directory.writeFile(VaultDirectory.vaultName, try core { try file.encode() })
+                try writeVault(file)
                 authenticator.deleteKey(account: biometricAccount(file))
                 throw .biometryInvalidated
             }

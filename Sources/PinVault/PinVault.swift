@@ -1,5 +1,10 @@
 import SecureCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 #if canImport(Dispatch)
     import Dispatch
 #endif
@@ -38,6 +43,8 @@ public struct PinVault: Sendable {
         public var authenticator: (any BiometricAuthenticator)?
         /// Told each step of an operation (tests and crash harnesses).
         public var observer: (@Sendable (VaultEvent) -> Void)?
+        /// The system calls of durable writes; tests substitute failures.
+        package var fileSystem: any DurableFileSystem = SystemFileSystem()
 
         /// Creates options; the floor defaults to OWASP's Argon2id minimum.
         public init(
@@ -65,7 +72,7 @@ public struct PinVault: Sendable {
 
     /// Refers to the vault in `directory` (which may not exist yet).
     public init(directory: String, options: Options = Options()) {
-        self.directory = VaultDirectory(path: directory)
+        self.directory = VaultDirectory(path: directory, fileSystem: options.fileSystem)
         self.options = options
     }
 
@@ -74,14 +81,17 @@ public struct PinVault: Sendable {
 
     /// Creates a vault holding `secret` under `pin`.
     /// - Parameters:
-    ///   - directory: created with mode 0700 if missing.
+    ///   - directory: created with mode 0700 if missing (and then removed by
+    ///     ``destroy()``); an existing one must be this user's, mode 0700 or
+    ///     stricter, and empty — its mode is never changed.
     ///   - secret: 1 byte to ``maximumSecretByteCount``.
     ///   - pin: revealed only during the key derivation.
     ///   - policy: what failures lead to (default ``ThrottlePolicy/soft(maxFailures:)``).
     ///   - parameters: Argon2id cost, for example from ``KDFCalibrator``.
     ///   - options: reader and writer settings.
     /// - Returns: the vault.
-    /// - Throws: ``VaultError/alreadyExists``, ``VaultError/invalidSecretSize(_:)``,
+    /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,
+    ///   ``VaultError/invalidSecretSize(_:)``,
     ///   ``VaultError/parametersBelowFloor``, ``VaultError/parametersAboveCeiling``, ``VaultError/io(operation:errno:)``.
     public static func create(
         at directory: String, secret: SecureBytes, pin: Password, policy: ThrottlePolicy = .soft(),
@@ -93,22 +103,29 @@ public struct PinVault: Sendable {
             throw .damaged(reason: "policy limit out of range")
         }
         try VaultFile.checkBounds(parameters, floor: options.floor, limits: options.limits)
+        guard !vault.directory.exists else { throw .alreadyExists }
         try vault.directory.prepare()
-        try vault.directory.locked { () throws(VaultError) in
+        try vault.directory.lockedCreatingDirectory { () throws(VaultError) in
             guard !vault.directory.exists else { throw .alreadyExists }
+            // A key file without a vault file is what an interrupted create leaves: destroy it.
+            try KeyFile.overwriteInPlace(vault.directory.file(KeyFile.name), name: "key file")
+            unlink(vault.directory.file(KeyFile.name))
+            // The key file first, then the record: a vault file never exists without either.
+            try vault.directory.keyFile.create()
+            try vault.directory.syncDirectory()
+            let half = try vault.directory.keyFile.half(0)
+            defer { half.destroy() }
             let vaultID = try core { try SecureRandom.bytes(count: 16) }
             let dataKey = try core { try SecureBytes.random(count: 32) }
             defer { dataKey.destroy() }
-            var file = VaultFile(vaultID: vaultID, policy: policy, slots: [], payloadNonce: [], payloadCiphertext: [])
-            file.slots = [try vault.makePINSlot(pin: pin, dataKey: dataKey, parameters: parameters, file: file)]
-            let box = try core { try AEAD.seal(secret, using: dataKey, associatedData: file.payloadAssociatedData) }
-            file.payloadNonce = box.nonce
-            file.payloadCiphertext = box.ciphertext
-            // The record first: a vault file never exists without its counter.
-            try vault.directory.writeFile(
-                VaultDirectory.recordName,
-                try core { try FailureRecord.fresh(vaultID: vaultID, clock: options.clock).encode() })
-            try vault.directory.writeFile(VaultDirectory.vaultName, try core { try file.encode() })
+            var file = VaultFile(
+                vaultID: vaultID, policy: policy, keyHalf: 0, slots: [], payloadNonce: [], payloadCiphertext: [])
+            file.slots = [
+                try vault.makePINSlot(pin: pin, dataKey: dataKey, parameters: parameters, file: file, half: half)
+            ]
+            try vault.seal(secret, into: &file, dataKey: dataKey)
+            try vault.writeRecord(FailureRecord.fresh(vaultID: vaultID, clock: options.clock), file)
+            try vault.writeVault(file, half: half)
         }
         return vault
     }
@@ -135,10 +152,15 @@ public struct PinVault: Sendable {
         return try body(secret)
     }
 
-    /// Changes the PIN: the old PIN opens the data key, a new slot (new salt)
-    /// is written beside the old one and verified to open from disk, and only
-    /// then is the old slot removed. A crash at any point leaves a vault that
-    /// opens with the old or the new PIN.
+    /// Changes the PIN and every key behind it: the old PIN opens the vault;
+    /// a fresh half of the key file is written in place; a new vault file
+    /// with a fresh data key, the secret sealed anew and a new PIN slot (new
+    /// salt) bound to that half replaces the old file and is verified to open
+    /// from disk; only then is the old half destroyed in place, which makes
+    /// every copy of the old file (with the old PIN, slot and data key)
+    /// useless. A crash at any point leaves a vault that opens with the old
+    /// or the new PIN. A biometric slot is re-created with a new key when an
+    /// ``Options/authenticator`` is available, and removed otherwise.
     /// - Parameters:
     ///   - old: the current PIN (a wrong one is counted like an unlock).
     ///   - new: the new PIN.
@@ -146,39 +168,82 @@ public struct PinVault: Sendable {
     /// - Throws: as ``unlock(pin:_:)``, plus the parameter errors of ``create(at:secret:pin:policy:parameters:options:)``.
     public func changePIN(old: Password, new: Password, parameters: Argon2id.Parameters? = nil) throws(VaultError) {
         try directory.locked { () throws(VaultError) in
-            let (file, dataKey, opened) = try openDataKey(pin: old)
-            defer { dataKey.destroy() }
+            let (file, oldDataKey, opened) = try openDataKey(pin: old)
+            defer { oldDataKey.destroy() }
             let newParameters = parameters ?? opened.parameters
             try VaultFile.checkBounds(newParameters, floor: options.floor, limits: options.limits)
-            let newSlot = try makePINSlot(pin: new, dataKey: dataKey, parameters: newParameters, file: file)
-            var withBoth = file
-            withBoth.slots.append(newSlot)
-            try directory.writeFile(VaultDirectory.vaultName, try core { try withBoth.encode() })
+            let secret = try openPayload(file, dataKey: oldDataKey)
+            defer { secret.destroy() }
+            // The half the current file does not use: writing it cannot hurt the current file.
+            let newHalfIndex: UInt8 = 1 - file.keyHalf
+            let half = try directory.keyFile.renewHalf(newHalfIndex)
+            defer { half.destroy() }
+            let dataKey = try core { try SecureBytes.random(count: 32) }
+            defer { dataKey.destroy() }
+            var updated = file
+            updated.keyHalf = newHalfIndex
+            let newSlot = try makePINSlot(
+                pin: new, dataKey: dataKey, parameters: newParameters, file: updated, half: half)
+            updated.slots = [newSlot]
+            if let biometric = file.slots.first(where: { $0.type == .biometric }),
+                let authenticator = options.authenticator, authenticator.systemStatus == .available
+            {
+                updated.slots.append(
+                    try makeBiometricSlot(
+                        fingerprint: biometric.biometricFingerprint, dataKey: dataKey, file: updated, half: half,
+                        authenticator: authenticator))
+            }
+            try seal(secret, into: &updated, dataKey: dataKey)
+            let newBytes = try core { try updated.encode(macKey: try macKey(half: half)) }
+            do throws(VaultDirectory.ReplaceFailure) {
+                try directory.replace(VaultDirectory.vaultName, newBytes)
+            } catch {
+                if error.replaced {
+                    // In place but not durable: put the old file back, so that the failure reported is
+                    // what the directory holds. Both halves stay, so whichever file a crash brings back
+                    // opens with its own PIN.
+                    let oldHalf = try directory.keyFile.half(file.keyHalf)
+                    defer { oldHalf.destroy() }
+                    try? writeVault(file, half: oldHalf)
+                }
+                throw error.error
+            }
             options.observer?(.pinChangeNewSlotWritten)
-            // Verify from disk before the old slot goes.
+            // Verify from disk before the old half goes.
             let reread = try loadFile()
-            guard let written = reread.slots.last, written == newSlot,
-                let check = try openPINSlot(written, pin: new, file: reread),
-                try core({ try check.isEqual(to: dataKey) })
+            guard reread == updated, let check = try openPINSlot(newSlot, pin: new, file: reread, half: half),
+                try core({ try openPayload(reread, dataKey: check).isEqual(to: secret) })
             else {
-                try directory.writeFile(VaultDirectory.vaultName, try core { try file.encode() })
+                let oldHalf = try directory.keyFile.half(file.keyHalf)
+                defer { oldHalf.destroy() }
+                try writeVault(file, half: oldHalf)
                 throw .damaged(reason: "the new PIN slot did not verify; the old PIN is kept")
             }
             check.destroy()
-            var final = reread
-            final.slots = reread.slots.filter { $0.type != .pin } + [newSlot]
-            try directory.writeFile(VaultDirectory.vaultName, try core { try final.encode() })
+            do throws(VaultError) { try directory.keyFile.destroyHalf(file.keyHalf) } catch {
+                // The PIN did change; say so, and that the old copies are not yet destroyed.
+                if case .io(let operation, let code) = error {
+                    throw .io(
+                        operation: "\(operation) (the PIN was changed; the old key half is not destroyed)", errno: code)
+                }
+                throw error
+            }
+            if !updated.slots.contains(where: { $0.type == .biometric }),
+                file.slots.contains(where: { $0.type == .biometric })
+            {
+                options.authenticator?.deleteKey(account: biometricAccount(file))
+            }
             options.observer?(.pinChangeOldSlotRemoved)
         }
     }
 
-    /// Counters and throttle state, without a PIN.
+    /// Counters and throttle state, without a PIN. Works on a read-only file system.
     /// - Returns: the status.
     /// - Throws: ``VaultError/notFound`` and the file errors.
     public func status() throws(VaultError) -> VaultStatus {
         try directory.locked { () throws(VaultError) in
             let file = try loadFile()
-            let record = try loadRecord(file)
+            let record = try loadRecord(file, persist: .ifPossible)
             let failures = Int(record.failures)
             let remaining = max(0, file.policy.maxFailures - failures)
             let delay = record.remainingDelay(policy: file.policy, clock: options.clock)
@@ -190,17 +255,32 @@ public struct PinVault: Sendable {
         }
     }
 
-    /// Wipes (overwrites with zeros) and removes the vault, its counter and
-    /// its biometric key.
+    /// Destroys the vault: its key file, vault file and failure record are
+    /// overwritten in place and removed, with the lock file; its biometric
+    /// key is deleted; the directory is removed only if the vault created it.
+    /// Nothing else in the directory is touched.
+    /// - Returns: what was removed.
     /// - Throws: ``VaultError/notFound``, ``VaultError/io(operation:errno:)``.
-    public func destroy() throws(VaultError) {
-        let file: VaultFile? = try directory.locked { () throws(VaultError) in
+    @discardableResult
+    public func destroy() throws(VaultError) -> VaultDestruction {
+        let (file, report): (VaultFile?, VaultDestruction) = try directory.locked { () throws(VaultError) in
             guard directory.exists else { throw .notFound }
             let file = try? loadFile()
-            try directory.removeAll()
-            return file
+            return (file, try directory.removeAll())
         }
         if let file { options.authenticator?.deleteKey(account: biometricAccount(file)) }
+        return report
+    }
+
+    /// Checks, without changing anything, that ``create(at:secret:pin:policy:parameters:options:)``
+    /// can use `directory`: missing (it is then created), or an existing
+    /// directory owned by this user, closed to the group and others, and empty.
+    /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,
+    ///   ``VaultError/io(operation:errno:)``.
+    public static func checkCanCreate(at directory: String) throws(VaultError) {
+        let dir = VaultDirectory(path: directory)
+        guard !dir.exists else { throw .alreadyExists }
+        try dir.checkCanCreate()
     }
 
     // MARK: - Internals shared with the biometric and PIN paths
@@ -223,12 +303,15 @@ public struct PinVault: Sendable {
         record.bootID = options.clock.bootID()
         record.bootStamp = options.clock.nanosecondsSinceBoot()
         record.wallStamp = options.clock.wallSeconds()
-        try directory.writeFile(VaultDirectory.recordName, try core { try record.encode() })
+        try writeRecord(record, file)
         options.observer?(.failureRecorded(Int(record.failures)))
         options.observer?(.derivingKey)
+        let half = try directory.keyFile.half(file.keyHalf)
+        defer { half.destroy() }
         for slot in file.slots where slot.type == .pin {
-            if let dataKey = try openPINSlot(slot, pin: pin, file: file) {
+            if let dataKey = try openPINSlot(slot, pin: pin, file: file, half: half) {
                 try resetFailures(file)
+                try finishInterruptedPINChange(file)
                 return (file, dataKey, slot)
             }
         }
@@ -241,9 +324,19 @@ public struct PinVault: Sendable {
         throw .wrongPIN(remainingAttempts: max(0, remaining))
     }
 
+    /// A PIN change interrupted after its new file was in place leaves the
+    /// old half intact, and with it every copy of the old file. No change can
+    /// be under way while the lock is held, so the half the current file does
+    /// not name is destroyed here if it is not already zeros.
+    func finishInterruptedPINChange(_ file: VaultFile) throws(VaultError) {
+        let unused: UInt8 = 1 - file.keyHalf
+        guard !(try directory.keyFile.isDestroyed(unused)) else { return }
+        try directory.keyFile.destroyHalf(unused)
+    }
+
     func resetFailures(_ file: VaultFile) throws(VaultError) {
         let fresh = FailureRecord.fresh(vaultID: file.vaultID, clock: options.clock)
-        try directory.writeFile(VaultDirectory.recordName, try core { try fresh.encode() })
+        try writeRecord(fresh, file)
         options.observer?(.unlocked)
     }
 
@@ -253,38 +346,113 @@ public struct PinVault: Sendable {
         if delay > 0 { throw .throttled(retryAfterSeconds: delay) }
     }
 
+    /// The vault file, checked (``VaultFile/decode(_:floor:limits:)``) and
+    /// authenticated under its key file before anything is counted or derived.
     func loadFile() throws(VaultError) -> VaultFile {
         guard let bytes = try directory.readFile(VaultDirectory.vaultName) else { throw .notFound }
-        return try VaultFile.decode(bytes, floor: options.floor, limits: options.limits)
+        let (file, mac) = try VaultFile.decode(bytes, floor: options.floor, limits: options.limits)
+        let half = try directory.keyFile.half(file.keyHalf)
+        defer { half.destroy() }
+        let key = try macKey(half: half)
+        defer { key.destroy() }
+        guard try core({ try file.verifyMAC(mac, macKey: key) }) else {
+            throw .damaged(reason: "the vault file does not authenticate under its key file (edited?)")
+        }
+        return file
     }
 
-    /// The failure record; a record from an earlier boot restarts its delay now.
-    func loadRecord(_ file: VaultFile) throws(VaultError) -> FailureRecord {
+    /// The failure record's MAC key: the key file's record key and, when the
+    /// vault's PIN slots require one, the pepper.
+    func recordKey(_ file: VaultFile) throws(VaultError) -> SecureBytes {
+        let base = try directory.keyFile.recordKey()
+        defer { base.destroy() }
+        let peppered = file.slots.contains { $0.type == .pin && $0.flags & VaultFile.slotFlagPepper != 0 }
+        var parts = [base]
+        if peppered {
+            guard let pepper = options.pepper else { throw .pepperRequired }
+            parts.append(pepper)
+        }
+        return try core { try HMACSHA256.deriveKey(label: KeyFile.recordLabel, from: parts) }
+    }
+
+    /// Writes the failure record with its MAC.
+    func writeRecord(_ record: FailureRecord, _ file: VaultFile) throws(VaultError) {
+        let key = try recordKey(file)
+        defer { key.destroy() }
+        try directory.writeFile(VaultDirectory.recordName, try core { try record.encode(key: key) })
+    }
+
+    /// Writes the vault file with its MAC under `half`.
+    func writeVault(_ file: VaultFile, half: SecureBytes) throws(VaultError) {
+        let key = try macKey(half: half)
+        defer { key.destroy() }
+        try directory.writeFile(VaultDirectory.vaultName, try core { try file.encode(macKey: key) })
+    }
+
+    /// Writes the vault file with its MAC under the key-file half it names.
+    func writeVault(_ file: VaultFile) throws(VaultError) {
+        let half = try directory.keyFile.half(file.keyHalf)
+        defer { half.destroy() }
+        try writeVault(file, half: half)
+    }
+
+    func macKey(half: SecureBytes) throws(VaultError) -> SecureBytes {
+        try core { try HMACSHA256.deriveKey(label: KeyFile.macLabel, from: [half]) }
+    }
+
+    /// A slot's wrapping key: the KDF output (or biometric key) bound to the key-file half.
+    func slotKey(_ inner: SecureBytes, half: SecureBytes) throws(VaultError) -> SecureBytes {
+        try core { try HMACSHA256.deriveKey(label: KeyFile.slotLabel, from: [half, inner]) }
+    }
+
+    /// Seals `secret` under `dataKey` into the file's payload.
+    func seal(_ secret: SecureBytes, into file: inout VaultFile, dataKey: SecureBytes) throws(VaultError) {
+        let box = try core { try AEAD.seal(secret, using: dataKey, associatedData: file.payloadAssociatedData) }
+        file.payloadNonce = box.nonce
+        file.payloadCiphertext = box.ciphertext
+    }
+
+    /// The failure record; a record from an earlier boot, or whose stamps the
+    /// clocks contradict, restarts its delay now (``FailureRecord/reconcileClocks(_:)``).
+    func loadRecord(_ file: VaultFile, persist: Persist = .always) throws(VaultError) -> FailureRecord {
         guard let bytes = try directory.readFile(VaultDirectory.recordName) else {
             throw .damaged(reason: "the failure record is missing")
         }
-        var record = try FailureRecord.decode(bytes, vaultID: file.vaultID)
-        let boot = options.clock.bootID()
-        if record.bootID != boot {
-            record.bootID = boot
-            record.bootStamp = options.clock.nanosecondsSinceBoot()
-            try directory.writeFile(VaultDirectory.recordName, try core { try record.encode() })
+        let key = try recordKey(file)
+        defer { key.destroy() }
+        var record = try FailureRecord.decode(bytes, vaultID: file.vaultID, key: key)
+        if record.reconcileClocks(options.clock) {
+            do throws(VaultError) {
+                try directory.writeFile(VaultDirectory.recordName, try core { try record.encode(key: key) })
+            } catch {
+                // status() on a read-only file system reports the re-stamped record without keeping it.
+                guard persist == .ifPossible else { throw error }
+            }
         }
         return record
     }
 
-    func makePINSlot(pin: Password, dataKey: SecureBytes, parameters: Argon2id.Parameters, file: VaultFile)
-        throws(VaultError) -> VaultFile.Slot
-    {
+    /// Whether a re-stamped failure record must be written (an attempt) or
+    /// only if the file system allows it (``status()``, which must work read-only).
+    enum Persist {
+        case always
+        case ifPossible
+    }
+
+    func makePINSlot(
+        pin: Password, dataKey: SecureBytes, parameters: Argon2id.Parameters, file: VaultFile, half: SecureBytes
+    ) throws(VaultError) -> VaultFile.Slot {
         let salt = try core { try SecureRandom.bytes(count: VaultFile.saltSize) }
         var slot = VaultFile.Slot(
             type: .pin, kdf: VaultFile.kdfArgon2id, parameters: parameters,
             flags: options.pepper == nil ? 0 : VaultFile.slotFlagPepper, salt: salt,
             biometricFingerprint: [UInt8](repeating: 0, count: VaultFile.fingerprintSize), nonce: [], wrappedKey: [])
-        let wrapKey = try core {
+        let derived = try core {
             try Argon2id.deriveKey(
                 from: pin, salt: salt, parameters: parameters, pepper: options.pepper, limits: options.limits)
         }
+        defer { derived.destroy() }
+        let wrapKey = try slotKey(derived, half: half)
         defer { wrapKey.destroy() }
         let box = try core { try AEAD.seal(dataKey, using: wrapKey, associatedData: file.slotAssociatedData(slot)) }
         slot.nonce = box.nonce
@@ -293,13 +461,17 @@ public struct PinVault: Sendable {
     }
 
     /// The data key, or nil when the PIN does not open this slot.
-    func openPINSlot(_ slot: VaultFile.Slot, pin: Password, file: VaultFile) throws(VaultError) -> SecureBytes? {
+    func openPINSlot(_ slot: VaultFile.Slot, pin: Password, file: VaultFile, half: SecureBytes) throws(VaultError)
+        -> SecureBytes?
+    {
         let needsPepper = slot.flags & VaultFile.slotFlagPepper != 0
         guard needsPepper == (options.pepper != nil) else { throw .pepperRequired }
-        let wrapKey = try core {
+        let derived = try core {
             try Argon2id.deriveKey(
                 from: pin, salt: slot.salt, parameters: slot.parameters, pepper: options.pepper, limits: options.limits)
         }
+        defer { derived.destroy() }
+        let wrapKey = try slotKey(derived, half: half)
         defer { wrapKey.destroy() }
         return try unwrap(slot, with: wrapKey, file: file)
     }

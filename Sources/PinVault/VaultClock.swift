@@ -5,15 +5,19 @@
 #endif
 
 /// The time sources the throttle uses. Delays are measured on a boot-time
-/// clock the user cannot set, tied to a boot identifier: a delay cannot be
-/// skipped by changing the wall clock, and after a reboot the current delay
-/// starts again from the beginning.
+/// clock tied to a boot identifier, and on the wall clock: only the smaller
+/// of the two elapsed times counts. An unprivileged user can offset the
+/// boot-time clock for processes in a time namespace (`unshare --time`) but
+/// cannot change the wall clock, and setting the wall clock does not move the
+/// boot-time clock; when the two disagree, or either is behind its stamp, the
+/// current delay restarts from now. After a reboot it also starts again.
 public protocol VaultClock: Sendable {
     /// An identifier of the current boot (16 bytes).
     func bootID() -> [UInt8]
     /// Nanoseconds since boot, including suspend (CLOCK_BOOTTIME).
     func nanosecondsSinceBoot() -> UInt64
-    /// Wall-clock seconds since 1970, for display only (`next_attempt_at`).
+    /// Wall-clock seconds since 1970 (CLOCK_REALTIME): compared with the
+    /// boot-time clock, and shown as `next_attempt_at`.
     func wallSeconds() -> UInt64
 }
 

@@ -23,6 +23,14 @@ public enum VaultError: Error, Equatable, Sendable {
     case notAVault
     /// The file was written by a newer format version this library does not know.
     case newerFormat(version: Int)
+    /// The file has an older format version that this library no longer reads
+    /// (version 1 had no key file; see `docs/vault-format.md`). Destroy it and
+    /// create the vault anew.
+    case unsupportedFormat(version: Int)
+    /// The directory cannot hold a new vault: it is not empty, not owned by
+    /// this user, not a directory, or open to the group or others (its mode
+    /// is never changed, since the vault did not create it); `reason` says which.
+    case unsuitableDirectory(reason: String)
     /// The file is damaged, truncated or was edited; `reason` says where.
     case damaged(reason: String)
     /// The file's key-derivation parameters are below the floor this reader

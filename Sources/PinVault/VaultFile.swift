@@ -1,20 +1,25 @@
 import SecureCore
 
-/// The vault file, version 1, as `docs/vault-format.md` specifies it. Every
+/// The vault file, version 2, as `docs/vault-format.md` specifies it. Every
 /// constant of the format lives here; ``decode(_:floor:limits:)`` checks each
 /// MUST of the specification in its order and returns a typed error.
 struct VaultFile: Equatable {
     static let magic: [UInt8] = Array("SPCVAULT".utf8)
-    static let version: UInt16 = 1
+    static let version: UInt16 = 2
+    /// Versions before this one are recognised and refused (``VaultError/unsupportedFormat(version:)``).
+    static let oldestReadableVersion: UInt16 = 2
     static let fixedHeaderSize = 33  // magic .. slot count
     static let boundHeaderSize = 32  // the part every slot and the payload authenticate
     static let slotSize = 136
     static let maxSlots = 8
+    /// Most Argon2id lanes (and threads) a vault may ask for: a reader refuses more before any work.
+    static let maxParallelism: UInt32 = 64
     static let saltSize = 16
     static let fingerprintSize = 32
     static let nonceSize = 24
     static let wrappedKeySize = 48  // 32-byte data key + 16-byte tag
     static let checksumSize = 32
+    static let macSize = 32  // HMAC-SHA256 under the key file's file-MAC key (version 2)
     static let maxSecretSize = 64 * 1024
     static let payloadLabel: [UInt8] = Array("SPC payload v1".utf8)
     static let slotLabel: [UInt8] = Array("SPC slot v1".utf8)
@@ -57,6 +62,8 @@ struct VaultFile: Equatable {
 
     var vaultID: [UInt8]
     var policy: ThrottlePolicy
+    /// Which half of the key file (0 or 1) every slot key and the MAC are bound to (version 2).
+    var keyHalf: UInt8 = 0
     var slots: [Slot]
     var payloadNonce: [UInt8]
     var payloadCiphertext: [UInt8]
@@ -70,7 +77,7 @@ struct VaultFile: Equatable {
         w.bytes(vaultID)
         w.u8(policy.kind)
         w.u16(UInt16(policy.maxFailures))
-        w.u8(0)
+        w.u8(keyHalf)
         return w.out
     }
 
@@ -80,7 +87,25 @@ struct VaultFile: Equatable {
     /// Associated data of the payload: label and bound header.
     var payloadAssociatedData: [UInt8] { VaultFile.payloadLabel + boundHeader }
 
-    func encode() throws(SecureCoreError) -> [UInt8] {
+    /// The file: body, its MAC under `macKey` (from the key file), checksum.
+    func encode(macKey: SecureBytes) throws(SecureCoreError) -> [UInt8] {
+        let body = self.body
+        return try encode(mac: HMACSHA256.authenticate(body, key: macKey))
+    }
+
+    /// Whether `mac` authenticates this file's body under `macKey` (constant time).
+    func verifyMAC(_ mac: [UInt8], macKey: SecureBytes) throws(SecureCoreError) -> Bool {
+        ConstantTime.isEqual(try HMACSHA256.authenticate(body, key: macKey), mac)
+    }
+
+    /// The file with a given MAC (the fuzz target's round trip).
+    func encode(mac: [UInt8]) throws(SecureCoreError) -> [UInt8] {
+        let out = body + mac
+        return out + (try Digest.blake2b256(out))
+    }
+
+    /// Every byte the MAC covers: bound header … payload.
+    var body: [UInt8] {
         var w = ByteWriter()
         w.bytes(boundHeader)
         w.u8(UInt8(slots.count))
@@ -93,12 +118,13 @@ struct VaultFile: Equatable {
         w.bytes(payloadNonce)
         w.u32(UInt32(payloadCiphertext.count))
         w.bytes(payloadCiphertext)
-        return w.out + (try Digest.blake2b256(w.out))
+        return w.out
     }
 
     /// Parses and checks a vault file without running any key derivation.
+    /// The MAC is returned, not checked: that needs the key file (``verifyMAC(_:macKey:)``).
     static func decode(_ bytes: [UInt8], floor: Argon2id.Parameters, limits: Argon2id.Limits) throws(VaultError)
-        -> VaultFile
+        -> (file: VaultFile, mac: [UInt8])
     {
         var r = ByteReader(bytes)
         // 1. Magic, then version: a newer file is recognised, not called damaged.
@@ -106,9 +132,12 @@ struct VaultFile: Equatable {
         r.skip(magic.count)
         guard let version = r.u16() else { throw .damaged(reason: "truncated before the version") }
         guard version <= VaultFile.version else { throw .newerFormat(version: Int(version)) }
-        guard version == VaultFile.version else { throw .damaged(reason: "version \(version) is not valid") }
+        guard version != 0 else { throw .damaged(reason: "version 0 is not valid") }
+        guard version >= oldestReadableVersion else { throw .unsupportedFormat(version: Int(version)) }
         // 2. The checksum covers every byte before it: flipped or edited bytes stop here.
-        guard bytes.count >= fixedHeaderSize + checksumSize else { throw .damaged(reason: "truncated header") }
+        guard bytes.count >= fixedHeaderSize + macSize + checksumSize else {
+            throw .damaged(reason: "truncated header")
+        }
         let body = bytes.prefix(bytes.count - checksumSize)
         let digest: [UInt8]
         do { digest = try Digest.blake2b256(body) } catch { throw .secureCore(error) }
@@ -123,7 +152,7 @@ struct VaultFile: Equatable {
         guard let policy = ThrottlePolicy(kind: kind, maxFailures: maxFailures) else {
             throw .damaged(reason: "unknown throttle policy")
         }
-        guard r.u8() == 0 else { throw .damaged(reason: "reserved byte is not zero") }
+        guard let keyHalf = r.u8(), keyHalf <= 1 else { throw .damaged(reason: "key-file half is not 0 or 1") }
         let count = Int(r.u8()!)
         guard (1...maxSlots).contains(count) else { throw .damaged(reason: "slot count \(count) out of range") }
         // 4. Slots: every parameter within the floor and ceiling before any KDF runs.
@@ -157,14 +186,20 @@ struct VaultFile: Equatable {
         guard let nonce = r.bytes(nonceSize), let length = r.u32() else { throw .damaged(reason: "truncated payload") }
         guard length >= 17, length <= maxSecretSize + 16 else { throw .damaged(reason: "payload length out of range") }
         guard let ciphertext = r.bytes(Int(length)) else { throw .damaged(reason: "truncated payload") }
-        guard r.remaining == checksumSize else { throw .damaged(reason: "trailing bytes after the payload") }
-        return VaultFile(
-            vaultID: vaultID, policy: policy, slots: slots, payloadNonce: nonce, payloadCiphertext: ciphertext)
+        guard let mac = r.bytes(macSize), r.remaining == checksumSize else {
+            throw .damaged(reason: "trailing bytes after the payload")
+        }
+        let file = VaultFile(
+            vaultID: vaultID, policy: policy, keyHalf: keyHalf, slots: slots, payloadNonce: nonce,
+            payloadCiphertext: ciphertext)
+        return (file, mac)
     }
 
     static func checkBounds(_ p: Argon2id.Parameters, floor: Argon2id.Parameters, limits: Argon2id.Limits)
         throws(VaultError)
     {
+        // Each lane is a thread: a tampered p = 4096 would start thousands of them.
+        guard p.parallelism <= maxParallelism else { throw .parametersAboveCeiling }
         do throws(SecureCoreError) {
             try Argon2id.validate(p, saltByteCount: saltSize, outputByteCount: 32, limits: limits)
         } catch .memoryAboveCeiling {

@@ -11,10 +11,13 @@ enum VaultCommand {
                securepin vault unlock --vault DIR [--pin-fd N]              (secret to standard output)
                securepin vault change-pin --vault DIR [--pin-fd N --new-pin-fd N]
                securepin vault status --vault DIR [--json]
-               securepin vault destroy --vault DIR
+               securepin vault destroy --vault DIR [--yes]
         C: digits-4, digits-6, digits-4-8 (default) or alphanumeric.
         P: soft (default: delays, locked after 20), hard:N (locked after N), wipe:N (destroyed after N).
         PINs come from the terminal (no echo) unless --pin-fd/--new-pin-fd name descriptors, one PIN each.
+        init creates DIR, or uses an existing empty directory of yours with mode 0700 (never changing its mode).
+        destroy removes the vault's own files, and DIR only if init created it; it asks for confirmation
+        on a terminal, and needs --yes otherwise.
         Exit codes: 0 success, 1 wrong PIN, 3 locked or throttled, 2 usage error or damaged vault.
         """
 
@@ -29,11 +32,7 @@ enum VaultCommand {
             case "unlock": return try unlock(&args, vault: vault)
             case "change-pin": return try changePIN(&args, vault: vault)
             case "status": return try status(&args, vault: vault)
-            case "destroy":
-                args.finish()
-                try vault.destroy()
-                print("vault destroyed: \(directory)")
-                return 0
+            case "destroy": return try destroy(&args, vault: vault, directory: directory)
             default: CLI.fail("vault: unknown subcommand '\(sub)'", usage: usage)
             }
         } catch let error as VaultError {
@@ -58,7 +57,7 @@ enum VaultCommand {
         let k = args.integer("-k", range: UInt32(8)...UInt32.max)
         let p = args.integer("-p", range: UInt32(1)...UInt32(64)) ?? 1
         args.finish()
-        guard !PinVault(directory: directory).exists else { throw VaultError.alreadyExists }
+        try PinVault.checkCanCreate(at: directory)  // before the secret and the PIN are asked for
         let (buffer, count) = try SecureIO.readAll(from: 0, maximum: PinVault.maximumSecretByteCount)
         defer { buffer.destroy() }
         guard count > 0 else { args.fail("the secret on standard input is empty") }
@@ -86,6 +85,37 @@ enum VaultCommand {
         }
         _ = try PinVault.create(at: directory, secret: secret, pin: pin, policy: policy, parameters: parameters)
         print("vault created: \(directory) (Argon2id \(parameters), policy \(describe(policy)))")
+        return 0
+    }
+
+    /// Destroys after a confirmation (a terminal) or `--yes`, and says exactly what it removed.
+    static func destroy(_ args: inout Arguments, vault: PinVault, directory: String) throws -> Int32 {
+        let yes = args.flag("--yes")
+        args.finish()
+        // Only a missing vault stops here: a damaged one (say, a destroy interrupted after its key
+        // file was overwritten) must still be destroyable.
+        guard vault.exists else { throw VaultError.notFound }
+        if !yes {
+            guard isatty(0) == 1 else {
+                CLI.printError(
+                    "securepin: vault destroy: refusing to destroy without confirmation: standard input is not a"
+                        + " terminal; pass --yes")
+                return 2
+            }
+            FileHandle.standardError.write(
+                Data("Destroy the vault in \(directory)? It cannot be recovered. Type 'yes' to confirm: ".utf8))
+            guard readLine(strippingNewline: true) == "yes" else {
+                CLI.printError("securepin: vault destroy: not confirmed; nothing was destroyed")
+                return 2
+            }
+        }
+        let report = try vault.destroy()
+        print("vault destroyed: \(directory)")
+        print("overwritten in place and removed: \(report.removedFiles.joined(separator: ", "))")
+        print(
+            report.removedDirectory
+                ? "removed directory: \(directory) (created by vault init)"
+                : "kept directory: \(directory) (the vault did not create it, or it is not empty)")
         return 0
     }
 
@@ -180,6 +210,9 @@ enum VaultCommand {
             case .alreadyExists: ("a vault already exists here", 2)
             case .notAVault: ("not a SecurePIN vault file", 2)
             case .newerFormat(let v): ("the vault was written by a newer version (format \(v)); upgrade SecurePIN", 2)
+            case .unsupportedFormat(let v):
+                ("the vault has format \(v), which this version no longer reads; destroy it and create it anew", 2)
+            case .unsuitableDirectory(let reason): ("refused: \(reason)", 2)
             case .damaged(let reason): ("damaged vault: \(reason)", 2)
             case .parametersBelowFloor:
                 ("refused: the vault's key derivation is weaker than the floor (a downgrade?)", 2)

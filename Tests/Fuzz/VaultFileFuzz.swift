@@ -4,7 +4,7 @@
 // (exercises the magic, version and checksum guards); odd, the rest gets a
 // valid BLAKE2b checksum appended, so the fuzzer reaches every later guard.
 // Oracle: decode is total (a typed error, never a trap), and whatever it
-// accepts encodes back to the very same bytes.
+// accepts encodes back, with the MAC it read, to the very same bytes.
 import SecureCore
 
 @testable import PinVault
@@ -25,8 +25,8 @@ public func vaultFileFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         guard let checksum = try? Digest.blake2b256(file) else { fatalError("BLAKE2b failed") }
         file += checksum
     }
-    guard let vault = try? VaultFile.decode(file, floor: floor, limits: limits) else { return 0 }
-    guard let encoded = try? vault.encode(), encoded == file else {
+    guard let decoded = try? VaultFile.decode(file, floor: floor, limits: limits) else { return 0 }
+    guard let encoded = try? decoded.file.encode(mac: decoded.mac), encoded == file else {
         fatalError("a decoded vault file does not encode back to its bytes")
     }
     return 0

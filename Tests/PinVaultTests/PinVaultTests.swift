@@ -24,7 +24,7 @@ struct PinVaultTests {
         let vault = try makeVault()
         let attributes = try FileManager.default.attributesOfItem(atPath: vault.directory.path)
         #expect((attributes[.posixPermissions] as? Int) == 0o700)
-        for name in ["vault", "failures"] {
+        for name in ["vault", "failures", "key"] {
             let a = try FileManager.default.attributesOfItem(atPath: vault.directory.file(name))
             #expect((a[.posixPermissions] as? Int) == 0o600)
         }
@@ -74,6 +74,53 @@ struct PinVaultTests {
         #expect(try vault.status().failures == 0)
     }
 
+    /// A time namespace moves CLOCK_BOOTTIME forward (`unshare -Ur --time
+    /// --boottime N`): the wall clock disagrees, so the delay restarts from
+    /// now instead of being skipped.
+    @Test func aBootClockMovedForwardDoesNotSkipTheDelay() throws {
+        let clock = TestClock()
+        let vault = try makeVault(options: options(clock: clock))
+        for _ in 0..<5 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("9999")) { _ in } } }
+        clock.shiftBootClock(seconds: 86_400)
+        #expect(throws: VaultError.throttled(retryAfterSeconds: 60)) { try vault.unlock(pin: pin("1234")) { _ in } }
+        #expect(try vault.status().failures == 5, "nothing counted")
+        clock.advance(seconds: 60)
+        #expect(try vault.unlock(pin: pin("1234")) { try text($0) } == "refresh-token-42")
+        // Within the tolerance, the smaller elapsed time counts.
+        for _ in 0..<5 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("9999")) { _ in } } }
+        clock.shiftBootClock(seconds: 50)
+        #expect(try vault.status().retryAfterSeconds == 60)
+    }
+
+    /// Failures stamped under a boot clock far ahead (inside a namespace),
+    /// then read with the real one: `now < stamp` is a clock anomaly that
+    /// restarts the delay from now, so the countdown runs instead of freezing.
+    @Test func aBootClockBehindTheStampRestartsTheDelayInsteadOfFreezingIt() throws {
+        let clock = TestClock()
+        let vault = try makeVault(options: options(clock: clock))
+        clock.shiftBootClock(seconds: 100_000)
+        for _ in 0..<5 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("9999")) { _ in } } }
+        clock.shiftBootClock(seconds: -100_000)
+        #expect(try vault.status().retryAfterSeconds == 60)
+        clock.advance(seconds: 30)
+        #expect(try vault.status().retryAfterSeconds == 30)
+        clock.advance(seconds: 30)
+        #expect(try vault.unlock(pin: pin("1234")) { try text($0) } == "refresh-token-42")
+    }
+
+    /// The wall clock set back (or forward) during a delay: the delay restarts, it never shortens.
+    @Test func aWallClockThatJumpsRestartsTheDelay() throws {
+        let clock = TestClock()
+        let vault = try makeVault(options: options(clock: clock))
+        for _ in 0..<5 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("9999")) { _ in } } }
+        clock.advance(seconds: 40)
+        #expect(try vault.status().retryAfterSeconds == 20)
+        clock.shiftWallClock(seconds: 3_600)
+        #expect(try vault.status().retryAfterSeconds == 60)
+        clock.shiftWallClock(seconds: -7_200)
+        #expect(try vault.status().retryAfterSeconds == 60)
+    }
+
     @Test func scheduleTable() {
         let soft = ThrottlePolicy.soft()
         let delays = (1...11).map { soft.delaySeconds(afterFailures: $0) }
@@ -119,6 +166,19 @@ struct PinVaultTests {
         #expect(file.slots.count == 1, "the old slot is gone")
     }
 
+    /// A PIN change killed after its new file was in place left the old
+    /// half intact; the next successful unlock destroys it.
+    @Test func anInterruptedPINChangeIsFinishedByTheNextUnlock() throws {
+        let vault = try makeVault()
+        try vault.changePIN(old: pin("1234"), new: pin("5678"))
+        let current = try vault.loadFile().keyHalf
+        #expect(try vault.directory.keyFile.isDestroyed(1 - current))
+        try vault.directory.keyFile.renewHalf(1 - current).destroy()  // what the interrupted change left
+        #expect(try !vault.directory.keyFile.isDestroyed(1 - current))
+        #expect(try vault.unlock(pin: pin("5678")) { try text($0) } == "refresh-token-42")
+        #expect(try vault.directory.keyFile.isDestroyed(1 - current))
+    }
+
     @Test func pepperIsRequiredAndBound() throws {
         let pepper = try SecureBytes.random(count: 32)
         let dir = temporaryDirectory()
@@ -128,11 +188,16 @@ struct PinVaultTests {
         #expect(throws: VaultError.pepperRequired) {
             try PinVault(directory: dir, options: options()).unlock(pin: pin("1234")) { _ in }
         }
-        #expect(throws: VaultError.wrongPIN(remainingAttempts: 18)) {
+        // Another pepper: the failure record does not authenticate, and nothing is counted.
+        #expect(
+            throws: VaultError.damaged(
+                reason: "the failure record does not authenticate (edited, or opened with another pepper)")
+        ) {
             try PinVault(directory: dir, options: options(pepper: SecureBytes.random(count: 32))).unlock(
                 pin: pin("1234")
             ) { _ in }
         }
+        #expect(try PinVault(directory: dir, options: options(pepper: pepper)).status().failures == 0)
         #expect(
             try PinVault(directory: dir, options: options(pepper: pepper)).unlock(pin: pin("1234")) { try text($0) }
                 == "s")
@@ -201,8 +266,11 @@ struct VaultFileTests {
         }
         #expect(try attempt([UInt8](repeating: 0xAB, count: 300)) == .notAVault)
         var newer = original
-        newer[9] = 2
-        #expect(try attempt(newer) == .newerFormat(version: 2))
+        newer[9] = 3
+        #expect(try attempt(newer) == .newerFormat(version: 3))
+        var older = original
+        older[9] = 1
+        #expect(try attempt(older) == .unsupportedFormat(version: 1), "version 1 (no key file) is refused")
         #expect(try attempt(original + [0]) != nil)
         try Data(original).write(to: URL(fileURLWithPath: vault.directory.file("vault")))
         #expect(try vault.status().failures == 0, "no attempt on a bad file was counted")
@@ -234,5 +302,114 @@ struct VaultFileTests {
         #expect(throws: VaultError.damaged(reason: "the failure record is missing")) { try a.status() }
         try FileManager.default.copyItem(atPath: b.directory.file("failures"), toPath: a.directory.file("failures"))
         #expect(throws: VaultError.damaged(reason: "failure record belongs to another vault")) { try a.status() }
+    }
+}
+
+@Suite("Tampered parameters")
+struct TamperedParameterTests {
+    /// Offset of the first slot's parallelism (big-endian u32) in the file.
+    static let parallelismOffset = VaultFile.fixedHeaderSize + 2 + 4 + 4
+
+    /// Rewrites the first slot's memory and parallelism and recomputes the
+    /// (unkeyed) checksum, as anyone with write access can.
+    func tamper(_ vault: PinVault, memoryKiB: UInt32, parallelism: UInt32) throws {
+        var bytes = try #require(fileBytes(vault, "vault"))
+        let m = VaultFile.fixedHeaderSize + 2
+        for i in 0..<4 {
+            bytes[m + i] = UInt8(truncatingIfNeeded: memoryKiB >> (24 - 8 * UInt32(i)))
+            bytes[Self.parallelismOffset + i] = UInt8(truncatingIfNeeded: parallelism >> (24 - 8 * UInt32(i)))
+        }
+        let body = Array(bytes.prefix(bytes.count - VaultFile.checksumSize))
+        try Data(body + Digest.blake2b256(body)).write(to: URL(fileURLWithPath: vault.directory.file("vault")))
+    }
+
+    /// p = 4096 (with memory to match): refused before any work and before
+    /// counting, and the right PIN is not counted as wrong.
+    @Test func hugeParallelismIsRefusedBeforeCountingOrWork() throws {
+        let log = EventLog()
+        let vault = try makeVault(options: options(log: log))
+        try tamper(vault, memoryKiB: 8 * 4096, parallelism: 4096)
+        log.clear()
+        #expect(throws: VaultError.parametersAboveCeiling) { try vault.unlock(pin: pin("1234")) { _ in } }
+        #expect(log.all.isEmpty, "nothing counted, no key derivation")
+        #expect(throws: VaultError.parametersAboveCeiling) { try vault.status() }
+    }
+
+    /// Parameters edited within the bounds: the file no longer authenticates
+    /// under its key file, so it is a damaged vault, never a counted wrong PIN.
+    @Test func editedParametersAreDamagedNotAWrongPIN() throws {
+        let log = EventLog()
+        let vault = try makeVault(options: options(log: log))
+        try tamper(vault, memoryKiB: 128, parallelism: 2)
+        log.clear()
+        do {
+            try vault.unlock(pin: pin("1234")) { _ in }
+            Issue.record("an edited file opened")
+        } catch let error as VaultError {
+            guard case .damaged = error else {
+                Issue.record("expected a damaged vault, got \(error)")
+                return
+            }
+        }
+        #expect(log.all.isEmpty, "nothing counted, no key derivation")
+    }
+}
+
+@Suite("Failure record")
+struct FailureRecordTests {
+    /// Offset of the consecutive-failure count in the record.
+    static let failuresOffset = 8 + 16
+
+    /// The record with its count set to `count` and the trailer recomputed
+    /// by `seal` (what a forger can compute).
+    func forge(_ vault: PinVault, count: UInt32, seal: ([UInt8]) throws -> [UInt8]) throws {
+        var bytes = try #require(fileBytes(vault, "failures"))
+        for i in 0..<4 { bytes[Self.failuresOffset + i] = UInt8(truncatingIfNeeded: count >> (24 - 8 * UInt32(i))) }
+        let body = Array(bytes.prefix(FailureRecord.size - 32))
+        try Data(body + seal(body)).write(to: URL(fileURLWithPath: vault.directory.file("failures")))
+    }
+
+    /// The MAC a forger computes from the key file alone (no pepper).
+    func keyFileOnlyMAC(_ vault: PinVault) -> ([UInt8]) throws -> [UInt8] {
+        { body in
+            let recordKey = try vault.directory.keyFile.recordKey()
+            let key = try HMACSHA256.deriveKey(label: KeyFile.recordLabel, from: [recordKey])
+            return try HMACSHA256.authenticate(body, key: key)
+        }
+    }
+
+    /// Resetting the counter with a recomputed plain checksum (all the
+    /// record used to have) is refused, and so is every flipped byte.
+    @Test func aCounterResetWithARecomputedChecksumIsRefused() throws {
+        let vault = try makeVault(policy: .hard(maxFailures: 3))
+        for _ in 0..<3 { #expect(throws: VaultError.self) { try vault.unlock(pin: pin("0000")) { _ in } } }
+        #expect(throws: VaultError.locked) { try vault.unlock(pin: pin("1234")) { _ in } }
+        let locked = try #require(fileBytes(vault, "failures"))
+        try forge(vault, count: 0) { try Digest.blake2b256($0) }
+        #expect(throws: VaultError.self) { try vault.status() }
+        #expect(throws: VaultError.self) { try vault.unlock(pin: pin("1234")) { _ in } }
+        for i in 0..<locked.count {
+            var flipped = locked
+            flipped[i] ^= 0x01
+            try Data(flipped).write(to: URL(fileURLWithPath: vault.directory.file("failures")))
+            #expect(throws: VaultError.self, "byte \(i)") { try vault.status() }
+        }
+        try Data(locked).write(to: URL(fileURLWithPath: vault.directory.file("failures")))
+        #expect(throws: VaultError.locked) { try vault.unlock(pin: pin("1234")) { _ in } }
+    }
+
+    /// With a pepper, even someone who reads the key file cannot forge the
+    /// record. Without one, whoever reads the key file can: the documented limit.
+    @Test func forgingNeedsThePepperWhereThereIsOne() throws {
+        let pepper = try SecureBytes.random(count: 32)
+        let peppered = try makeVault(policy: .hard(maxFailures: 3), options: options(pepper: pepper))
+        for _ in 0..<3 { #expect(throws: VaultError.self) { try peppered.unlock(pin: pin("0000")) { _ in } } }
+        try forge(peppered, count: 0, seal: keyFileOnlyMAC(peppered))
+        #expect(throws: VaultError.self) { try peppered.status() }
+
+        let plain = try makeVault(policy: .hard(maxFailures: 3))
+        for _ in 0..<3 { #expect(throws: VaultError.self) { try plain.unlock(pin: pin("0000")) { _ in } } }
+        try forge(plain, count: 0, seal: keyFileOnlyMAC(plain))
+        #expect(try plain.status().failures == 0, "without a pepper, the key file's reader can reset the counter")
     }
 }

@@ -17,6 +17,17 @@ final class TestClock: VaultClock, @unchecked Sendable {
             $0.wall += seconds
         }
     }
+    /// Moves only the boot-time clock, as `unshare --time --boottime N` does
+    /// for the processes in the new time namespace; the wall clock stays.
+    func shiftBootClock(seconds: Int64) {
+        state.withLock {
+            $0.ns = UInt64(Int64($0.ns) + seconds * 1_000_000_000)
+        }
+    }
+    /// Moves only the wall clock (someone set the time).
+    func shiftWallClock(seconds: Int64) {
+        state.withLock { $0.wall = UInt64(Int64($0.wall) + seconds) }
+    }
     func reboot() {
         state.withLock {
             $0.boot = $0.boot.map { $0 &+ 1 }

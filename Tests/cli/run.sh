@@ -3,6 +3,7 @@
 # Usage: Tests/cli/run.sh PATH/TO/securepin
 set -uo pipefail
 B=${1:?usage: run.sh PATH/TO/securepin}
+B=$(cd "$(dirname "$B")" && pwd)/$(basename "$B") # absolute: some checks run from other directories
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0
@@ -101,10 +102,58 @@ check "init over an existing vault -> 2" 2 $?
 check "no vault -> 2" 2 $?
 "$B" vault unlock --vault "$v" --pin-fd 3 3<<<"12a4" >/dev/null 2>&1
 check "still throttled: refused without counting" 3 $?
-"$B" vault destroy --vault "$v" >/dev/null
-check "vault destroy" 0 $?
-[[ ! -e $v ]]
-check "vault directory gone" 0 0 $?
+"$B" vault destroy --vault "$v" </dev/null >/dev/null 2>"$work/err"
+check "vault destroy without a terminal and without --yes -> 2" 2 $?
+grep -q "not a terminal; pass --yes" "$work/err" && [[ -f $v/vault ]]
+check "vault destroy refused: says why, destroys nothing" 0 0 $?
+"$B" vault destroy --vault "$v" --yes >"$work/out"
+check "vault destroy --yes" 0 $?
+[[ ! -e $v ]] && grep -q "removed directory: $v (created by vault init)" "$work/out" &&
+    grep -q "overwritten in place and removed: key, vault, failures, created-directory, lock" "$work/out"
+check "vault directory gone, and destroy says exactly what it removed" 0 0 $?
+
+# vault init never takes over a directory it did not create, and destroy leaves such a directory.
+own="$work/existing"
+mkdir -m 0700 "$own"
+printf 's' | "$B" vault init --vault "$own" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null
+check "vault init in an empty directory of mine (0700)" 0 $?
+(cd "$own" && "$B" vault destroy --vault . --yes >"$work/out")
+check "vault destroy --vault . (the current directory)" 0 $?
+[[ -d $own && -z $(ls -A "$own") ]] && grep -q "kept directory: \." "$work/out"
+check "destroy keeps a directory init did not create, and empties only the vault's files" 0 0 $?
+rmdir "$own"
+open="$work/open"
+mkdir -m 0755 "$open"
+printf 's' | "$B" vault init --vault "$open" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null 2>"$work/err"
+check "vault init refuses a directory open to group/others -> 2" 2 $?
+[[ $(stat -c %a "$open") == 755 && -z $(ls -A "$open") ]] && grep -q "open to the group or others" "$work/err"
+check "the refused directory keeps its mode and stays empty" 0 0 $?
+full="$work/full"
+mkdir -m 0700 "$full"
+echo keep >"$full/notes.txt"
+printf 's' | "$B" vault init --vault "$full" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null 2>"$work/err"
+check "vault init refuses a non-empty directory -> 2" 2 $?
+[[ $(ls -A "$full") == notes.txt && $(cat "$full/notes.txt") == keep ]] && grep -q "is not empty" "$work/err"
+check "the non-empty directory is untouched" 0 0 $?
+made="$work/made"
+printf 's' | "$B" vault init --vault "$made" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null
+echo mine >"$made/notes.txt"
+"$B" vault destroy --vault "$made" --yes >"$work/out"
+check "vault destroy with a foreign file in the vault's directory" 0 $?
+[[ $(ls -A "$made") == notes.txt ]] && grep -q "kept directory" "$work/out"
+check "destroy removes only the vault's files, not the user's" 0 0 $?
+dmg="$work/damaged"
+printf 's' | "$B" vault init --vault "$dmg" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null
+head -c 104 /dev/zero >"$dmg/key" # what a destroy interrupted after its first step leaves
+"$B" vault destroy --vault "$dmg" --yes >/dev/null 2>&1
+check "vault destroy finishes an interrupted destroy (damaged vault)" 0 $?
+[[ ! -e $dmg ]]
+check "the interrupted vault is gone" 0 0 $?
+(cd "$work" && printf 's' | "$B" vault init --vault new-here --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null &&
+    cd new-here && "$B" vault destroy --vault . --yes >"$work/out")
+check "vault destroy --vault . on a directory init created" 0 $?
+[[ ! -e $work/new-here ]] && grep -q "removed directory: \." "$work/out"
+check "the directory init created is removed, even as ." 0 0 $?
 
 # pin check.
 "$B" pin check --pin-fd 0 <<<"1234" >/dev/null
@@ -134,6 +183,33 @@ if command -v tmux >/dev/null; then
     check "demo --interactive with PINs typed on the pad" 0 0 $?
     [[ $(grep -c '^Choose.*: ••••$' "$work/screen") == 2 ]] && ! grep '^Choose' "$work/screen" | grep -q '[0-9]'
     check "demo --interactive shows dots, never the typed digits" 0 0 $?
+
+    # vault destroy on a terminal asks first: anything but "yes" destroys nothing.
+    tv="$work/tty-vault"
+    printf 's' | "$B" vault init --vault "$tv" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null
+    for answer in no yes; do
+        tmux -S "$sock" new-session -d -x 160 -y 20 "$B vault destroy --vault $tv; echo DESTROY-EXIT=\$?; sleep 30"
+        for _ in $(seq 1 50); do
+            tmux -S "$sock" capture-pane -p >"$work/screen"
+            grep -q "Type 'yes' to confirm" "$work/screen" && break
+            sleep 0.1
+        done
+        tmux -S "$sock" send-keys "$answer" Enter
+        for _ in $(seq 1 50); do
+            tmux -S "$sock" capture-pane -p >"$work/screen"
+            grep -q "DESTROY-EXIT=" "$work/screen" && break
+            sleep 0.1
+        done
+        tmux -S "$sock" kill-server 2>/dev/null
+        if [[ $answer == no ]]; then
+            grep -q "DESTROY-EXIT=2" "$work/screen" && grep -q "not confirmed; nothing was destroyed" "$work/screen" &&
+                [[ -f $tv/vault ]]
+            check "vault destroy on a terminal, answered no: nothing destroyed" 0 0 $?
+        else
+            grep -q "DESTROY-EXIT=0" "$work/screen" && [[ ! -e $tv ]]
+            check "vault destroy on a terminal, answered yes: destroyed" 0 0 $?
+        fi
+    done
 else
     echo "skipped: demo --interactive (tmux is not installed)"
 fi

@@ -24,6 +24,32 @@ package enum HMACSHA256 {
         }
     }
 
+    /// A 32-byte key from secret parts: `HMAC-SHA256(key: parts[0] ‖ parts[1] ‖ …, label)`.
+    /// The concatenated key and the result stay in secure memory; only the
+    /// label is public. The vault uses it to bind its keys to its key file.
+    /// - Parameters:
+    ///   - label: public domain-separation bytes.
+    ///   - parts: one or more secrets, concatenated in this order.
+    /// - Returns: the derived key, in secure memory.
+    /// - Throws: ``SecureCoreError/invalidSize(_:)`` (no parts), ``SecureCoreError/destroyed``, memory errors.
+    package static func deriveKey(label: [UInt8], from parts: [SecureBytes]) throws(SecureCoreError) -> SecureBytes {
+        guard !parts.isEmpty else { throw .invalidSize(0) }
+        let key = try SecureBytes(count: parts.reduce(0) { $0 + $1.count })
+        defer { key.destroy() }
+        let out = try SecureBytes(count: byteCount)
+        try withOpenPointers(parts + [key, out]) { (pointers) throws(SecureCoreError) in
+            var offset = 0
+            for (index, part) in parts.enumerated() {
+                (pointers[parts.count] + offset).update(from: pointers[index], count: part.count)
+                offset += part.count
+            }
+            try withPublicBytes(label) { (msg, len) throws(SecureCoreError) in
+                try check(spc_hmac_sha256(pointers[parts.count], key.count, msg, len, pointers[parts.count + 1]))
+            }
+        }
+        return out
+    }
+
     /// PowerAuth's `KDF_INTERNAL`: the HMAC tag folded to 16 bytes (the two
     /// halves XORed).
     /// - Parameters:
