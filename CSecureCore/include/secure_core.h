@@ -333,7 +333,9 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_with_utf8(spc_password *pw, sp
  *          surrogates, values above U+10FFFF, truncated sequences);
  *          SPC_E_TOO_LONG; SPC_E_NOMEM.
  * Security: the decoder branches on the byte-length class of each character
- *           (1 to 4 bytes), never on its value.
+ *           (1 to 4 bytes) and, when the input is ill-formed, on where it
+ *           stops being well-formed (it returns SPC_E_UTF8 there); a
+ *           well-formed character's value steers no branch or index.
  */
 SPC_MUST_CHECK SPC_NONNULL(1, 3) int spc_password_from_utf8(spc_buffer *utf8, size_t len, spc_password **out);
 
