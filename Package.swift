@@ -98,9 +98,13 @@ let package = Package(
             path: "Benchmarks/activation-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "PinVaultTests",
-            dependencies: ["PinVault", "SecureCore", "spc-test-helper"],
+            dependencies: ["PinVault", "SecureCore", "spc-test-helper", "TestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "ActivationTests",
@@ -121,7 +125,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "SecureCoreTests",
-            dependencies: ["SecureCore", "spc-test-helper"],
+            dependencies: ["SecureCore", "spc-test-helper", "TestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "PinEntry",

@@ -226,6 +226,7 @@ struct ConfigurationAndStorageTests {
         let service = try ActivationService(
             configuration: configuration, storage: base.storage, transport: base.transport, clock: base.clock)
         try await base.activate(service)
+        #expect(!base.transport.sent.isEmpty, "the activation sent requests")
         #expect(base.transport.sent.allSatisfy { $0.header("x-trace") == "t-1" && $0.header("User-Agent") == nil })
     }
 }

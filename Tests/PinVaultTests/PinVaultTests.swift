@@ -1,5 +1,7 @@
 import Foundation
 import SecureCore
+import Synchronization
+import TestSupport
 import Testing
 
 @testable import PinVault
@@ -215,6 +217,28 @@ struct PinVaultTests {
         let vault = try makeVault()
         let value = try await vault.unlock(pin: pin("1234")) { try text($0) }
         #expect(value == "refresh-token-42")
+    }
+
+    /// The unlock blocks on the vault's lock file, which this test holds with `flock`: if the
+    /// blocking part ran on Swift's cooperative pool, more blocked unlocks than the pool has
+    /// threads would leave no thread for any other task.
+    @Test func blockedUnlocksLeaveTheCooperativePoolFree() async throws {
+        let vault = try makeVault()
+        let fd = open(vault.directory.file("lock"), O_RDWR | O_CLOEXEC)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        try #require(flock(fd, LOCK_EX) == 0)
+        let right = try pin("1234")
+        let opened = Atomic<Int>(0)
+        let free = await CooperativePool.staysFree(whileBlocking: CooperativePool.oversubscribed) {
+            if (try? await vault.unlock(pin: right) { try text($0) }) == "refresh-token-42" {
+                opened.add(1, ordering: .relaxed)
+            }
+        } release: {
+            _ = flock(fd, LOCK_UN)
+        }
+        #expect(free, "a blocked unlock held a thread of the cooperative pool")
+        #expect(opened.load(ordering: .relaxed) == CooperativePool.oversubscribed)
     }
 }
 

@@ -197,7 +197,7 @@ struct SQLiteTests {
             }
             return true
         }
-        #expect(results.allSatisfy { $0 })
+        #expect(results.count == 4 && results.allSatisfy { $0 })
         #expect(try db.query("SELECT value FROM counter")[0][0] == 200)
     }
 }

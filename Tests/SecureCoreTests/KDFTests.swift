@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SecureCore
@@ -136,6 +137,32 @@ struct Argon2idTests {
         let key = try await Argon2id.deriveKey(from: pw, salt: salt, parameters: p)
         let again = try await Argon2id.deriveKey(from: pw, salt: salt, parameters: p)
         #expect(try key.isEqual(to: again))
+    }
+
+    /// The derivation blocks on the pepper's lock, which this test holds: if the blocking part
+    /// ran on Swift's cooperative pool, more blocked derivations than the pool has threads would
+    /// leave no thread for any other task.
+    @Test func blockedDerivationsLeaveTheCooperativePoolFree() async throws {
+        let pepper = try SecureBytes.random(count: 32)
+        let secret = try password("blocked")
+        let salt = self.salt
+        let p = Argon2id.Parameters(memoryKiB: 64, iterations: 1)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            _ = try? pepper.withUnsafeBytes { _ in
+                holding.signal()
+                release.wait()
+            }
+        }
+        holder.start()
+        holding.wait()
+        let free = await CooperativePool.staysFree(whileBlocking: CooperativePool.oversubscribed) {
+            _ = try? await Argon2id.deriveKey(from: secret, salt: salt, parameters: p, pepper: pepper)
+        } release: {
+            release.signal()
+        }
+        #expect(free, "a blocked derivation held a thread of the cooperative pool")
     }
 }
 
