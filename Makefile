@@ -257,15 +257,16 @@ FUZZ_LINK          := $(if $(shell command -v ld.lld 2>/dev/null),-use-ld=lld) $
 SECURECORE_SWIFT   := $(shell find Sources/SecureCore -name '*.swift')
 ACTIVATION_SWIFT   := $(shell find Sources/Activation -name '*.swift')
 PINVAULT_SWIFT     := $(shell find Sources/PinVault -name '*.swift')
+BIOMETRY_SWIFT     := $(shell find Sources/Biometry -name '*.swift')
 FUZZ_CORE_OBJS     := $(patsubst CSecureCore/%.c,$(FUZZ_DIR)/core/%.o,$(CORE_SRCS))
 # The Swift target each fuzzer's entry point lives in, and the module objects it links.
 fuzz_swift_file     = Tests/Fuzz/$(subst $(eval) ,,$(foreach w,$(subst _, ,$(1)),$(shell echo $(w) | sed 's/./\U&/')))Fuzz.swift
-FUZZ_MODULES_vault_file           := SecureCore PinVault
-FUZZ_MODULES_status_blob          := SecureCore PinVault Activation
-FUZZ_MODULES_authorization_header := SecureCore PinVault Activation
-FUZZ_MODULES_algorithm_name       := SecureCore PinVault Activation
-FUZZ_MODULES_configuration_string := SecureCore PinVault Activation
-FUZZ_MODULES_server_request       := SecureCore PinVault Activation ActivationServer
+FUZZ_MODULES_vault_file           := SecureCore Biometry PinVault
+FUZZ_MODULES_status_blob          := SecureCore Biometry Activation
+FUZZ_MODULES_authorization_header := SecureCore Biometry Activation
+FUZZ_MODULES_algorithm_name       := SecureCore Biometry Activation
+FUZZ_MODULES_configuration_string := SecureCore Biometry Activation
+FUZZ_MODULES_server_request       := SecureCore Biometry Activation ActivationServer
 
 $(FUZZ_DIR)/module.modulemap:
 	@mkdir -p $(FUZZ_DIR)
@@ -279,8 +280,12 @@ $(FUZZ_DIR)/SecureCore.o: $(SECURECORE_SWIFT) $(FUZZ_DIR)/module.modulemap
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name SecureCore -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/SecureCore.swiftmodule $(SECURECORE_SWIFT) -o $@
 
-# Activation imports PinVault (the biometric types it shares).
-$(FUZZ_DIR)/Activation.o: $(ACTIVATION_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/PinVault.o
+$(FUZZ_DIR)/Biometry.o: $(BIOMETRY_SWIFT) $(FUZZ_DIR)/SecureCore.o
+	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name Biometry -wmo -c -emit-module \
+	  -emit-module-path $(FUZZ_DIR)/Biometry.swiftmodule $(BIOMETRY_SWIFT) -o $@
+
+# Activation imports Biometry (the authenticator it shares with the vault), not PinVault.
+$(FUZZ_DIR)/Activation.o: $(ACTIVATION_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name Activation -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/Activation.swiftmodule $(ACTIVATION_SWIFT) -o $@
 
@@ -290,7 +295,7 @@ $(FUZZ_DIR)/ActivationServer.o: $(ACTIVATIONSERVER_SWIFT) $(FUZZ_DIR)/Activation
 	  -emit-module-path $(FUZZ_DIR)/ActivationServer.swiftmodule $(ACTIVATIONSERVER_SWIFT) -o $@
 
 # -enable-testing: the vault reader is internal to PinVault; the target uses @testable import.
-$(FUZZ_DIR)/PinVault.o: $(PINVAULT_SWIFT) $(FUZZ_DIR)/SecureCore.o
+$(FUZZ_DIR)/PinVault.o: $(PINVAULT_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -enable-testing -module-name PinVault -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/PinVault.swiftmodule $(PINVAULT_SWIFT) -o $@
 

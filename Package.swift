@@ -22,6 +22,7 @@ let package = Package(
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .library(name: "PinVault", targets: ["PinVault"]),
+        .library(name: "Biometry", targets: ["Biometry"]),
         .library(name: "Activation", targets: ["Activation"]),
         .library(name: "ActivationServer", targets: ["ActivationServer"]),
         .executable(name: "securepin", targets: ["securepin"]),
@@ -60,12 +61,16 @@ let package = Package(
             path: "Benchmarks/BenchmarkKit",
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
-            name: "PinVault",
+            name: "Biometry",
             dependencies: ["SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
+            name: "PinVault",
+            dependencies: ["SecureCore", "Biometry"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
             name: "Activation",
-            dependencies: ["SecureCore", "PinVault"],
+            dependencies: ["SecureCore", "Biometry"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "ActivationServer",

@@ -1,4 +1,4 @@
-import PinVault
+import Biometry
 import SecureCore
 
 /// Errors raised by the Activation module. None carries secret content: a

@@ -42,7 +42,11 @@ extension PinVault {
         let box = try core { try AEAD.seal(dataKey, using: wrapKey, associatedData: file.slotAssociatedData(slot)) }
         slot.nonce = box.nonce
         slot.wrappedKey = box.ciphertext
-        try authenticator.storeKey(biometricKey, account: biometricAccount(file))
+        do throws(BiometryError) {
+            try authenticator.storeKey(biometricKey, account: biometricAccount(file))
+        } catch {
+            throw VaultError(error)
+        }
         return slot
     }
 
@@ -82,8 +86,13 @@ extension PinVault {
         guard let authenticator = options.authenticator else { throw .biometryNotConfigured }
         guard authenticator.systemStatus == .available else { throw .biometryFailed(authenticator.systemStatus) }
         let (file, slot) = try biometricSlot()
-        let key = try await authenticator.evaluate(
-            prompt: prompt, account: biometricAccount(file), configuration: options.biometricConfiguration)
+        let key: SecureBytes
+        do throws(BiometryError) {
+            key = try await authenticator.evaluate(
+                prompt: prompt, account: biometricAccount(file), configuration: options.biometricConfiguration)
+        } catch {
+            throw VaultError(error)
+        }
         defer { key.destroy() }
         return try directory.locked { () throws(VaultError) in
             let current = try loadFile()

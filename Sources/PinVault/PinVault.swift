@@ -1,3 +1,5 @@
+// Biometry is its own module; PinVault re-exports it, so vault code keeps one import.
+@_exported import Biometry
 import SecureCore
 
 #if canImport(Glibc)

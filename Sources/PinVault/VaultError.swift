@@ -57,3 +57,16 @@ public enum VaultError: Error, Equatable, Sendable {
     /// A SecureCore operation failed.
     case secureCore(SecureCoreError)
 }
+
+extension VaultError {
+    /// The vault's view of an authenticator's failure.
+    /// - Parameter error: what the authenticator reported.
+    public init(_ error: BiometryError) {
+        switch error {
+        case .cancelled: self = .cancelled
+        case .failed(let status): self = .biometryFailed(status)
+        case .notConfigured: self = .biometryNotConfigured
+        case .secureCore(let core): self = .secureCore(core)
+        }
+    }
+}

@@ -1,4 +1,4 @@
-import PinVault
+import Biometry
 
 /// Everything an ``ActivationService`` needs to know about its application
 /// and server (the seed's `PowerAuthConfiguration`), validated when made.

@@ -1,5 +1,5 @@
+import Biometry
 import Foundation
-import PinVault
 import SecureCore
 
 extension ActivationService {
@@ -89,7 +89,7 @@ extension ActivationService {
         guard let biometryKey = try? AEAD.open(current.sealedBiometryKey, using: biometrySeal, associatedData: binding)
         else { throw .invalidActivationData(reason: "the sealed biometry key does not open") }
         defer { biometryKey.destroy() }
-        try mapVault { () throws(VaultError) in
+        try mapBiometry { () throws(BiometryError) in
             try authenticator.storeKey(biometryKey, account: configuration.biometryKeyAccount)
         }
         let enrolled = Base64.encode(authenticator.enrolledSetFingerprint)
@@ -153,11 +153,11 @@ extension ActivationService {
             }
             throw .biometryInvalidated
         }
-        do throws(VaultError) {
+        do throws(BiometryError) {
             return try await authenticator.evaluate(
                 prompt: prompt, account: configuration.biometryKeyAccount, configuration: biometric)
         } catch {
-            throw ActivationError(vault: error)
+            throw ActivationError(biometry: error)
         }
     }
 }

@@ -1,5 +1,5 @@
+import Biometry
 import Foundation
-import PinVault
 import SecureCore
 
 extension ActivationService {

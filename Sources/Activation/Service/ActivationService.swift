@@ -1,11 +1,11 @@
+import Biometry
 import Foundation
-import PinVault
 import SecureCore
 
 /// The client side of an activation: the module's one entry type. It creates
 /// an activation (device keys, key agreement with the server, factor keys
 /// stored: the knowledge key wrapped under the PIN, the biometry key behind
-/// the ``PinVault/BiometricAuthenticator``), signs requests, fetches the
+/// the ``Biometry/BiometricAuthenticator``), signs requests, fetches the
 /// status, changes the PIN in two steps and adds or removes the biometry
 /// factor. Calls are serialised by the actor; the counter moves and is
 /// stored before any signed request leaves.
@@ -184,7 +184,7 @@ public actor ActivationService {
                 ? authenticator.map { Base64.encode($0.enrolledSetFingerprint) } : nil,
             keyCheck: Base64.encode(try newKeys.keyCheck()))
         if enableBiometry, let authenticator {
-            try mapVault { () throws(VaultError) in
+            try mapBiometry { () throws(BiometryError) in
                 try authenticator.storeKey(factorKeys.biometry, account: configuration.biometryKeyAccount)
             }
         }
@@ -257,24 +257,22 @@ public actor ActivationService {
     }
 }
 
-/// Maps a PinVault biometry error into ``ActivationError``.
-func mapVault<R>(_ body: () throws(VaultError) -> R) throws(ActivationError) -> R {
-    do throws(VaultError) {
+/// Maps an authenticator's error into ``ActivationError``.
+func mapBiometry<R>(_ body: () throws(BiometryError) -> R) throws(ActivationError) -> R {
+    do throws(BiometryError) {
         return try body()
     } catch {
-        throw ActivationError(vault: error)
+        throw ActivationError(biometry: error)
     }
 }
 
 extension ActivationError {
-    init(vault error: VaultError) {
+    init(biometry error: BiometryError) {
         switch error {
         case .cancelled: self = .cancelled
-        case .biometryFailed(let status): self = status == .available ? .biometryFailed : .biometryNotAvailable(status)
-        case .biometryNotConfigured: self = .biometryNotConfigured
-        case .biometryInvalidated: self = .biometryInvalidated
+        case .failed(let status): self = status == .available ? .biometryFailed : .biometryNotAvailable(status)
+        case .notConfigured: self = .biometryNotConfigured
         case .secureCore(let core): self = .core(core)
-        default: self = .biometryFailed
         }
     }
 }

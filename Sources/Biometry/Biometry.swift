@@ -56,11 +56,11 @@ public protocol BiometricAuthenticator: Sendable {
     /// A value that changes whenever the enrolled set changes (32 bytes; not secret).
     var enrolledSetFingerprint: [UInt8] { get }
     /// Stores `key` under `account`, protected by biometry.
-    func storeKey(_ key: SecureBytes, account: String) throws(VaultError)
+    func storeKey(_ key: SecureBytes, account: String) throws(BiometryError)
     /// Prompts the user and returns the key stored under `account`.
-    /// - Throws: ``VaultError/cancelled``, ``VaultError/biometryFailed(_:)``,
-    ///   ``VaultError/biometryNotConfigured`` (no key stored).
-    func evaluate(prompt: String, account: String, configuration: BiometricConfiguration) async throws(VaultError)
+    /// - Throws: ``BiometryError/cancelled``, ``BiometryError/failed(_:)``,
+    ///   ``BiometryError/notConfigured`` (no key stored).
+    func evaluate(prompt: String, account: String, configuration: BiometricConfiguration) async throws(BiometryError)
         -> SecureBytes
     /// Deletes the key stored under `account` (no error when absent).
     func deleteKey(account: String)

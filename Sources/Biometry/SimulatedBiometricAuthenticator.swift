@@ -53,7 +53,7 @@ public final class SimulatedBiometricAuthenticator: BiometricAuthenticator, @unc
     }
 
     /// Stores a copy of `key`.
-    public func storeKey(_ key: SecureBytes, account: String) throws(VaultError) {
+    public func storeKey(_ key: SecureBytes, account: String) throws(BiometryError) {
         let copy: SecureBytes
         do {
             copy = try key.withUnsafeBytes { try SecureBytes(copying: $0) }
@@ -67,19 +67,19 @@ public final class SimulatedBiometricAuthenticator: BiometricAuthenticator, @unc
 
     /// Plays the next scripted outcome and releases a copy of the key on a match.
     public func evaluate(prompt: String, account: String, configuration: BiometricConfiguration)
-        async throws(VaultError)
+        async throws(BiometryError)
         -> SecureBytes
     {
-        let result: Result<SecureBytes, VaultError> = state.withLock { s in
-            guard s.status == .available else { return .failure(.biometryFailed(s.status)) }
-            guard let key = s.keys[account] else { return .failure(.biometryNotConfigured) }
+        let result: Result<SecureBytes, BiometryError> = state.withLock { s in
+            guard s.status == .available else { return .failure(.failed(s.status)) }
+            guard let key = s.keys[account] else { return .failure(.notConfigured) }
             let reuse = !configuration.invalidateLocalAuthenticationContextAfterUse && s.cachedAccount == account
             if !reuse {
                 s.prompts.append(prompt)
                 let outcome = s.outcomes.isEmpty ? .match : s.outcomes.removeFirst()
                 switch outcome {
                 case .cancel: return .failure(.cancelled)
-                case .noMatch: return .failure(.biometryFailed(.available))
+                case .noMatch: return .failure(.failed(.available))
                 case .match:
                     s.cachedAccount = configuration.invalidateLocalAuthenticationContextAfterUse ? nil : account
                 }
