@@ -1,11 +1,13 @@
 import SecureCore
 
-/// The vault file, version 1, as `docs/vault-format.md` specifies it. Every
+/// The vault file, versions 1 and 2, as `docs/vault-format.md` specifies it. Every
 /// constant of the format lives here; ``decode(_:floor:limits:)`` checks each
 /// MUST of the specification in its order and returns a typed error.
 struct VaultFile: Equatable {
     static let magic: [UInt8] = Array("SPCVAULT".utf8)
-    static let version: UInt16 = 1
+    static let version: UInt16 = 2
+    /// The first version that records the PIN format in the bound header.
+    static let pinFormatVersion: UInt16 = 2
     static let fixedHeaderSize = 33  // magic .. slot count
     static let boundHeaderSize = 32  // the part every slot and the payload authenticate
     static let slotSize = 136
@@ -60,17 +62,26 @@ struct VaultFile: Equatable {
     var slots: [Slot]
     var payloadNonce: [UInt8]
     var payloadCiphertext: [UInt8]
+    /// The version this file is written in: a version 1 file stays version 1.
+    var version: UInt16 = VaultFile.version
+    /// The PIN format (version 2); ``VaultPinFormat/unrecorded`` in version 1.
+    var pinFormat: VaultPinFormat = .unrecorded
 
-    /// Magic, version, flags, vault id and policy: what every AEAD binds.
+    /// Magic, version, flags, vault id, policy and (version 2) the PIN format: what every AEAD binds.
     var boundHeader: [UInt8] {
         var w = ByteWriter()
         w.bytes(VaultFile.magic)
-        w.u16(VaultFile.version)
+        w.u16(version)
         w.u16(0)
         w.bytes(vaultID)
         w.u8(policy.kind)
         w.u16(UInt16(policy.maxFailures))
         w.u8(0)
+        if version >= VaultFile.pinFormatVersion {
+            w.u8(pinFormat.characters.rawValue)
+            w.u16(UInt16(pinFormat.minimumLength))
+            w.u16(UInt16(pinFormat.maximumLength))
+        }
         return w.out
     }
 
@@ -106,7 +117,7 @@ struct VaultFile: Equatable {
         r.skip(magic.count)
         guard let version = r.u16() else { throw .damaged(reason: "truncated before the version") }
         guard version <= VaultFile.version else { throw .newerFormat(version: Int(version)) }
-        guard version == VaultFile.version else { throw .damaged(reason: "version \(version) is not valid") }
+        guard version >= 1 else { throw .damaged(reason: "version \(version) is not valid") }
         // 2. The checksum covers every byte before it: flipped or edited bytes stop here.
         guard bytes.count >= fixedHeaderSize + checksumSize else { throw .damaged(reason: "truncated header") }
         let body = bytes.prefix(bytes.count - checksumSize)
@@ -124,7 +135,19 @@ struct VaultFile: Equatable {
             throw .damaged(reason: "unknown throttle policy")
         }
         guard r.u8() == 0 else { throw .damaged(reason: "reserved byte is not zero") }
-        let count = Int(r.u8()!)
+        var pinFormat = VaultPinFormat.unrecorded
+        if version >= pinFormatVersion {
+            guard let kind = r.u8(), let minimum = r.u16(), let maximum = r.u16() else {
+                throw .damaged(reason: "truncated header")
+            }
+            guard let characters = VaultPinFormat.Characters(rawValue: kind),
+                let format = VaultPinFormat(
+                    characters: characters, minimumLength: Int(minimum), maximumLength: Int(maximum))
+            else { throw .damaged(reason: "unknown PIN format") }
+            pinFormat = format
+        }
+        guard let countByte = r.u8() else { throw .damaged(reason: "truncated header") }
+        let count = Int(countByte)
         guard (1...maxSlots).contains(count) else { throw .damaged(reason: "slot count \(count) out of range") }
         // 4. Slots: every parameter within the floor and ceiling before any KDF runs.
         var slots: [Slot] = []
@@ -159,7 +182,8 @@ struct VaultFile: Equatable {
         guard let ciphertext = r.bytes(Int(length)) else { throw .damaged(reason: "truncated payload") }
         guard r.remaining == checksumSize else { throw .damaged(reason: "trailing bytes after the payload") }
         return VaultFile(
-            vaultID: vaultID, policy: policy, slots: slots, payloadNonce: nonce, payloadCiphertext: ciphertext)
+            vaultID: vaultID, policy: policy, slots: slots, payloadNonce: nonce, payloadCiphertext: ciphertext,
+            version: version, pinFormat: pinFormat)
     }
 
     static func checkBounds(_ p: Argon2id.Parameters, floor: Argon2id.Parameters, limits: Argon2id.Limits)

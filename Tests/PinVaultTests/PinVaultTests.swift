@@ -201,8 +201,8 @@ struct VaultFileTests {
         }
         #expect(try attempt([UInt8](repeating: 0xAB, count: 300)) == .notAVault)
         var newer = original
-        newer[9] = 2
-        #expect(try attempt(newer) == .newerFormat(version: 2))
+        newer[9] = UInt8(VaultFile.version + 1)
+        #expect(try attempt(newer) == .newerFormat(version: Int(VaultFile.version + 1)))
         #expect(try attempt(original + [0]) != nil)
         try Data(original).write(to: URL(fileURLWithPath: vault.directory.file("vault")))
         #expect(try vault.status().failures == 0, "no attempt on a bad file was counted")
