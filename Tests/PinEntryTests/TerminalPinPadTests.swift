@@ -228,7 +228,7 @@ struct TerminalPinPadTests {
         let pane = try session.wait(for: "DONE")
         // Exactly 5813 was stored: four digits, none of this PIN's flags.
         #expect(
-            pane.contains(#"{"format":"numeric","length":4,"flags":[],"relevantFlags":[],"verdict":"acceptable"}"#),
+            pane.contains(#"{"format":"numeric","length":4,"flags":[],"relevant_flags":[],"verdict":"acceptable"}"#),
             "\(pane)")
         #expect(pane.contains("EXIT=0"))
     }

@@ -296,6 +296,18 @@ check "--version" 0 $?
 grep -q "^securepin [0-9]" "$work/out" && grep -q "^libsodium [0-9]" "$work/out" && grep -q "^libargon2" "$work/out" \
     && grep -q "^OpenSSL .*[0-9]" "$work/out"
 check "--version names libsodium, libargon2 and OpenSSL" 0 0 $?
+# JSON keys in one style: lower snake_case, no one-letter pieces such as memory_mi_b.
+printf 's' | "$B" vault init --vault "$work/js" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null 2>&1
+{
+    "$B" doctor --json
+    "$B" kdf tune --target-ms 5 --json
+    "$B" vault status --vault "$work/js" --json
+    "$B" pin check --pin-fd 0 --json <<<"1234"
+    printf 'a fairly long passphrase' | "$B" pin check --complexity alphanumeric --pin-fd 0 --json
+} >"$work/json" 2>/dev/null
+keys=$(grep -o '"[A-Za-z0-9_]*" *:' "$work/json" | tr -d '": ' | sort -u)
+[[ -n $keys ]] && ! grep -v '^[a-z][a-z0-9]*\(_[a-z0-9][a-z0-9]\+\)*$' <<<"$keys"
+check "every JSON key is snake_case" 0 0 $?
 grep -q "^  130  cancelled" <("$B" --help) && grep -q "| 130 |" "$(dirname "$0")/../../README.md"
 check "one exit-code table in --help and the README" 0 0 $?
 

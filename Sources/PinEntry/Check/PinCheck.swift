@@ -90,16 +90,16 @@ public struct PinCheckOutcome: Equatable, Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// One JSON object (stable key order).
+    /// One JSON object (stable key order, snake_case keys as in every securepin JSON).
     public var json: String {
         var fields = [
             "\"format\":\"\(format.isNumeric ? "numeric" : "alphanumeric")\"",
             "\"length\":\(length)",
             "\"flags\":[" + flags.map { "\"\($0)\"" }.joined(separator: ",") + "]",
-            "\"relevantFlags\":[" + relevantFlags.map { "\"\($0)\"" }.joined(separator: ",") + "]",
+            "\"relevant_flags\":[" + relevantFlags.map { "\"\($0)\"" }.joined(separator: ",") + "]",
         ]
         if let estimatedBits, let rating {
-            fields.append("\"estimatedBits\":\(Self.oneDecimal(estimatedBits))")
+            fields.append("\"estimated_bits\":\(Self.oneDecimal(estimatedBits))")
             fields.append("\"rating\":\"\(rating.rawValue)\"")
         }
         fields.append("\"verdict\":\"\(verdict.rawValue)\"")
