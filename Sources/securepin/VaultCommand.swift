@@ -71,6 +71,9 @@ enum VaultCommand {
         let p = args.integer("-p", range: UInt32(1)...UInt32(64))
         directory = requireVault(&args)
         // Every check before the secret is read or a PIN asked for.
+        if case .descriptor(0, _) = input {
+            args.usageError("standard input carries the secret: give the PIN on another descriptor (--pin-fd 3 3<FILE)")
+        }
         let fixed = try fixedParameters(t: t, k: k, p: p, target: target, args: args)
         checkNewVaultPath(directory, args: args)
         input.checkAvailable(command: "vault init")

@@ -18,6 +18,9 @@ check() { # name, expected exit code, actual exit code, [condition result]
     fi
 }
 
+# A message a person can read: no Swift enum dumps, errno numbers or internal names.
+plain() { ! grep -Eq '[a-zA-Z]+\([a-zA-Z]+:|errno|Error\.|\(userCancelled\)|tooLong' "$1"; }
+
 salt=30313233343536373839616263646566 # "0123456789abcdef"
 
 # kdf hash: the same bytes as Debian's argon2 tool, raw and encoded.
@@ -240,10 +243,13 @@ check "wipe:1: the warning came before the PIN, and the vault is gone" 0 0 $?
 
 # Invalid KDF settings are refused before anything is read or asked (standard input never ends here).
 for bad in "-t 1 -k 19456" "-t 2 -k 8192" "-k 65536" "-t 3" "-p 2" "--target-ms 100 -t 2 -k 65536" "--policy wipe" \
-    "--complexity digits-5"; do
+    "--complexity digits-5" "--pin-fd 0"; do
     # shellcheck disable=SC2086
     timeout 10 "$B" vault init --vault "$work/kdf" --pin-fd 3 $bad 3< <(sleep 30) < <(sleep 30) >/dev/null 2>"$work/err"
-    check "vault init $bad -> exit 2 at once" 2 $?
+    code=$?
+    plain "$work/err"
+    check "vault init $bad -> a plain message" 0 0 $?
+    check "vault init $bad -> exit 2 at once" 2 $code
 done
 timeout 10 "$B" vault init --vault "$work/kdf" --pin-fd 3 -t 1 -k 19456 3< <(sleep 30) < <(sleep 30) 2>"$work/err"
 grep -q "below the vault's floor of 19456 KiB (19 MiB) and t = 2" "$work/err"
@@ -296,6 +302,29 @@ check "--version" 0 $?
 grep -q "^securepin [0-9]" "$work/out" && grep -q "^libsodium [0-9]" "$work/out" && grep -q "^libargon2" "$work/out" \
     && grep -q "^OpenSSL .*[0-9]" "$work/out"
 check "--version names libsodium, libargon2 and OpenSSL" 0 0 $?
+# Plain messages: what is wrong, with the path, port or descriptor and the fix; no enum dumps or errno numbers.
+"$B" server --port 0 --db "$work/srv.sqlite" >"$work/srv.out" 2>&1 &
+srv=$!
+for _ in $(seq 1 50); do grep -q "listening on" "$work/srv.out" 2>/dev/null && break; sleep 0.2; done
+port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$work/srv.out")
+"$B" server --port "$port" --db "$work/srv2.sqlite" >/dev/null 2>"$work/err"
+check "server on a port in use -> 1" 1 $?
+grep -q "port $port is in use: choose another with --port, or --port 0 for a free one" "$work/err" && plain "$work/err"
+check "server: the port in use is named with the fix" 0 0 $?
+kill -TERM "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+"$B" server --port 0 --db "$work/srv3.sqlite" --admin-token-file "$work/no-token" >/dev/null 2>"$work/err"
+check "server with a missing token file -> 1" 1 $?
+grep -q "cannot open the admin token file $work/no-token: No such file or directory" "$work/err" && plain "$work/err"
+check "server: the token file is named, no errno number" 0 0 $?
+head -c 70000 /dev/zero | "$B" vault init --vault "$work/big" --pin-fd 3 -t 2 -k 19456 3<<<"2468" 2>"$work/err"
+check "vault init with a secret over 64 KiB -> 2" 2 $?
+grep -q "the secret on standard input is longer than 65536 bytes" "$work/err" && plain "$work/err"
+check "vault init: the secret's limit, no tooLong" 0 0 $?
+printf '\x1b' | "$B" pin check --pin-fd 0 2>"$work/err" >/dev/null
+plain "$work/err"
+check "pin check: a control character is a plain message" 0 0 $?
+
 # JSON keys in one style: lower snake_case, no one-letter pieces such as memory_mi_b.
 printf 's' | "$B" vault init --vault "$work/js" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null 2>&1
 {
