@@ -179,6 +179,24 @@ if command -v tmux >/dev/null; then
     wait_for unlock "PAD-EXIT="
     screen_of unlock | grep -q "PAD-EXIT=0" && [[ $(cat "$work/unlocked") == "secret-on-the-pad" ]]
     check "the keys typed at init open the vault at unlock" 0 0 $?
+    # A pasted "24 68": the space is refused (bell, "digits only") at init and at unlock alike.
+    pad paste "printf pasted | $B vault init --vault $work/paste -t 2 -k 19456"
+    wait_for paste "New PIN:"
+    tmux -S "$sock" send-keys -t paste -l "24 68"
+    wait_for paste "! digits only"
+    check "init pad: a pasted space is refused with the reason" 0 0 $?
+    tmux -S "$sock" send-keys -t paste Enter
+    wait_for paste "Repeat PIN:"
+    tmux -S "$sock" send-keys -t paste -l "24 68"
+    tmux -S "$sock" send-keys -t paste Enter
+    wait_for paste "PAD-EXIT="
+    pad pasteopen "$B vault unlock --vault $work/paste > $work/pasted-out"
+    wait_for pasteopen "PIN:"
+    tmux -S "$sock" send-keys -t pasteopen -l "24 68"
+    tmux -S "$sock" send-keys -t pasteopen Enter
+    wait_for pasteopen "PAD-EXIT="
+    screen_of pasteopen | grep -q "PAD-EXIT=0" && [[ $(cat "$work/pasted-out") == "pasted" ]]
+    check "the same paste at init and at unlock opens the vault" 0 0 $?
     # Throttled: said before the PIN is asked for.
     for _ in 1 2 3 4 5; do "$B" vault unlock --vault "$pv" --pin-fd 3 3<<<"0000" >/dev/null 2>&1; done
     pad throttled "$B vault unlock --vault $pv"

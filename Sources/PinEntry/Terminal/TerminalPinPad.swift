@@ -17,7 +17,8 @@ import SecureCore
 /// - Nothing typed is dropped silently: a refused key (a non-digit in a
 ///   numeric PIN, a key past the maximum, Enter before the minimum) rings the
 ///   terminal bell and the prompt says why ("digits only", "at most 8
-///   digits", "at least 4 digits"); editing goes on.
+///   digits", "at least 4 digits") until Backspace or the next refusal, so
+///   a refusal inside a paste is seen too; editing goes on.
 /// - Ctrl-C, Ctrl-Z, Escape, Ctrl-D, `SIGINT`, `SIGTERM`, `SIGQUIT`,
 ///   `SIGHUP` and `SIGTSTP` wipe the input and throw
 ///   ``PinEntryError/cancelled(_:)``; end of file or a read error on the
@@ -194,11 +195,11 @@ private struct ReadLoop {
             if case .ignored(let reason) = effect { return reason }
             return nil
         }.first
-        let moved: Bool = if case .arrow = key { true } else { false }
+        // The reason stays until Backspace or another refusal: a pasted "24 68" shows it too.
         if let refused, let text = controller.configuration.strings.refusal(refused, format) {
             screen.notice = text
             screen.ringsBell = true
-        } else if !moved {
+        } else if key == .backspace {
             screen.notice = nil
         }
         for effect in effects {

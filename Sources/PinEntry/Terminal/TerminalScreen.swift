@@ -13,7 +13,7 @@ final class TerminalScreen {
     let options: TerminalPinPad.Options
     private var linesAbove = 0
     private var drawn = false
-    /// Why the last key was refused, shown until the next accepted key.
+    /// Why the last key was refused, shown until Backspace or the next refusal.
     var notice: String?
     /// Rings the terminal bell with the next drawing.
     var ringsBell = false
