@@ -29,7 +29,7 @@ enum PinCommand {
             CLI.printError("securepin: pin check: cancelled; nothing was entered")
             return ExitCode.cancelled
         } catch {
-            CLI.printError("securepin: pin check: " + input.describe(error, format: format))
+            CLI.printError("securepin: pin check: " + input.describe(error, format: format, command: "pin check"))
             return ExitCode.usage
         }
     }

@@ -53,26 +53,30 @@ enum PinInput {
             CLI.printError("securepin: \(command): cancelled; nothing was entered")
             exit(ExitCode.cancelled)
         } catch {
-            CLI.fail("\(command): \(describe(error, format: format))")
+            CLI.fail("\(command): \(describe(error, format: format, command: command))")
         }
     }
 
     /// Why a PIN was refused, naming where it came from and the rule.
-    func describe(_ error: PinEntryError, format: PinFormat) -> String {
+    func describe(_ error: PinEntryError, format: PinFormat, command: String) -> String {
+        let counted = command == "vault unlock" || command == "vault change-pin"
+        let nothing = counted ? "nothing was counted" : "nothing was kept"
         let source: String
         switch self {
         case .descriptor(let fd, _): source = "the PIN on descriptor \(fd)"
         case .terminal: source = "the PIN"
         }
-        let rule = "the PIN format is \(describeFormat(format))"
+        let rule = "and the PIN format is \(describeFormat(format))"
+        let unit = format.isNumeric ? "digits" : "characters"
         switch error {
         case .characterNotAllowed:
-            return "\(source) has a character the format does not allow (\(rule)); nothing was counted"
+            let what = format.isNumeric ? "a character other than the digits 0-9" : "a control character"
+            return "\(source) has \(what), \(rule); \(nothing)"
         case .tooLong(let maximum):
-            return "\(source) is longer than \(maximum) characters (\(rule)); nothing was counted"
+            return "\(source) has more than \(maximum) \(unit), \(rule); \(nothing)"
         case .tooShort(let minimum):
-            return "\(source) is shorter than \(minimum) characters (\(rule)); nothing was counted"
-        case .malformedInput: return "\(source) is not valid UTF-8; nothing was counted"
+            return "\(source) has fewer than \(minimum) \(unit), \(rule); \(nothing)"
+        case .malformedInput: return "\(source) is not valid UTF-8; \(nothing)"
         case .notATerminal: return "no terminal to ask for the PIN: give it on a descriptor with --pin-fd N"
         case .readFailed(let code): return "could not read \(source): \(String(cString: strerror(code)))"
         case .terminalFailure(let code): return "could not set up the terminal: \(String(cString: strerror(code)))"
