@@ -80,7 +80,7 @@ let package = Package(
             name: "securepin",
             dependencies: [
                 "SecureCore", "BenchmarkKit", "PinVault", "PinEntry", "Activation", "ActivationServer",
-                "ReferenceServer", "ActivationHTTP", "HTTPServer",
+                "ReferenceServer", "ActivationHTTP", "HTTPServer", "COpenSSL",
             ],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),

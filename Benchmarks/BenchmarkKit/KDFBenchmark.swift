@@ -30,6 +30,17 @@ public struct KDFRow: Sendable, Codable {
     /// Memory traffic over measured memcpy bandwidth, in ms.
     public var floorMs: Double
 
+    /// The JSON keys: snake_case as in the CSV header (not the encoder's `memory_mi_b`).
+    enum CodingKeys: String, CodingKey {
+        case memoryMiB = "memory_mib"
+        case iterations, parallelism
+        case apiMs = "api_ms"
+        case apiBackend = "api_backend"
+        case rawLibsodiumMs = "raw_libsodium_ms"
+        case rawLibargon2Ms = "raw_libargon2_ms"
+        case floorMs = "floor_ms"
+    }
+
     /// API time over the fastest raw backend for this p.
     public var apiOverRaw: Double { apiMs / (rawLibsodiumMs ?? rawLibargon2Ms) }
     /// API time over the physical floor.

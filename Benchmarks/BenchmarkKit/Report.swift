@@ -43,6 +43,10 @@ public func kdfJSON(_ rows: [KDFRow], memcpyGiBps: Double) throws -> String {
     struct Doc: Codable {
         var memcpyGiBps: Double
         var rows: [KDFRow]
+        enum CodingKeys: String, CodingKey {
+            case memcpyGiBps = "memcpy_gib_per_s"
+            case rows
+        }
     }
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -89,15 +89,18 @@ public struct PinVault: Sendable {
     ///   - secret: 1 byte to ``maximumSecretByteCount``.
     ///   - pin: revealed only during the key derivation.
     ///   - policy: what failures lead to (default ``ThrottlePolicy/soft(maxFailures:)``).
+    ///   - pinFormat: the PIN format recorded in the vault; every later PIN must fit it
+    ///     (default ``VaultPinFormat/unrecorded``: 1 to 256 printable characters).
     ///   - parameters: Argon2id cost, for example from ``KDFCalibrator``.
     ///   - options: reader and writer settings.
     /// - Returns: the vault.
     /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,
     ///   ``VaultError/invalidSecretSize(_:)``,
-    ///   ``VaultError/parametersBelowFloor``, ``VaultError/parametersAboveCeiling``, ``VaultError/io(operation:errno:)``.
+    ///   ``VaultError/parametersBelowFloor``, ``VaultError/parametersAboveCeiling``, ``VaultError/io(operation:errno:)``,
+    ///   ``VaultError/pinOutsideFormat(_:)``.
     public static func create(
         at directory: String, secret: SecureBytes, pin: Password, policy: ThrottlePolicy = .soft(),
-        parameters: Argon2id.Parameters, options: Options = Options()
+        pinFormat: VaultPinFormat = .unrecorded, parameters: Argon2id.Parameters, options: Options = Options()
     ) throws(VaultError) -> PinVault {
         let vault = PinVault(directory: directory, options: options)
         guard (1...maximumSecretByteCount).contains(secret.count) else { throw .invalidSecretSize(secret.count) }
@@ -105,6 +108,7 @@ public struct PinVault: Sendable {
             throw .damaged(reason: "policy limit out of range")
         }
         try VaultFile.checkBounds(parameters, floor: options.floor, limits: options.limits)
+        guard try pinFormat.admits(pin) else { throw .pinOutsideFormat(pinFormat) }
         guard !vault.directory.exists else { throw .alreadyExists }
         try vault.directory.prepare()
         try vault.directory.lockedCreatingDirectory { () throws(VaultError) in
@@ -121,7 +125,8 @@ public struct PinVault: Sendable {
             let dataKey = try core { try SecureBytes.random(count: 32) }
             defer { dataKey.destroy() }
             var file = VaultFile(
-                vaultID: vaultID, policy: policy, keyHalf: 0, slots: [], payloadNonce: [], payloadCiphertext: [])
+                vaultID: vaultID, policy: policy, keyHalf: 0, slots: [], payloadNonce: [], payloadCiphertext: [],
+                pinFormat: pinFormat)
             file.slots = [
                 try vault.makePINSlot(pin: pin, dataKey: dataKey, parameters: parameters, file: file, half: half)
             ]
@@ -136,7 +141,8 @@ public struct PinVault: Sendable {
     /// wiped when `body` returns.
     /// - Returns: what `body` returns.
     /// - Throws: ``VaultError/wrongPIN(remainingAttempts:)`` (counted), ``VaultError/throttled(retryAfterSeconds:)``
-    ///   and ``VaultError/locked`` (not counted, no KDF run), ``VaultError/wiped``, the file errors,
+    ///   and ``VaultError/locked`` (not counted, no KDF run), ``VaultError/pinOutsideFormat(_:)`` (a PIN
+    ///   the vault's format does not admit: not counted, no KDF run), ``VaultError/wiped``, the file errors,
     ///   or what `body` throws.
     public func unlock<R>(pin: Password, _ body: (SecureBytes) throws -> R) throws -> R {
         let secret = try open(pin: pin)
@@ -167,9 +173,13 @@ public struct PinVault: Sendable {
     ///   - old: the current PIN (a wrong one is counted like an unlock).
     ///   - new: the new PIN.
     ///   - parameters: new Argon2id cost (default: keep the old slot's).
-    /// - Throws: as ``unlock(pin:_:)``, plus the parameter errors of ``create(at:secret:pin:policy:parameters:options:)``.
+    /// - Throws: as ``unlock(pin:_:)``, plus the parameter errors of
+    ///   ``create(at:secret:pin:policy:pinFormat:parameters:options:)``; a new PIN the vault's
+    ///   format does not admit is ``VaultError/pinOutsideFormat(_:)``, before the old one is counted.
     public func changePIN(old: Password, new: Password, parameters: Argon2id.Parameters? = nil) throws(VaultError) {
         try directory.locked { () throws(VaultError) in
+            let current = try loadFile()
+            guard try current.pinFormat.admits(new) else { throw .pinOutsideFormat(current.pinFormat) }
             let (file, oldDataKey, opened) = try openDataKey(pin: old)
             defer { oldDataKey.destroy() }
             let newParameters = parameters ?? opened.parameters
@@ -253,7 +263,8 @@ public struct PinVault: Sendable {
             return VaultStatus(
                 state: state, failures: failures, maxFailures: file.policy.maxFailures, remainingAttempts: remaining,
                 retryAfterSeconds: delay, nextAttemptAt: state == .locked ? nil : options.clock.wallSeconds() + delay,
-                hasBiometricSlot: file.slots.contains { $0.type == .biometric })
+                hasBiometricSlot: file.slots.contains { $0.type == .biometric }, policy: file.policy,
+                pinFormat: file.pinFormat)
         }
     }
 
@@ -299,6 +310,7 @@ public struct PinVault: Sendable {
     /// Caller holds the lock.
     func openDataKey(pin: Password) throws(VaultError) -> (VaultFile, SecureBytes, VaultFile.Slot) {
         let file = try loadFile()
+        guard try file.pinFormat.admits(pin) else { throw .pinOutsideFormat(file.pinFormat) }
         var record = try loadRecord(file)
         try checkAllowed(record, policy: file.policy)
         record.failures += 1
@@ -549,6 +561,10 @@ public struct VaultStatus: Sendable, Equatable, Codable {
     public var nextAttemptAt: UInt64?
     /// Whether a biometric slot exists.
     public var hasBiometricSlot: Bool
+    /// What failures lead to.
+    public var policy: ThrottlePolicy
+    /// The PIN format the vault records.
+    public var pinFormat: VaultPinFormat
 }
 
 /// Narrows a SecureCore call to ``VaultError``.

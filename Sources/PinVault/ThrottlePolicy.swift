@@ -1,7 +1,7 @@
 /// What the vault does after failed PIN attempts. The policy is stored in the
 /// vault header and bound into every slot's authentication, so editing it
 /// makes every PIN fail.
-public enum ThrottlePolicy: Sendable, Hashable {
+public enum ThrottlePolicy: Sendable, Hashable, Codable {
     /// Growing delays between attempts, then a permanent lock at `maxFailures`.
     /// The default schedule follows Android Gatekeeper's newer table: no delay
     /// for the first 4 failures, then 1, 5, 15, 30 and 90 minutes, then

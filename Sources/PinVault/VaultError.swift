@@ -38,6 +38,10 @@ public enum VaultError: Error, Equatable, Sendable {
     case parametersBelowFloor
     /// The file's key-derivation parameters are above the ceiling (a denial of service).
     case parametersAboveCeiling
+    /// The PIN does not fit the PIN format the vault records (too short, too
+    /// long, or a character the format does not allow). Nothing was counted
+    /// and no key derivation ran.
+    case pinOutsideFormat(VaultPinFormat)
     /// The vault was created with a pepper and none (or another one) was given.
     case pepperRequired
     /// The secret is empty or larger than ``PinVault/maximumSecretByteCount``.

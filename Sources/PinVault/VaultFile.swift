@@ -8,8 +8,10 @@ struct VaultFile: Equatable {
     static let version: UInt16 = 2
     /// Versions before this one are recognised and refused (``VaultError/unsupportedFormat(version:)``).
     static let oldestReadableVersion: UInt16 = 2
-    static let fixedHeaderSize = 33  // magic .. slot count
-    static let boundHeaderSize = 32  // the part every slot and the payload authenticate
+    /// The first version that records the PIN format in the bound header.
+    static let pinFormatVersion: UInt16 = 2
+    static let fixedHeaderSize = 38  // magic .. slot count
+    static let boundHeaderSize = 37  // the part every slot and the payload authenticate
     static let slotSize = 136
     static let maxSlots = 8
     /// Most Argon2id lanes (and threads) a vault may ask for: a reader refuses more before any work.
@@ -67,17 +69,26 @@ struct VaultFile: Equatable {
     var slots: [Slot]
     var payloadNonce: [UInt8]
     var payloadCiphertext: [UInt8]
+    /// The version this file is written in (only ``version`` is read and written).
+    var version: UInt16 = VaultFile.version
+    /// The PIN format every unlock and PIN change applies.
+    var pinFormat: VaultPinFormat = .unrecorded
 
-    /// Magic, version, flags, vault id and policy: what every AEAD binds.
+    /// Magic, version, flags, vault id, policy and (version 2) the PIN format: what every AEAD binds.
     var boundHeader: [UInt8] {
         var w = ByteWriter()
         w.bytes(VaultFile.magic)
-        w.u16(VaultFile.version)
+        w.u16(version)
         w.u16(0)
         w.bytes(vaultID)
         w.u8(policy.kind)
         w.u16(UInt16(policy.maxFailures))
         w.u8(keyHalf)
+        if version >= VaultFile.pinFormatVersion {
+            w.u8(pinFormat.characters.rawValue)
+            w.u16(UInt16(pinFormat.minimumLength))
+            w.u16(UInt16(pinFormat.maximumLength))
+        }
         return w.out
     }
 
@@ -153,7 +164,19 @@ struct VaultFile: Equatable {
             throw .damaged(reason: "unknown throttle policy")
         }
         guard let keyHalf = r.u8(), keyHalf <= 1 else { throw .damaged(reason: "key-file half is not 0 or 1") }
-        let count = Int(r.u8()!)
+        var pinFormat = VaultPinFormat.unrecorded
+        if version >= pinFormatVersion {
+            guard let kind = r.u8(), let minimum = r.u16(), let maximum = r.u16() else {
+                throw .damaged(reason: "truncated header")
+            }
+            guard let characters = VaultPinFormat.Characters(rawValue: kind),
+                let format = VaultPinFormat(
+                    characters: characters, minimumLength: Int(minimum), maximumLength: Int(maximum))
+            else { throw .damaged(reason: "unknown PIN format") }
+            pinFormat = format
+        }
+        guard let countByte = r.u8() else { throw .damaged(reason: "truncated header") }
+        let count = Int(countByte)
         guard (1...maxSlots).contains(count) else { throw .damaged(reason: "slot count \(count) out of range") }
         // 4. Slots: every parameter within the floor and ceiling before any KDF runs.
         var slots: [Slot] = []
@@ -191,7 +214,7 @@ struct VaultFile: Equatable {
         }
         let file = VaultFile(
             vaultID: vaultID, policy: policy, keyHalf: keyHalf, slots: slots, payloadNonce: nonce,
-            payloadCiphertext: ciphertext)
+            payloadCiphertext: ciphertext, version: version, pinFormat: pinFormat)
         return (file, mac)
     }
 

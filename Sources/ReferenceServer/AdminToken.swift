@@ -56,7 +56,10 @@ public enum AdminToken {
     /// - Throws: ``ReferenceServerError/invalidConfiguration(reason:)``.
     public static func load(at path: String) throws(ReferenceServerError) -> SecureBytes {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw .invalidConfiguration(reason: "cannot open the admin token file (errno \(errno))") }
+        guard fd >= 0 else {
+            throw .invalidConfiguration(
+                reason: "cannot open the admin token file \(path): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o077 == 0 else {

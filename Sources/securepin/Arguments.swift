@@ -1,18 +1,36 @@
-/// A tiny option parser: `--name value`, `-n value` and `--flag`. Unknown
-/// options and missing values end the program with exit code 2.
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A tiny option parser: `--name value`, `--name=value`, `-n value` and
+/// `--flag`. `-h` or `--help` anywhere prints the command's help and exits 0.
+/// Unknown options (with the nearest known one), missing values and
+/// leftovers end the program with exit code 2 and the command's usage.
 struct Arguments {
     private var remaining: [String]
+    /// Every option the command asked for, for "did you mean" suggestions.
+    private var known: [String] = ["--help"]
     let command: String
     let usage: String
 
     init(_ arguments: [String], command: String, usage: String) {
-        remaining = arguments
         self.command = command
         self.usage = usage
+        remaining = arguments.flatMap { argument -> [String] in
+            guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return [argument] }
+            return [String(argument[..<equals]), String(argument[argument.index(after: equals)...])]
+        }
+        if remaining.contains("-h") || remaining.contains("--help") {
+            print(usage)
+            exit(ExitCode.ok)
+        }
     }
 
     /// Removes `--flag` if present.
     mutating func flag(_ names: String...) -> Bool {
+        known += names
         guard let i = remaining.firstIndex(where: names.contains) else { return false }
         remaining.remove(at: i)
         return true
@@ -20,8 +38,9 @@ struct Arguments {
 
     /// Removes `--name value` and returns the value, or nil when absent.
     mutating func value(_ names: String...) -> String? {
+        known += names
         guard let i = remaining.firstIndex(where: names.contains) else { return nil }
-        guard i + 1 < remaining.count else { fail("\(remaining[i]) needs a value") }
+        guard i + 1 < remaining.count else { usageError("\(remaining[i]) needs a value") }
         let value = remaining[i + 1]
         remaining.removeSubrange(i...(i + 1))
         return value
@@ -29,24 +48,35 @@ struct Arguments {
 
     /// A value parsed as an integer within `range`.
     mutating func integer<T: FixedWidthInteger>(_ names: String..., range: ClosedRange<T>) -> T? {
+        known += names
         guard let i = remaining.firstIndex(where: names.contains) else { return nil }
         let name = remaining[i]
-        guard i + 1 < remaining.count else { fail("\(name) needs a value") }
+        guard i + 1 < remaining.count else { usageError("\(name) needs a value") }
         let text = remaining[i + 1]
         remaining.removeSubrange(i...(i + 1))
         guard let n = T(text), range.contains(n) else {
-            fail("\(name) must be a whole number in \(range), not '\(text)'")
+            fail("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }
         return n
     }
 
-    /// Ends parsing: anything left over is an error.
+    /// Ends parsing: anything left over is a usage error; an unknown option
+    /// names the nearest known one.
     func finish() {
-        if let extra = remaining.first { fail("unexpected argument '\(extra)'") }
+        guard let extra = remaining.first else { return }
+        guard extra.hasPrefix("-") else { usageError("unexpected argument '\(extra)'") }
+        let hint = Help.nearest(to: extra, among: known).map { "; did you mean \($0)?" } ?? ""
+        usageError("unknown option '\(extra)'\(hint)")
     }
 
+    /// Bad input (a value out of range, a refused setting): one line, exit 2.
     func fail(_ message: String) -> Never {
         CLI.fail("\(command): \(message)")
+    }
+
+    /// A usage error: the line, then the command's usage, exit 2.
+    func usageError(_ message: String) -> Never {
+        CLI.fail("\(command): \(message)", usage: Help.brief(usage, command: command))
     }
 }
 

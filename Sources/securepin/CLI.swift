@@ -1,3 +1,6 @@
+import COpenSSL
+import SecureCore
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -10,7 +13,39 @@ enum CLI {
     static func fail(_ message: String, usage: String? = nil) -> Never {
         printError("securepin: \(message)")
         if let usage { printError(usage) }
-        exit(2)
+        exit(ExitCode.usage)
+    }
+
+    /// `securepin help [COMMAND…]`: the help of that command, exit 0; an
+    /// unknown command is a usage error that names the nearest one.
+    static func help(_ path: [String]) -> Int32 {
+        if let text = Help.text(path) {
+            print(text)
+            return ExitCode.ok
+        }
+        let known = path.count == 1 ? Help.commands.map(\.name) : (Help.subcommands[path[0]] ?? []).map(\.name)
+        let word = path.count == 1 ? path[0] : path[1]
+        let hint = Help.nearest(to: word, among: known).map { "; did you mean \($0)?" } ?? ""
+        fail("help: no command '\(path.joined(separator: " "))'\(hint)", usage: Help.briefMain)
+    }
+
+    /// The Nth-level "unknown subcommand" error of a command group.
+    static func unknownSubcommand(_ group: String, _ sub: String) -> Never {
+        let names = (Help.subcommands[group] ?? []).map(\.name)
+        let hint = Help.nearest(to: sub, among: names).map { "; did you mean \($0)?" } ?? ""
+        fail("\(group): unknown command '\(sub)'\(hint)", usage: Help.briefGroup(group))
+    }
+
+    /// `securepin --version`: this program and the libraries it runs on.
+    static func versionText() -> String {
+        let report = try? SecureMemory.machineReport()
+        let argon2 = report.map { "Argon2 \($0.argon2Version >> 4).\($0.argon2Version & 0xF)" } ?? "unknown"
+        return """
+            securepin \(Help.version)
+            libsodium \(report?.sodiumVersion ?? "unknown")
+            libargon2 \(argon2) (RFC 9106)
+            OpenSSL   \(String(cString: OpenSSL_version(OPENSSL_VERSION)))
+            """
     }
 
     /// Writes a line to standard error.

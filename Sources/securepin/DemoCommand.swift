@@ -24,7 +24,7 @@ enum DemoCommand {
     }
 
     static func run(_ arguments: [String]) async -> Int32 {
-        var args = Arguments(arguments, command: "demo", usage: "usage: securepin demo [--interactive]")
+        var args = Arguments(arguments, command: "demo", usage: Help.of("demo"))
         let interactive = args.flag("--interactive")
         args.finish()
         let pins: DemoPINs

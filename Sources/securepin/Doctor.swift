@@ -12,13 +12,9 @@ enum Doctor {
     }
 
     static func run(_ arguments: [String]) -> Int32 {
-        var json = false
-        for argument in arguments {
-            switch argument {
-            case "--json": json = true
-            default: CLI.fail("doctor: unknown option '\(argument)'", usage: "usage: securepin doctor [--json]")
-            }
-        }
+        var args = Arguments(arguments, command: "doctor", usage: Help.of("doctor"))
+        let json = args.flag("--json")
+        args.finish()
         do {
             let report = try gather()
             if json {
@@ -31,8 +27,8 @@ enum Doctor {
             }
             return 0
         } catch {
-            CLI.printError("securepin: doctor: \(error)")
-            return 1
+            CLI.printError("securepin: doctor: could not read this machine's facts: \(error.localizedDescription)")
+            return ExitCode.refused
         }
     }
 
@@ -66,7 +62,7 @@ enum Doctor {
             "secret memory (memfd_secret)",
             m.secretMemoryAvailable
                 ? "available: pages unreadable even to the kernel"
-                : "unavailable (errno \(m.secretMemoryErrno)): falling back to mlock")
+                : "unavailable (\(String(cString: strerror(Int32(m.secretMemoryErrno))))): falling back to mlock")
         row("wipe-on-fork (MADV_WIPEONFORK)", yes(m.wipeOnForkAvailable))
         row("excluded from core dumps", yes(m.dontDumpAvailable))
         let enforced = m.memlockLimitEnforced ? "" : " (not enforced for root)"

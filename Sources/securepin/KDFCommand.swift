@@ -4,36 +4,42 @@ import SecureCore
 
 /// `securepin kdf hash|tune|bench`.
 enum KDFCommand {
-    static let usage = """
-        usage: securepin kdf hash --salt-hex HEX -t N -k KiB -p N [-l BYTES] [--encoded] [--allow-empty]
-                                  (password bytes on standard input, like Debian's argon2 tool)
-               securepin kdf tune --target-ms N [--max-memory SIZE] [--max-parallelism N] [--json]
-               securepin kdf bench [--json] [--plot FILE.svg] [--target-ms N]
-        SIZE: KiB, or with a suffix K, M or G (for example 512M).
-        """
-
     static func run(_ arguments: [String]) -> Int32 {
-        guard let sub = arguments.first else { CLI.fail("kdf: missing subcommand", usage: usage) }
-        let rest = Arguments(Array(arguments.dropFirst()), command: "kdf \(sub)", usage: usage)
+        guard let sub = arguments.first else { CLI.fail("kdf: missing command", usage: Help.briefGroup("kdf")) }
+        if ["-h", "--help", "help"].contains(sub) {
+            print(Help.group("kdf"))
+            return ExitCode.ok
+        }
+        let rest = Arguments(Array(arguments.dropFirst()), command: "kdf \(sub)", usage: Help.of("kdf \(sub)"))
         switch sub {
         case "hash": return hash(rest)
         case "tune": return tune(rest)
         case "bench": return bench(rest)
-        default: CLI.fail("kdf: unknown subcommand '\(sub)'", usage: usage)
+        default: CLI.unknownSubcommand("kdf", sub)
         }
+    }
+
+    /// `parameters`, with memory and iterations raised to the vault's floor.
+    static func raisedToFloor(_ parameters: Argon2id.Parameters) -> Argon2id.Parameters {
+        Argon2id.Parameters(
+            memoryKiB: max(parameters.memoryKiB, Help.floor.memoryKiB),
+            iterations: max(parameters.iterations, Help.floor.iterations), parallelism: parameters.parallelism)
     }
 
     static func hash(_ parsed: Arguments) -> Int32 {
         var args = parsed
-        guard let saltText = args.value("--salt-hex") else { args.fail("--salt-hex is required") }
-        guard let salt = parseHex(saltText) else { args.fail("--salt-hex is not valid hex") }
-        guard let t = args.integer("-t", range: UInt32(1)...UInt32.max) else { args.fail("-t is required") }
-        guard let k = args.integer("-k", range: UInt32(1)...UInt32.max) else { args.fail("-k is required") }
+        let saltText = args.value("--salt-hex")
+        let tValue = args.integer("-t", range: UInt32(1)...UInt32.max)
+        let kValue = args.integer("-k", range: UInt32(1)...UInt32.max)
         let p = args.integer("-p", range: UInt32(1)...UInt32(0xFF_FFFF)) ?? 1
         let length = args.integer("-l", range: 1...1024) ?? 32
         let encoded = args.flag("--encoded")
         let allowEmpty = args.flag("--allow-empty")
         args.finish()
+        guard let saltText else { args.usageError("--salt-hex is required") }
+        guard let salt = parseHex(saltText) else { args.fail("--salt-hex is not valid hex (pairs of 0-9, a-f)") }
+        guard let t = tValue else { args.usageError("-t is required") }
+        guard let k = kValue else { args.usageError("-k is required") }
         let parameters = Argon2id.Parameters(memoryKiB: k, iterations: t, parallelism: p)
         do {
             // Every check runs before the password is read or memory allocated.
@@ -57,16 +63,18 @@ enum KDFCommand {
         } catch let error as SecureCoreError {
             args.fail(describe(error))
         } catch SecureIO.Failure.tooLong {
-            args.fail("password longer than \(SecureIO.maximumSecretBytes) bytes")
+            args.fail("the password on standard input is longer than \(SecureIO.maximumSecretBytes) bytes")
+        } catch SecureIO.Failure.readFailed(let code) {
+            args.fail("could not read standard input: \(String(cString: strerror(code)))")
         } catch {
-            CLI.printError("securepin: kdf hash: \(error)")
-            return 1
+            CLI.printError("securepin: kdf hash: failed: \(error.localizedDescription)")
+            return ExitCode.refused
         }
     }
 
     static func tune(_ parsed: Arguments) -> Int32 {
         var args = parsed
-        guard let target = args.integer("--target-ms", range: 1...600_000) else { args.fail("--target-ms is required") }
+        let targetValue = args.integer("--target-ms", range: 1...600_000)
         let maxMemory: UInt64
         if let text = args.value("--max-memory") {
             guard let kib = parseSizeKiB(text), kib >= 8, kib <= UInt64(UInt32.max) else {
@@ -79,6 +87,7 @@ enum KDFCommand {
         let maxParallelism = args.integer("--max-parallelism", range: UInt32(1)...UInt32(64)) ?? 1
         let json = args.flag("--json")
         args.finish()
+        guard let target = targetValue else { args.usageError("--target-ms is required") }
         let showProgress = isatty(1) == 1 && isatty(2) == 1 && !json
         do {
             let result = try KDFCalibrator.calibrateBest(
@@ -92,7 +101,8 @@ enum KDFCommand {
                     "memory_kib": Int(result.parameters.memoryKiB), "iterations": Int(result.parameters.iterations),
                     "parallelism": Int(result.parameters.parallelism), "backend": result.backend.rawValue,
                     "measured_ms": (result.measuredMilliseconds * 10).rounded() / 10, "target_ms": target,
-                    "runs": result.runs,
+                    "runs": result.runs, "vault_init": initLine(raisedToFloor(result.parameters)),
+                    "below_vault_floor": raisedToFloor(result.parameters) != result.parameters,
                 ]
                 let data = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
                 print(String(decoding: data, as: UTF8.self))
@@ -107,14 +117,26 @@ enum KDFCommand {
                     "  measured     \(String(format: "%.1f", result.measuredMilliseconds)) ms "
                         + "(\(String(format: "%.0f", result.measuredMilliseconds / Double(target) * 100)) % of target, \(result.runs) runs)"
                 )
+                let raised = raisedToFloor(p)
+                if raised != p {
+                    print("  below the vault's floor of \(Help.floorText): a vault uses \(raised) instead")
+                }
+                print("for a vault:")
+                print("  " + initLine(raised))
             }
             return 0
         } catch let error as SecureCoreError {
             args.fail(describe(error))
         } catch {
-            CLI.printError("securepin: kdf tune: \(error)")
-            return 1
+            CLI.printError("securepin: kdf tune: failed: \(error.localizedDescription)")
+            return ExitCode.refused
         }
+    }
+
+    /// A ready-to-paste `vault init` line with these parameters.
+    static func initLine(_ p: Argon2id.Parameters) -> String {
+        "securepin vault init --vault DIR -t \(p.iterations) -k \(p.memoryKiB)"
+            + (p.parallelism == 1 ? "" : " -p \(p.parallelism)")
     }
 
     static func drawProgress(_ fraction: Double) {
@@ -142,9 +164,12 @@ enum KDFCommand {
                 if !json { print("plot written to \(plot)") }
             }
             return 0
+        } catch let error as SecureCoreError {
+            CLI.printError("securepin: kdf bench: \(describe(error))")
+            return ExitCode.refused
         } catch {
-            CLI.printError("securepin: kdf bench: \(error)")
-            return 1
+            CLI.printError("securepin: kdf bench: failed: \(error.localizedDescription)")
+            return ExitCode.refused
         }
     }
 
@@ -157,9 +182,11 @@ enum KDFCommand {
         case .invalidParallelism: "parallelism (-p) must be 1 ... 16777215"
         case .saltTooShort(let minimum): "salt must be at least \(minimum) bytes"
         case .invalidOutputLength(let n): "output length \(n) is outside \(Argon2id.outputByteCountRange)"
-        case .memoryAboveCeiling: "memory is above the ceiling of \(Argon2id.Limits.default.maxMemoryKiB) KiB"
+        case .memoryAboveCeiling:
+            "memory (-k) is above this machine's ceiling of \(Argon2id.Limits.default.maxMemoryKiB) KiB (half of RAM)"
         case .malformedUTF8: "the password on standard input is not UTF-8"
-        default: "\(error)"
+        case .outOfMemory: "out of memory: try less memory (-k) or securepin doctor"
+        default: "the cryptographic library refused the request (securepin doctor tells more)"
         }
     }
 }

@@ -12,33 +12,20 @@ import SecureCore
 /// `securepin server`: the reference activation server over HTTP on loopback,
 /// state in SQLite. Thin: the logic is in the `ReferenceServer` module.
 enum ServerCommand {
-    static let usage = """
-        usage: securepin server --port N --db PATH [--admin-token T | --admin-token-file PATH]
-                                [--key-file PATH] [--max-failures N]
-
-          --port N              TCP port on 127.0.0.1 (0 picks a free one; the line
-                                'listening on' says which)
-          --db PATH             the SQLite database (created when missing)
-          --admin-token T       enables the back office with this token (visible to
-                                other local users in the process list: prefer the file)
-          --admin-token-file P  reads the token from a 0600 file
-          --key-file PATH       the storage key file (default PATH.key next to the
-                                database; created 0600 when missing)
-          --max-failures N      failed attempts that block new activations (default 5)
-
-        SIGTERM or SIGINT stops it gracefully.
-        """
-
     static func run(_ arguments: [String]) async -> Int32 {
-        var args = Arguments(arguments, command: "server", usage: usage)
-        guard let port = args.integer("--port", range: UInt16(0)...UInt16.max) else { args.fail("--port is required") }
-        guard let database = args.value("--db") else { args.fail("--db is required") }
+        var args = Arguments(arguments, command: "server", usage: Help.of("server"))
+        let portValue = args.integer("--port", range: UInt16(0)...UInt16.max)
+        let databaseValue = args.value("--db")
         let tokenText = args.value("--admin-token")
         let tokenFile = args.value("--admin-token-file")
         let keyFile = args.value("--key-file")
         let maxFailures = args.integer("--max-failures", range: 1...255) ?? 5
         args.finish()
-        if tokenText != nil && tokenFile != nil { args.fail("give --admin-token or --admin-token-file, not both") }
+        guard let port = portValue else { args.usageError("--port is required (0 picks a free one)") }
+        guard let database = databaseValue else { args.usageError("--db PATH is required") }
+        if tokenText != nil && tokenFile != nil {
+            args.usageError("give --admin-token or --admin-token-file, not both")
+        }
         do {
             var token: SecureBytes?
             if let tokenText { token = try AdminToken.copying(tokenText) }
@@ -57,8 +44,35 @@ enum ServerCommand {
             say("securepin server: stopped on signal \(signal), \(cut) request(s) cut short")
             return 0
         } catch {
-            CLI.printError("securepin: server: \(error)")
-            return 1
+            CLI.printError("securepin: server: " + describe(error, port: port, database: database, keyFile: keyFile))
+            return ExitCode.refused
+        }
+    }
+
+    /// One plain line for a start-up failure, naming the port or file and the fix.
+    static func describe(_ error: any Error, port: UInt16, database: String, keyFile: String?) -> String {
+        guard let error = error as? ReferenceServerError else {
+            return "could not start: \(error.localizedDescription)"
+        }
+        switch error {
+        case .http(.startFailed(let code)) where code == EADDRINUSE:
+            return "port \(port) is in use: choose another with --port, or --port 0 for a free one"
+        case .http(.startFailed(let code)) where code == EACCES:
+            return "port \(port) needs privileges: choose one above 1023 with --port, or --port 0 for a free one"
+        case .http(.startFailed(let code)):
+            return "could not listen on 127.0.0.1:\(port): \(String(cString: strerror(code)))"
+        case .http:
+            return "could not start the HTTP server on port \(port)"
+        case .keyFile(let reason):
+            return "key file \(keyFile ?? database + ".key"): \(reason)"
+        case .storage(let reason):
+            return "database \(database): \(reason)"
+        case .corruptRecord(let reason):
+            return "database \(database) does not open with its key file: \(reason)"
+        case .invalidConfiguration(let reason):
+            return reason
+        case .activationServer:
+            return "the activation server refused its configuration (--max-failures)"
         }
     }
 

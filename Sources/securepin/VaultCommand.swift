@@ -4,63 +4,80 @@ import PinVault
 import SecureCore
 
 /// `securepin vault init|unlock|change-pin|status|destroy --vault DIR`.
+///
+/// Every argument that can be checked is checked before anything is read or
+/// asked; a locked or throttled vault is reported before the PIN is asked
+/// for; the PIN is read in the format the vault records.
 enum VaultCommand {
-    static let usage = """
-        usage: securepin vault init --vault DIR [--pin-fd N] [--complexity C] [--policy P]
-                                    [--target-ms N | -t N -k KiB -p N]      (secret on standard input)
-               securepin vault unlock --vault DIR [--pin-fd N]              (secret to standard output)
-               securepin vault change-pin --vault DIR [--pin-fd N --new-pin-fd N]
-               securepin vault status --vault DIR [--json]
-               securepin vault destroy --vault DIR [--yes]
-        C: digits-4, digits-6, digits-4-8 (default) or alphanumeric.
-        P: soft (default: delays, locked after 20), hard:N (locked after N), wipe:N (destroyed after N).
-        PINs come from the terminal (no echo) unless --pin-fd/--new-pin-fd name descriptors, one PIN each.
-        init creates DIR, or uses an existing empty directory of yours with mode 0700 (never changing its mode).
-        destroy removes the vault's own files, and DIR only if init created it; it asks for confirmation
-        on a terminal, and needs --yes otherwise.
-        Exit codes: 0 success, 1 wrong PIN, 3 locked or throttled, 2 usage error or damaged vault.
-        """
-
     static func run(_ arguments: [String]) -> Int32 {
-        guard let sub = arguments.first else { CLI.fail("vault: missing subcommand", usage: usage) }
-        var args = Arguments(Array(arguments.dropFirst()), command: "vault \(sub)", usage: usage)
-        guard let directory = args.value("--vault") else { args.fail("--vault DIR is required") }
-        let vault = PinVault(directory: directory)
+        guard let sub = arguments.first else { CLI.fail("vault: missing command", usage: Help.briefGroup("vault")) }
+        if ["-h", "--help", "help"].contains(sub) {
+            print(Help.group("vault"))
+            return ExitCode.ok
+        }
+        guard (Help.subcommands["vault"] ?? []).contains(where: { $0.name == sub }) else {
+            CLI.unknownSubcommand("vault", sub)
+        }
+        let command = "vault \(sub)"
+        var args = Arguments(Array(arguments.dropFirst()), command: command, usage: Help.of(command))
+        var directory = ""
         do {
             switch sub {
-            case "init": return try initialize(&args, directory: directory)
-            case "unlock": return try unlock(&args, vault: vault)
-            case "change-pin": return try changePIN(&args, vault: vault)
-            case "status": return try status(&args, vault: vault)
-            case "destroy": return try destroy(&args, vault: vault, directory: directory)
-            default: CLI.fail("vault: unknown subcommand '\(sub)'", usage: usage)
+            case "init": return try initialize(&args, directory: &directory)
+            case "unlock": return try unlock(&args, directory: &directory)
+            case "change-pin": return try changePIN(&args, directory: &directory)
+            case "status": return try status(&args, directory: &directory)
+            default: return try destroy(&args, directory: &directory)
             }
         } catch let error as VaultError {
-            return report(error, command: "vault \(sub)")
+            return report(error, command: command, directory: directory)
+        } catch SecureIO.Failure.tooLong {
+            args.fail("the secret on standard input is longer than \(PinVault.maximumSecretByteCount) bytes")
+        } catch SecureIO.Failure.readFailed(let code) {
+            args.fail("could not read standard input: \(String(cString: strerror(code)))")
+        } catch let error as SecureCoreError {
+            args.fail(KDFCommand.describe(error))
         } catch {
-            CLI.printError("securepin: vault \(sub): \(error)")
-            return 2
+            CLI.printError("securepin: \(command): failed: \(error.localizedDescription)")
+            return ExitCode.refused
         }
     }
 
+    /// Parses the remaining options, then requires `--vault`.
+    static func requireVault(_ args: inout Arguments) -> String {
+        let directory = args.value("--vault")
+        args.finish()
+        guard let directory, !directory.isEmpty else { args.usageError("--vault DIR is required") }
+        return directory
+    }
+
     static func pinInput(_ args: inout Arguments, option: String, prompt: String) -> PinInput {
-        if let fd = args.integer(option, range: Int32(0)...Int32(65535)) { return .descriptor(fd) }
+        if let fd = args.integer(option, range: Int32(0)...Int32(65535)) { return .descriptor(fd, option: option) }
         return .terminal(prompt: prompt)
     }
 
-    static func initialize(_ args: inout Arguments, directory: String) throws -> Int32 {
+    static func initialize(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let format = parseComplexity(&args, default: .fourToEightDigits)
         let input = pinInput(&args, option: "--pin-fd", prompt: "New PIN")
         let policy = parsePolicy(args.value("--policy"), &args)
+        let rejectWeak = args.flag("--reject-weak")
         let target = args.integer("--target-ms", range: 1...60_000)
-        let t = args.integer("-t", range: UInt32(1)...UInt32(64))
-        let k = args.integer("-k", range: UInt32(8)...UInt32.max)
-        let p = args.integer("-p", range: UInt32(1)...UInt32(64)) ?? 1
-        args.finish()
-        try PinVault.checkCanCreate(at: directory)  // before the secret and the PIN are asked for
+        let t = args.integer("-t", range: UInt32(1)...UInt32.max)
+        let k = args.integer("-k", range: UInt32(1)...UInt32.max)
+        let p = args.integer("-p", range: UInt32(1)...UInt32(64))
+        directory = requireVault(&args)
+        // Every check before the secret is read or a PIN asked for.
+        if case .descriptor(0, _) = input {
+            args.usageError("standard input carries the secret: give the PIN on another descriptor (--pin-fd 3 3<FILE)")
+        }
+        let fixed = try fixedParameters(t: t, k: k, p: p, target: target, args: args)
+        checkNewVaultPath(directory, args: args)
+        try PinVault.checkCanCreate(at: directory)  // an existing directory must be empty, yours and 0700
+        input.checkAvailable(command: "vault init")
+        if isatty(0) == 1 { CLI.printError("Type the secret, then Ctrl-D (or pipe it in):") }
         let (buffer, count) = try SecureIO.readAll(from: 0, maximum: PinVault.maximumSecretByteCount)
         defer { buffer.destroy() }
-        guard count > 0 else { args.fail("the secret on standard input is empty") }
+        guard count > 0 else { args.fail("the secret on standard input is empty: pipe it in, as in printf 'x' |") }
         let secret = try SecureBytes(count: count)
         try buffer.withUnsafeBytes { source in
             try secret.withUnsafeMutableBytes {
@@ -68,30 +85,24 @@ enum VaultCommand {
             }
         }
         defer { secret.destroy() }
-        let pin = input.read(format: format, command: "vault init")
+        let parameters = try fixed ?? calibrated(target: target)
+        let pin = PinInput.readNew(input, repeatPrompt: "Repeat PIN", format: format, command: "vault init")
         defer { pin.destroy() }
-        if case .terminal = input {
-            let again = PinInput.terminal(prompt: "Repeat PIN").read(format: format, command: "vault init")
-            defer { again.destroy() }
-            guard try pin.isEqual(to: again) else { args.fail("the two PINs differ; nothing was created") }
-        }
-        let parameters: Argon2id.Parameters
-        if let t, let k {
-            parameters = Argon2id.Parameters(memoryKiB: k, iterations: t, parallelism: p)
-        } else if let target {
-            parameters = try KDFCalibrator(targetMilliseconds: Double(target)).calibrate().parameters
-        } else {
-            parameters = .interactive
-        }
-        _ = try PinVault.create(at: directory, secret: secret, pin: pin, policy: policy, parameters: parameters)
-        print("vault created: \(directory) (Argon2id \(parameters), policy \(describe(policy)))")
-        return 0
+        PinInput.checkStrength(pin, format: format, reject: rejectWeak, command: "vault init")
+        _ = try PinVault.create(
+            at: directory, secret: secret, pin: pin, policy: policy, pinFormat: VaultPinFormat(format),
+            parameters: parameters)
+        print(
+            "vault created: \(directory) (Argon2id \(parameters), policy \(describe(policy)), "
+                + "PIN format \(describeFormat(format)))")
+        return ExitCode.ok
     }
 
     /// Destroys after a confirmation (a terminal) or `--yes`, and says exactly what it removed.
-    static func destroy(_ args: inout Arguments, vault: PinVault, directory: String) throws -> Int32 {
+    static func destroy(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let yes = args.flag("--yes")
-        args.finish()
+        directory = requireVault(&args)
+        let vault = PinVault(directory: directory)
         // Only a missing vault stops here: a damaged one (say, a destroy interrupted after its key
         // file was overwritten) must still be destroyable.
         guard vault.exists else { throw VaultError.notFound }
@@ -100,13 +111,13 @@ enum VaultCommand {
                 CLI.printError(
                     "securepin: vault destroy: refusing to destroy without confirmation: standard input is not a"
                         + " terminal; pass --yes")
-                return 2
+                return ExitCode.usage
             }
             FileHandle.standardError.write(
                 Data("Destroy the vault in \(directory)? It cannot be recovered. Type 'yes' to confirm: ".utf8))
             guard readLine(strippingNewline: true) == "yes" else {
                 CLI.printError("securepin: vault destroy: not confirmed; nothing was destroyed")
-                return 2
+                return ExitCode.usage
             }
         }
         let report = try vault.destroy()
@@ -116,59 +127,157 @@ enum VaultCommand {
             report.removedDirectory
                 ? "removed directory: \(directory) (created by vault init)"
                 : "kept directory: \(directory) (the vault did not create it, or it is not empty)")
-        return 0
+        return ExitCode.ok
     }
 
-    static func unlock(_ args: inout Arguments, vault: PinVault) throws -> Int32 {
+    /// The `-t`/`-k`/`-p` parameters, checked against the vault's floor and
+    /// this machine's ceiling; nil when calibrating or using the default.
+    static func fixedParameters(t: UInt32?, k: UInt32?, p: UInt32?, target: Int?, args: Arguments) throws
+        -> Argon2id.Parameters?
+    {
+        if target != nil && (t != nil || k != nil || p != nil) {
+            args.usageError("give --target-ms or -t/-k/-p, not both")
+        }
+        if (t == nil) != (k == nil) || (p != nil && t == nil) {
+            args.usageError("-t and -k go together (and -p needs both): for example -t 2 -k 65536")
+        }
+        guard let t, let k else { return target == nil ? .interactive : nil }
+        let parameters = Argon2id.Parameters(memoryKiB: k, iterations: t, parallelism: p ?? 1)
+        let floor = Help.floor
+        if k < floor.memoryKiB || t < floor.iterations {
+            args.fail(
+                "-t \(t) -k \(k) is below the vault's floor of \(Help.floorText) (OWASP's Argon2id minimum): "
+                    + "use -t \(max(t, floor.iterations)) -k \(max(k, floor.memoryKiB)) or more")
+        }
+        do throws(SecureCoreError) {
+            try Argon2id.validate(parameters, saltByteCount: 16, outputByteCount: 32)
+        } catch {
+            args.fail(KDFCommand.describe(error))
+        }
+        return parameters
+    }
+
+    /// Calibrates for `target` ms, never below the vault's floor (raised, and said so).
+    static func calibrated(target: Int?) throws -> Argon2id.Parameters {
+        guard let target else { return .interactive }
+        let found = try KDFCalibrator(targetMilliseconds: Double(target)).calibrate().parameters
+        let raised = KDFCommand.raisedToFloor(found)
+        if raised != found {
+            CLI.printError(
+                "securepin: vault init: note: \(target) ms calibrates to \(found), below the vault's floor; "
+                    + "raised to \(raised)")
+        }
+        return raised
+    }
+
+    /// A new vault's directory: no vault there yet, and a parent that exists.
+    static func checkNewVaultPath(_ directory: String, args: Arguments) {
+        if PinVault(directory: directory).exists {
+            args.fail(
+                "a vault already exists at \(directory): destroy it first (securepin vault destroy --vault "
+                    + "\(directory)) or choose another --vault")
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { args.fail("\(directory) exists and is not a directory") }
+            return
+        }
+        let parent = (directory as NSString).deletingLastPathComponent
+        let parentPath = parent.isEmpty ? "." : parent
+        guard FileManager.default.fileExists(atPath: parentPath, isDirectory: &isDirectory), isDirectory.boolValue
+        else { args.fail("cannot create \(directory): the directory \(parentPath) does not exist") }
+        guard access(parentPath, W_OK) == 0 else {
+            args.fail("cannot create \(directory): the directory \(parentPath) is not writable")
+        }
+    }
+
+    /// Reports a locked or throttled vault before a PIN is asked for, and
+    /// warns when the next wrong PIN has consequences.
+    static func preflight(_ status: VaultStatus, command: String) throws(VaultError) {
+        switch status.state {
+        case .locked: throw .locked
+        case .throttled: throw .throttled(retryAfterSeconds: status.retryAfterSeconds)
+        case .ready: break
+        }
+        guard status.remainingAttempts == 1 else { return }
+        switch status.policy {
+        case .wipe: CLI.printError("securepin: \(command): warning: the next wrong PIN erases the vault")
+        case .hard, .soft: CLI.printError("securepin: \(command): warning: the next wrong PIN locks the vault")
+        }
+    }
+
+    static func unlock(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let input = pinInput(&args, option: "--pin-fd", prompt: "PIN")
-        args.finish()
-        _ = try vault.status()  // a missing or damaged vault fails before the PIN is asked for
-        let pin = input.read(format: anyPINFormat, command: "vault unlock")
+        directory = requireVault(&args)
+        input.checkAvailable(command: "vault unlock")
+        let vault = PinVault(directory: directory)
+        let state = try vault.status()  // a missing, damaged, locked or throttled vault fails before the PIN
+        try preflight(state, command: "vault unlock")
+        let pin = input.read(format: PinFormat(state.pinFormat), command: "vault unlock")
         defer { pin.destroy() }
         try vault.unlock(pin: pin) { secret in try SecureIO.writeRaw(secret, to: 1) }
-        return 0
+        return ExitCode.ok
     }
 
-    static func changePIN(_ args: inout Arguments, vault: PinVault) throws -> Int32 {
-        let format = parseComplexity(&args, default: .fourToEightDigits)
+    static func changePIN(_ args: inout Arguments, directory: inout String) throws -> Int32 {
+        let requested = args.value("--complexity")
         let old = pinInput(&args, option: "--pin-fd", prompt: "Current PIN")
         let new = pinInput(&args, option: "--new-pin-fd", prompt: "New PIN")
-        args.finish()
-        _ = try vault.status()
-        let oldPIN = old.read(format: anyPINFormat, command: "vault change-pin")
-        defer { oldPIN.destroy() }
-        let newPIN = new.read(format: format, command: "vault change-pin")
-        defer { newPIN.destroy() }
-        if case .terminal = new {
-            let again = PinInput.terminal(prompt: "Repeat new PIN").read(format: format, command: "vault change-pin")
-            defer { again.destroy() }
-            guard try newPIN.isEqual(to: again) else { args.fail("the two new PINs differ; nothing was changed") }
+        let rejectWeak = args.flag("--reject-weak")
+        directory = requireVault(&args)
+        old.checkAvailable(command: "vault change-pin")
+        new.checkAvailable(command: "vault change-pin")
+        let vault = PinVault(directory: directory)
+        let state = try vault.status()
+        let format = PinFormat(state.pinFormat)
+        if let requested, PinComplexity(rawValue: requested).map(PinFormat.init) != format {
+            args.fail(
+                "this vault's PIN format is \(describeFormat(format)), recorded at init; "
+                    + "change-pin keeps it (--complexity \(requested) cannot change it)")
         }
+        try preflight(state, command: "vault change-pin")
+        let oldPIN = old.read(format: format, command: "vault change-pin")
+        defer { oldPIN.destroy() }
+        let newPIN = PinInput.readNew(new, repeatPrompt: "Repeat new PIN", format: format, command: "vault change-pin")
+        defer { newPIN.destroy() }
+        PinInput.checkStrength(newPIN, format: format, reject: rejectWeak, command: "vault change-pin")
         try vault.changePIN(old: oldPIN, new: newPIN)
         print("PIN changed")
-        return 0
+        return ExitCode.ok
     }
 
-    static func status(_ args: inout Arguments, vault: PinVault) throws -> Int32 {
+    static func status(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let json = args.flag("--json")
-        args.finish()
-        let s = try vault.status()
+        directory = requireVault(&args)
+        let s = try PinVault(directory: directory).status()
+        let format = PinFormat(s.pinFormat)
         if json {
             var fields: [String: Any] = [
                 "state": s.state.rawValue, "failures": s.failures, "max_failures": s.maxFailures,
                 "remaining_attempts": s.remainingAttempts, "retry_after_seconds": s.retryAfterSeconds,
-                "biometric_slot": s.hasBiometricSlot,
+                "biometric_slot": s.hasBiometricSlot, "policy": policyName(s.policy),
+                "pin_format": PinComplexity.allCases.first { PinFormat($0) == format }?.rawValue
+                    ?? s.pinFormat.description,
             ]
             fields["next_attempt_at"] = s.nextAttemptAt.map { iso8601($0) as Any } ?? NSNull()
             let data = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
+            let next: String
+            switch s.state {
+            case .locked: next = "never (locked: only destroy and a new vault help)"
+            case .throttled:
+                next = "try again in \(s.retryAfterSeconds) s (\(s.nextAttemptAt.map(iso8601) ?? "?"))"
+            case .ready: next = "now"
+            }
             print("state:              \(s.state.rawValue)")
             print("failures:           \(s.failures) of \(s.maxFailures)")
             print("remaining attempts: \(s.remainingAttempts)")
-            print("next attempt at:    \(s.nextAttemptAt.map(iso8601) ?? "never (locked)")")
+            print("policy:             \(describe(s.policy))")
+            print("PIN format:         \(describeFormat(format))")
+            print("next attempt:       \(next)")
         }
-        return 0
+        return ExitCode.ok
     }
 
     static func iso8601(_ seconds: UInt64) -> String {
@@ -185,7 +294,7 @@ enum VaultCommand {
         case ("soft", let n?) where (1...1000).contains(n): return .soft(maxFailures: n)
         case ("hard", let n?) where (1...1000).contains(n): return .hard(maxFailures: n)
         case ("wipe", let n?) where (1...1000).contains(n): return .wipe(maxFailures: n)
-        default: args.fail("--policy must be soft, soft:N, hard:N or wipe:N (N in 1...1000), not '\(text)'")
+        default: args.fail("--policy must be soft, soft:N, hard:N or wipe:N (N from 1 to 1000), not '\(text)'")
         }
     }
 
@@ -197,31 +306,71 @@ enum VaultCommand {
         }
     }
 
-    /// One line for the error, and the exit code the README documents.
-    static func report(_ error: VaultError, command: String) -> Int32 {
+    /// `soft:20`: the `--policy` spelling.
+    static func policyName(_ policy: ThrottlePolicy) -> String {
+        switch policy {
+        case .soft(let n): "soft:\(n)"
+        case .hard(let n): "hard:\(n)"
+        case .wipe(let n): "wipe:\(n)"
+        }
+    }
+
+    /// One line for the error, naming the vault, and the exit code of the table.
+    static func report(_ error: VaultError, command: String, directory: String) -> Int32 {
         let (message, code): (String, Int32) =
             switch error {
-            case .wrongPIN(let remaining?): ("wrong PIN (\(remaining) attempts remaining)", 1)
-            case .wrongPIN(nil): ("wrong PIN", 1)
-            case .throttled(let seconds): ("too many failures: try again in \(seconds) s", 3)
-            case .locked: ("locked after too many failures: only destroy and re-enrolment help", 3)
-            case .wiped: ("too many failures: the vault was destroyed", 3)
-            case .notFound: ("no vault here", 2)
-            case .alreadyExists: ("a vault already exists here", 2)
-            case .notAVault: ("not a SecurePIN vault file", 2)
-            case .newerFormat(let v): ("the vault was written by a newer version (format \(v)); upgrade SecurePIN", 2)
+            case .wrongPIN(let remaining?):
+                (
+                    "wrong PIN (\(remaining) \(remaining == 1 ? "attempt" : "attempts") remaining)",
+                    ExitCode.refused
+                )
+            case .wrongPIN(nil): ("wrong PIN", ExitCode.refused)
+            case .throttled(let seconds):
+                ("too many failures: try again in \(seconds) s; nothing was counted", ExitCode.locked)
+            case .locked:
+                (
+                    "locked after too many failures: only securepin vault destroy and a new vault help",
+                    ExitCode.locked
+                )
+            case .wiped: ("too many failures: the vault at \(directory) was erased", ExitCode.locked)
+            case .notFound:
+                ("no vault at \(directory) (securepin vault init --vault \(directory) creates one)", ExitCode.usage)
+            case .alreadyExists:
+                ("a vault already exists at \(directory): destroy it first or choose another --vault", ExitCode.usage)
+            case .notAVault: ("\(directory)/vault is not a SecurePIN vault file", ExitCode.usage)
+            case .newerFormat(let v):
+                ("the vault at \(directory) has format \(v), newer than this securepin reads: upgrade", ExitCode.usage)
             case .unsupportedFormat(let v):
-                ("the vault has format \(v), which this version no longer reads; destroy it and create it anew", 2)
-            case .unsuitableDirectory(let reason): ("refused: \(reason)", 2)
-            case .damaged(let reason): ("damaged vault: \(reason)", 2)
+                (
+                    "the vault at \(directory) has format \(v), which this securepin no longer reads: "
+                        + "destroy it (securepin vault destroy --vault \(directory)) and create it anew",
+                    ExitCode.usage
+                )
+            case .unsuitableDirectory(let reason):
+                ("cannot use \(directory) for a vault: \(reason)", ExitCode.usage)
+            case .damaged(let reason): ("the vault at \(directory) is damaged: \(reason)", ExitCode.usage)
             case .parametersBelowFloor:
-                ("refused: the vault's key derivation is weaker than the floor (a downgrade?)", 2)
-            case .parametersAboveCeiling: ("refused: the vault's key derivation exceeds this machine's ceiling", 2)
-            case .pepperRequired: ("this vault needs its pepper", 2)
+                (
+                    "refused: the vault at \(directory) derives its key below the floor of \(Help.floorText); "
+                        + "this program never weakens it", ExitCode.usage
+                )
+            case .parametersAboveCeiling:
+                ("refused: the vault at \(directory) needs more memory than this machine allows", ExitCode.usage)
+            case .pinOutsideFormat(let format):
+                (
+                    "the PIN does not fit this vault's PIN format (\(describeFormat(PinFormat(format)))); "
+                        + "nothing was counted", ExitCode.usage
+                )
+            case .pepperRequired: ("this vault needs its pepper, which securepin does not have", ExitCode.usage)
             case .invalidSecretSize(let n):
-                ("the secret must be 1 to \(PinVault.maximumSecretByteCount) bytes, not \(n)", 2)
-            case .io(let operation, let errno): ("\(operation) failed: \(String(cString: strerror(errno)))", 2)
-            default: ("\(error)", 2)
+                ("the secret must be 1 to \(PinVault.maximumSecretByteCount) bytes, not \(n)", ExitCode.usage)
+            case .io(let operation, let errno):
+                ("\(directory): \(operation) failed: \(String(cString: strerror(errno)))", ExitCode.usage)
+            case .cancelled: ("cancelled; nothing was entered", ExitCode.cancelled)
+            case .secureCore:
+                ("secure memory or cryptography failed (securepin doctor tells more)", ExitCode.refused)
+            case .biometryNotConfigured, .biometryInvalidated, .biometryFailed:
+                ("biometry is not available to securepin", ExitCode.refused)
             }
         CLI.printError("securepin: \(command): \(message)")
         return code

@@ -8,20 +8,6 @@ import SecureCore
     import Darwin
 #endif
 
-let usage = """
-    usage: securepin <command> [options]
-
-    commands:
-      demo [--interactive]  the end-to-end story, one line per step (PINs typed on the pad)
-      server --port N --db PATH [--admin-token-file P]   the reference activation server
-      doctor [--json]    what protection this machine gives to secrets
-      kdf hash|tune|bench  Argon2id: hash stdin, calibrate the cost, benchmark
-      vault init|unlock|change-pin|status|destroy   a secret sealed under a PIN
-      pin check          strength flags and verdict for a PIN
-
-    Exit codes: 0 success, 1 wrong PIN or failure, 2 usage error or bad input, 3 locked.
-    """
-
 // Every command may hold a PIN, a key or an Argon2 matrix: no core dump, no same-user
 // /proc/PID/mem, for the whole life of the process.
 do {
@@ -46,10 +32,19 @@ case "vault":
     status = VaultCommand.run(arguments)
 case "pin":
     status = PinCommand.run(arguments)
-case "-h", "--help", "help":
-    print(usage)
-    status = 0
+case "help":
+    status = CLI.help(arguments)
+case "-h", "--help":
+    print(Help.main)
+    status = ExitCode.ok
+case "--version", "version":
+    print(CLI.versionText())
+    status = ExitCode.ok
+case "":
+    CLI.fail("missing command", usage: Help.briefMain)
 default:
-    CLI.fail(command.isEmpty ? "missing command" : "unknown command '\(command)'", usage: usage)
+    let names = Help.commands.map(\.name) + ["--help", "--version"]
+    let hint = Help.nearest(to: command, among: names).map { "; did you mean \($0)?" } ?? ""
+    CLI.fail("unknown command '\(command)'\(hint)", usage: Help.briefMain)
 }
 exit(status)

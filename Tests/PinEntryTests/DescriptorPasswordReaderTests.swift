@@ -94,7 +94,7 @@ struct DescriptorPasswordReaderTests {
         #expect(outcome.exitStatus == 3)
         #expect(
             outcome.json
-                == #"{"format":"numeric","length":6,"flags":["pattern","frequently-used"],"relevantFlags":["frequently-used"],"verdict":"warn"}"#
+                == #"{"format":"numeric","length":6,"flags":["pattern","frequently-used"],"relevant_flags":["frequently-used"],"verdict":"warn"}"#
         )
         #expect(!outcome.text.contains("147") && !outcome.json.contains("258"))
         var reject = request

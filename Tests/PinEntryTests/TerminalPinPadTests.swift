@@ -228,9 +228,62 @@ struct TerminalPinPadTests {
         let pane = try session.wait(for: "DONE")
         // Exactly 5813 was stored: four digits, none of this PIN's flags.
         #expect(
-            pane.contains(#"{"format":"numeric","length":4,"flags":[],"relevantFlags":[],"verdict":"acceptable"}"#),
+            pane.contains(#"{"format":"numeric","length":4,"flags":[],"relevant_flags":[],"verdict":"acceptable"}"#),
             "\(pane)")
         #expect(pane.contains("EXIT=0"))
+    }
+
+    /// Counts the terminal bells the pane received since `pipe-pane` started.
+    func bells(_ session: TmuxSession) -> Int {
+        let raw = session.scratch.appendingPathComponent("raw.bin").path
+        return (FileManager.default.contents(atPath: raw) ?? Data()).filter { $0 == 0x07 }.count
+    }
+
+    func recordRawOutput(_ session: TmuxSession) throws {
+        let raw = session.scratch.appendingPathComponent("raw.bin").path
+        try session.run(["pipe-pane", "-t", "pad", "-o", "cat >> \(raw)"])
+    }
+
+    @Test("a refused key rings the bell and says why: a space, a 9th digit; the rest is kept")
+    func refusedKeysRingAndExplain() throws {
+        let session = try TmuxSession {
+            shellCommand("--complexity digits-4-8 --json --today 2026-11-30", scratch: $0)
+        }
+        try recordRawOutput(session)
+        _ = try session.wait(for: "Enter PIN")
+        try session.send("2", "4", "Space")
+        let spaced = try session.wait(for: "! digits only")
+        #expect(spaced.contains("Enter PIN: ••  ! digits only"), "\(spaced)")
+        try session.send("6", "8")
+        // The reason stays after later digits (as after a paste), until Backspace.
+        _ = try session.wait(for: "Enter PIN: ••••  (Enter to confirm)  ! digits only")
+        try session.send("BSpace")
+        _ = try session.wait(for: "Enter PIN: •••\n")
+        try session.send("8")
+        try session.send("1", "3", "5", "7", "9", "0")
+        let full = try session.wait(for: "! at most 8 digits")
+        #expect(full.contains("Enter PIN: ••••••••  (Enter to confirm)  ! at most 8 digits"), "\(full)")
+        try session.send("Enter")
+        let done = try session.wait(for: "DONE")
+        #expect(done.contains(#""length":8"#), "\(done)")
+        #expect(bells(session) >= 3, "one bell per refused key, got \(bells(session))")
+    }
+
+    @Test("Enter before the minimum says so and keeps editing")
+    func enterBeforeTheMinimum() throws {
+        let session = try TmuxSession {
+            shellCommand("--complexity digits-4-8 --json --today 2026-11-30", scratch: $0)
+        }
+        try recordRawOutput(session)
+        _ = try session.wait(for: "Enter PIN")
+        try session.send("5", "8", "Enter")
+        let short = try session.wait(for: "! at least 4 digits")
+        #expect(short.contains("Enter PIN: ••  ! at least 4 digits"), "\(short)")
+        #expect(!short.contains("verdict"))
+        try session.send("1", "3", "Enter")
+        let done = try session.wait(for: "DONE")
+        #expect(done.contains(#""length":4"#), "\(done)")
+        #expect(bells(session) >= 1)
     }
 
     @Test("with a shuffled keypad, typed digits still enter the digit typed")

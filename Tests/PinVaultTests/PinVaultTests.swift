@@ -290,8 +290,8 @@ struct VaultFileTests {
         }
         #expect(try attempt([UInt8](repeating: 0xAB, count: 300)) == .notAVault)
         var newer = original
-        newer[9] = 3
-        #expect(try attempt(newer) == .newerFormat(version: 3))
+        newer[9] = UInt8(VaultFile.version + 1)
+        #expect(try attempt(newer) == .newerFormat(version: Int(VaultFile.version + 1)))
         var older = original
         older[9] = 1
         #expect(try attempt(older) == .unsupportedFormat(version: 1), "version 1 (no key file) is refused")

@@ -19,6 +19,9 @@ check() { # name, expected exit code, actual exit code, [condition result]
     fi
 }
 
+# A message a person can read: no Swift enum dumps, errno numbers or internal names.
+plain() { ! grep -Eq '[a-zA-Z]+\([a-zA-Z]+:|errno|Error\.|\(userCancelled\)|tooLong' "$1"; }
+
 salt=30313233343536373839616263646566 # "0123456789abcdef"
 
 # kdf hash: the same bytes as Debian's argon2 tool, raw and encoded.
@@ -38,14 +41,18 @@ check "kdf hash --encoded matches argon2 -e" 0 0 $?
 
 # kdf hash: bad input is exit 2 with one line, and no output.
 for bad in "--salt-hex zz -t 1 -k 64" "--salt-hex 00 -t 1 -k 64" "--salt-hex $salt -t 0 -k 64" \
-    "--salt-hex $salt -t 1 -k 4" "--salt-hex $salt -t 1 -k 99999999" "--salt-hex $salt -t 1 -k 64 -l 8" \
-    "--salt-hex $salt -t 1 -k 64 --bogus"; do
+    "--salt-hex $salt -t 1 -k 4" "--salt-hex $salt -t 1 -k 99999999" "--salt-hex $salt -t 1 -k 64 -l 8"; do
     # shellcheck disable=SC2086
     out=$(printf 'x' | "$B" kdf hash $bad 2>"$work/err")
     code=$?
     [[ -z $out && $(wc -l <"$work/err") -eq 1 ]]
     check "kdf hash $bad -> exit 2, one line" 2 $code $?
 done
+# A usage error (an unknown option) also prints the usage, and names the nearest option.
+out=$(printf 'x' | "$B" kdf hash --salt-hex $salt -t 1 -k 64 --encodd 2>"$work/err")
+code=$?
+[[ -z $out ]] && grep -q "unknown option '--encodd'; did you mean --encoded?" "$work/err" && grep -q '^usage: securepin kdf hash' "$work/err"
+check "kdf hash --encodd -> exit 2, the nearest option and the usage" 2 $code $?
 printf '' | "$B" kdf hash --salt-hex $salt -t 1 -k 64 >/dev/null 2>&1
 check "kdf hash refuses an empty password" 2 $?
 printf '\xff\xfe' | "$B" kdf hash --salt-hex $salt -t 1 -k 64 >/dev/null 2>&1
@@ -54,7 +61,7 @@ check "kdf hash refuses non-UTF-8" 2 $?
 # kdf tune --json has the documented fields.
 json=$("$B" kdf tune --target-ms 30 --max-memory 64M --json)
 check "kdf tune runs" 0 $?
-for field in memory_kib iterations parallelism backend measured_ms target_ms; do
+for field in memory_kib iterations parallelism backend measured_ms target_ms vault_init; do
     grep -q "\"$field\"" <<<"$json"
     check "kdf tune --json has $field" 0 0 $?
 done
@@ -155,15 +162,19 @@ check "vault destroy --vault . on a directory init created" 0 $?
 [[ ! -e $work/new-here ]] && grep -q "removed directory: \." "$work/out"
 check "the directory init created is removed, even as ." 0 0 $?
 
-# pin check.
-"$B" pin check --pin-fd 0 <<<"1234" >/dev/null
-check "pin check 1234 warns" 3 $?
+# pin check: the one exit-code table (warn 0, reject 1, bad input 2).
+"$B" pin check --pin-fd 0 <<<"1234" >"$work/out"
+check "pin check 1234 warns, exit 0" 0 $?
+grep -q '^verdict: warn' "$work/out"
+check "pin check 1234 verdict warn" 0 0 $?
 "$B" pin check --pin-fd 0 --reject --json <<<"1111" >"$work/out"
-check "pin check --reject 1111" 4 $?
+check "pin check --reject 1111 -> 1" 1 $?
 grep -q '"verdict":"reject"' "$work/out"
 check "pin check json verdict" 0 0 $?
-"$B" pin check --pin-fd 0 <<<"12x4" >/dev/null 2>&1
-check "pin check non-digit -> 1" 1 $?
+"$B" pin check --pin-fd 0 <<<"12x4" >/dev/null 2>"$work/err"
+check "pin check non-digit -> 2" 2 $?
+grep -q "the PIN on descriptor 0 has a character other than the digits 0-9" "$work/err"
+check "pin check names the descriptor and the format" 0 0 $?
 
 # demo --interactive: the two PINs typed on the terminal pad (in tmux), only dots on screen.
 if command -v tmux >/dev/null; then
@@ -210,8 +221,83 @@ if command -v tmux >/dev/null; then
             check "vault destroy on a terminal, answered yes: destroyed" 0 0 $?
         fi
     done
+    # The same keys at init and at unlock open the vault: the pad refuses (bell and reason) what
+    # the vault's format does not allow, instead of silently dropping it at init only.
+    pad() { # session name, command: runs it in tmux on a real pty
+        tmux -S "$sock" new-session -d -s "$1" -x 160 -y 20 "$2; echo PAD-EXIT=\$?; sleep 60"
+    }
+    screen_of() { tmux -S "$sock" capture-pane -p -t "$1"; }
+    wait_for() { # session, text: waits up to 20 s
+        for _ in $(seq 1 100); do
+            screen_of "$1" | grep -qF -- "$2" && return 0
+            sleep 0.2
+        done
+        screen_of "$1" >&2
+        return 1
+    }
+    pv="$work/padvault"
+    tmux -S "$sock" kill-server 2>/dev/null
+    pad init "printf secret-on-the-pad | $B vault init --vault $pv -t 2 -k 19456"
+    wait_for init "New PIN:"
+    tmux -S "$sock" send-keys -t init 1 2 3 4 5 6 7 8 9 0
+    wait_for init "! at most 8 digits"
+    check "init pad: a 9th digit is refused with the reason" 0 0 $?
+    tmux -S "$sock" send-keys -t init Enter
+    wait_for init "Repeat PIN:"
+    tmux -S "$sock" send-keys -t init 1 2 3 4 5 6 7 8 9 0 Enter
+    wait_for init "PAD-EXIT="
+    screen_of init | grep -q "PAD-EXIT=0"
+    check "init on the pad" 0 0 $?
+    pad unlock "$B vault unlock --vault $pv > $work/unlocked"
+    wait_for unlock "PIN:"
+    tmux -S "$sock" send-keys -t unlock 1 2 3 4 5 6 7 8 9 0 Enter
+    wait_for unlock "PAD-EXIT="
+    screen_of unlock | grep -q "PAD-EXIT=0" && [[ $(cat "$work/unlocked") == "secret-on-the-pad" ]]
+    check "the keys typed at init open the vault at unlock" 0 0 $?
+    # A pasted "24 68": the space is refused (bell, "digits only") at init and at unlock alike.
+    pad paste "printf pasted | $B vault init --vault $work/paste -t 2 -k 19456"
+    wait_for paste "New PIN:"
+    tmux -S "$sock" send-keys -t paste -l "24 68"
+    wait_for paste "! digits only"
+    check "init pad: a pasted space is refused with the reason" 0 0 $?
+    tmux -S "$sock" send-keys -t paste Enter
+    wait_for paste "Repeat PIN:"
+    tmux -S "$sock" send-keys -t paste -l "24 68"
+    tmux -S "$sock" send-keys -t paste Enter
+    wait_for paste "PAD-EXIT="
+    pad pasteopen "$B vault unlock --vault $work/paste > $work/pasted-out"
+    wait_for pasteopen "PIN:"
+    tmux -S "$sock" send-keys -t pasteopen -l "24 68"
+    tmux -S "$sock" send-keys -t pasteopen Enter
+    wait_for pasteopen "PAD-EXIT="
+    screen_of pasteopen | grep -q "PAD-EXIT=0" && [[ $(cat "$work/pasted-out") == "pasted" ]]
+    check "the same paste at init and at unlock opens the vault" 0 0 $?
+    # Throttled: said before the PIN is asked for.
+    for _ in 1 2 3 4 5; do "$B" vault unlock --vault "$pv" --pin-fd 3 3<<<"0000" >/dev/null 2>&1; done
+    pad throttled "$B vault unlock --vault $pv"
+    wait_for throttled "PAD-EXIT="
+    screen_of throttled | grep -q "try again in 60 s" && screen_of throttled | grep -q "PAD-EXIT=3" \
+        && ! screen_of throttled | grep -q "PIN:"
+    check "a throttled vault says so before asking for the PIN" 0 0 $?
+    "$B" vault status --vault "$pv" | grep -q "next attempt:       try again in 60 s"
+    check "vault status: try again in N s" 0 0 $?
+    # Mismatched PINs at the terminal ask again.
+    pad again "printf s | $B vault init --vault $work/again -t 2 -k 19456"
+    wait_for again "New PIN:"
+    tmux -S "$sock" send-keys -t again 2 4 6 8 Enter
+    wait_for again "Repeat PIN:"
+    tmux -S "$sock" send-keys -t again 2 4 6 9 Enter
+    wait_for again "the two PINs differ; again (2 tries left)"
+    check "mismatched PINs: asked again" 0 0 $?
+    tmux -S "$sock" send-keys -t again 2 4 6 8 Enter
+    sleep 0.5
+    tmux -S "$sock" send-keys -t again 2 4 6 8 Enter
+    wait_for again "PAD-EXIT="
+    screen_of again | grep -q "PAD-EXIT=0"
+    check "mismatched PINs: the second try creates the vault" 0 0 $?
+    tmux -S "$sock" kill-server 2>/dev/null
 else
-    echo "skipped: demo --interactive (tmux is not installed)"
+    echo "skipped: demo --interactive and the vault on the pad (tmux is not installed)"
 fi
 
 # demo: its scratch directory comes from mkdtemp (0700, unpredictable name) and is gone after Ctrl-C.
@@ -262,6 +348,133 @@ fi
 check "unknown command -> 2" 2 $?
 "$B" vault unlock >/dev/null 2>&1
 check "missing --vault -> 2" 2 $?
+
+# The vault records its PIN format: unlock and change-pin read the PIN by the same rules as init,
+# and a PIN outside them is bad input (exit 2), never a counted wrong PIN.
+v="$work/fmt"
+printf 's' | "$B" vault init --vault "$v" --pin-fd 3 -t 2 -k 19456 --policy wipe:1 3<<<"2468" >/dev/null
+check "vault init digits-4-8 under wipe:1" 0 $?
+"$B" vault status --vault "$v" --json >"$work/status"
+grep -q '"pin_format":"digits-4-8"' "$work/status" && grep -q '"policy":"wipe:1"' "$work/status"
+check "status --json has pin_format and policy" 0 0 $?
+for bad in "1234567890" "24 68" "12a4" "123"; do
+    "$B" vault unlock --vault "$v" --pin-fd 3 3<<<"$bad" >/dev/null 2>"$work/err"
+    check "unlock with '$bad' outside digits-4-8 -> 2" 2 $?
+    grep -q "and the PIN format is digits-4-8 (4 to 8 digits); nothing was counted" "$work/err" && plain "$work/err"
+    check "unlock with '$bad': says why, nothing counted" 0 0 $?
+done
+[[ -e $v/vault ]] && grep -q '"failures":0' <("$B" vault status --vault "$v" --json)
+check "wipe:1 vault still there, no failure counted" 0 0 $?
+"$B" vault change-pin --vault "$v" --pin-fd 3 --new-pin-fd 4 3<<<"2468" 4<<<"123456789" >/dev/null 2>&1
+check "change-pin to a PIN outside the format -> 2" 2 $?
+"$B" vault change-pin --vault "$v" --complexity alphanumeric --pin-fd 3 --new-pin-fd 4 3<<<"2468" \
+    4<<<"a-long-passphrase" >/dev/null 2>"$work/err"
+check "change-pin cannot change the recorded format -> 2" 2 $?
+grep -q "recorded at init" "$work/err"
+check "change-pin says the format is recorded" 0 0 $?
+"$B" vault unlock --vault "$v" --pin-fd 3 3<<<"1357" >/dev/null 2>"$work/err"
+check "wipe:1: a wrong PIN in the format erases" 3 $?
+grep -q "the next wrong PIN erases the vault" "$work/err" && [[ ! -e $v ]]
+check "wipe:1: the warning came before the PIN, and the vault is gone" 0 0 $?
+
+# Invalid KDF settings are refused before anything is read or asked (standard input never ends here).
+for bad in "-t 1 -k 19456" "-t 2 -k 8192" "-k 65536" "-t 3" "-p 2" "--target-ms 100 -t 2 -k 65536" "--policy wipe" \
+    "--complexity digits-5" "--pin-fd 0"; do
+    # shellcheck disable=SC2086
+    timeout 10 "$B" vault init --vault "$work/kdf" --pin-fd 3 $bad 3< <(sleep 30) < <(sleep 30) >/dev/null 2>"$work/err"
+    code=$?
+    plain "$work/err"
+    check "vault init $bad -> a plain message" 0 0 $?
+    check "vault init $bad -> exit 2 at once" 2 $code
+done
+timeout 10 "$B" vault init --vault "$work/kdf" --pin-fd 3 -t 1 -k 19456 3< <(sleep 30) < <(sleep 30) 2>"$work/err"
+grep -q "below the vault's floor of 19456 KiB (19 MiB) and t = 2" "$work/err"
+check "the floor is named in the message" 0 0 $?
+"$B" vault init --help | grep -q "floor: 19456 KiB"
+check "the floor is named in the help" 0 0 $?
+timeout 10 "$B" vault init --vault "$work/none/deeper" --pin-fd 3 3< <(sleep 30) < <(sleep 30) 2>"$work/err"
+check "vault init under a missing directory -> 2 at once" 2 $?
+grep -q "$work/none does not exist" "$work/err"
+check "the missing directory is named" 0 0 $?
+"$B" vault init --vault "$work/fd" --pin-fd 7 </dev/null 2>"$work/err"
+check "vault init with a closed --pin-fd -> 2" 2 $?
+grep -q "descriptor 7 (--pin-fd 7) is not open" "$work/err"
+check "the closed descriptor is named" 0 0 $?
+printf 's' | "$B" vault init --vault "$work/tuned" --pin-fd 3 --target-ms 5 3<<<"2468" >"$work/out" 2>"$work/err"
+check "vault init --target-ms 5 succeeds" 0 $?
+grep -q "raised to m=19456 KiB, t=2" "$work/err" || grep -Eq "m=(19456|[2-9][0-9]{4,}|[0-9]{6,}) KiB" "$work/out"
+check "--target-ms never goes below the floor" 0 0 $?
+"$B" kdf tune --target-ms 5 >"$work/out"
+grep -q "^  securepin vault init --vault DIR -t [0-9]* -k [0-9]*" "$work/out"
+check "kdf tune prints a ready-to-paste vault init line" 0 0 $?
+line=$(sed -n 's/^  securepin vault init --vault DIR //p' "$work/out")
+# shellcheck disable=SC2086
+printf 's' | "$B" vault init --vault "$work/pasted" --pin-fd 3 $line 3<<<"2468" >/dev/null
+check "the pasted kdf tune line creates a vault" 0 $?
+
+# Help at every level, --opt=value, the nearest command or option, --version.
+for cmd in "--help" "-h" "help" "vault --help" "vault init --help" "vault unlock -h" "help vault change-pin" \
+    "kdf tune --help" "help pin check" "server --help" "doctor --help" "demo --help" "pin --help"; do
+    # shellcheck disable=SC2086
+    "$B" $cmd >"$work/out" 2>&1
+    code=$?
+    grep -q "^usage: securepin" "$work/out" && grep -q "example:" "$work/out" && grep -q "^  130  cancelled" "$work/out"
+    check "securepin $cmd: usage, example and exit codes" 0 $code $?
+done
+"$B" vault inti --vault "$work/x" >/dev/null 2>"$work/err"
+check "vault inti -> 2" 2 $?
+grep -q "unknown command 'inti'; did you mean init?" "$work/err" && ! grep -q -- "--vault DIR is required" "$work/err"
+check "vault inti: did you mean init?" 0 0 $?
+"$B" vault unlock --vualt "$work/x" >/dev/null 2>"$work/err"
+grep -q "did you mean --vault?" "$work/err" && grep -q "^usage: securepin vault unlock" "$work/err"
+check "--vualt: did you mean --vault? and the usage" 0 0 $?
+"$B" valut >/dev/null 2>"$work/err"
+grep -q "did you mean vault?" "$work/err"
+check "valut: did you mean vault?" 0 0 $?
+printf 's' | "$B" vault init --vault="$work/eq" --pin-fd=3 -t 2 -k 19456 3<<<"2468" >/dev/null
+check "--opt=value accepted" 0 $?
+"$B" --version >"$work/out"
+check "--version" 0 $?
+grep -q "^securepin [0-9]" "$work/out" && grep -q "^libsodium [0-9]" "$work/out" && grep -q "^libargon2" "$work/out" \
+    && grep -q "^OpenSSL .*[0-9]" "$work/out"
+check "--version names libsodium, libargon2 and OpenSSL" 0 0 $?
+# Plain messages: what is wrong, with the path, port or descriptor and the fix; no enum dumps or errno numbers.
+"$B" server --port 0 --db "$work/srv.sqlite" >"$work/srv.out" 2>&1 &
+srv=$!
+for _ in $(seq 1 50); do grep -q "listening on" "$work/srv.out" 2>/dev/null && break; sleep 0.2; done
+port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$work/srv.out")
+"$B" server --port "$port" --db "$work/srv2.sqlite" >/dev/null 2>"$work/err"
+check "server on a port in use -> 1" 1 $?
+grep -q "port $port is in use: choose another with --port, or --port 0 for a free one" "$work/err" && plain "$work/err"
+check "server: the port in use is named with the fix" 0 0 $?
+kill -TERM "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+"$B" server --port 0 --db "$work/srv3.sqlite" --admin-token-file "$work/no-token" >/dev/null 2>"$work/err"
+check "server with a missing token file -> 1" 1 $?
+grep -q "cannot open the admin token file $work/no-token: No such file or directory" "$work/err" && plain "$work/err"
+check "server: the token file is named, no errno number" 0 0 $?
+head -c 70000 /dev/zero | "$B" vault init --vault "$work/big" --pin-fd 3 -t 2 -k 19456 3<<<"2468" 2>"$work/err"
+check "vault init with a secret over 64 KiB -> 2" 2 $?
+grep -q "the secret on standard input is longer than 65536 bytes" "$work/err" && plain "$work/err"
+check "vault init: the secret's limit, no tooLong" 0 0 $?
+printf '\x1b' | "$B" pin check --pin-fd 0 2>"$work/err" >/dev/null
+plain "$work/err"
+check "pin check: a control character is a plain message" 0 0 $?
+
+# JSON keys in one style: lower snake_case, no one-letter pieces such as memory_mi_b.
+printf 's' | "$B" vault init --vault "$work/js" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null 2>&1
+{
+    "$B" doctor --json
+    "$B" kdf tune --target-ms 5 --json
+    "$B" vault status --vault "$work/js" --json
+    "$B" pin check --pin-fd 0 --json <<<"1234"
+    printf 'a fairly long passphrase' | "$B" pin check --complexity alphanumeric --pin-fd 0 --json
+} >"$work/json" 2>/dev/null
+keys=$(grep -o '"[A-Za-z0-9_]*" *:' "$work/json" | tr -d '": ' | sort -u)
+[[ -n $keys ]] && ! grep -v '^[a-z][a-z0-9]*\(_[a-z0-9][a-z0-9]\+\)*$' <<<"$keys"
+check "every JSON key is snake_case" 0 0 $?
+grep -q "^  130  cancelled" <("$B" --help) && grep -q "| 130 |" "$(dirname "$0")/../../README.md"
+check "one exit-code table in --help and the README" 0 0 $?
 
 echo "cli: $passed passed, $failed failed"
 [[ $failed == 0 ]]

@@ -1,5 +1,11 @@
 import SecureCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Where ``PinCheck`` reads the PIN from.
 public enum PinSource: Sendable {
     /// The terminal pad on standard input, drawing on standard error.
@@ -90,16 +96,16 @@ public struct PinCheckOutcome: Equatable, Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// One JSON object (stable key order).
+    /// One JSON object (stable key order, snake_case keys as in every securepin JSON).
     public var json: String {
         var fields = [
             "\"format\":\"\(format.isNumeric ? "numeric" : "alphanumeric")\"",
             "\"length\":\(length)",
             "\"flags\":[" + flags.map { "\"\($0)\"" }.joined(separator: ",") + "]",
-            "\"relevantFlags\":[" + relevantFlags.map { "\"\($0)\"" }.joined(separator: ",") + "]",
+            "\"relevant_flags\":[" + relevantFlags.map { "\"\($0)\"" }.joined(separator: ",") + "]",
         ]
         if let estimatedBits, let rating {
-            fields.append("\"estimatedBits\":\(Self.oneDecimal(estimatedBits))")
+            fields.append("\"estimated_bits\":\(Self.oneDecimal(estimatedBits))")
             fields.append("\"rating\":\"\(rating.rawValue)\"")
         }
         fields.append("\"verdict\":\"\(verdict.rawValue)\"")
@@ -181,17 +187,20 @@ public enum PinCheck {
     /// - Returns: the message.
     public static func message(for error: PinEntryError) -> String {
         switch error {
-        case .cancelled(let reason): "cancelled (\(reason.rawValue)); nothing was entered"
+        case .cancelled: "cancelled; nothing was entered"
         case .characterNotAllowed: "rejected: a character the format does not allow; nothing was kept"
         case .tooLong(let maximum): "rejected: longer than \(maximum) characters; nothing was kept"
         case .tooShort(let minimum): "rejected: shorter than \(minimum) characters; nothing was kept"
         case .malformedInput: "rejected: input is not valid UTF-8; nothing was kept"
         case .notATerminal: "standard input is not a terminal (use --pin-fd N)"
-        case .readFailed(let code): "could not read the descriptor (errno \(code))"
-        case .terminalFailure(let code): "terminal set-up failed (errno \(code))"
-        case .secureMemory(let inner): "secure memory failed: \(inner)"
+        case .readFailed(let code): "could not read the PIN's descriptor: \(describe(errno: code))"
+        case .terminalFailure(let code): "could not set up the terminal: \(describe(errno: code))"
+        case .secureMemory: "secure memory failed (securepin doctor tells what this machine allows)"
         case .randomSourceFailed: "the system random source failed"
-        case .editOutOfRange, .invalidLengthPolicy: "invalid request: \(error)"
+        case .editOutOfRange, .invalidLengthPolicy: "invalid request to the PIN pad"
         }
     }
+
+    /// The system's text for an `errno` value.
+    static func describe(errno code: Int32) -> String { String(cString: strerror(code)) }
 }

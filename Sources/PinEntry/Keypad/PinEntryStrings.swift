@@ -23,6 +23,10 @@ public struct PinEntryStrings: Sendable {
     public var charactersEntered: @Sendable (_ entered: Int) -> String
     /// The wrong-PIN message, e.g. "4 out of 5 attempts remaining".
     public var attemptsRemaining: @Sendable (_ remaining: Int, _ maximum: Int) -> String
+    /// Why a key was refused ("digits only", "at most 8 digits", "at least 4
+    /// digits"), shown beside the dots with the terminal bell; `nil` for a
+    /// refusal that needs no words. Default: ``englishRefusal(_:_:)``.
+    public var refusal: @Sendable (_ reason: IgnoredInput, _ format: PinFormat) -> String? = englishRefusal
 
     /// Creates a set of strings.
     /// - Parameters: one per property, see each property.
@@ -45,6 +49,23 @@ public struct PinEntryStrings: Sendable {
         self.digitsEntered = digitsEntered
         self.charactersEntered = charactersEntered
         self.attemptsRemaining = attemptsRemaining
+    }
+
+    /// The English refusal texts: they name the rule, never the refused key.
+    /// - Parameters:
+    ///   - reason: why the key was refused.
+    ///   - format: the entry's format.
+    /// - Returns: the text, or `nil`.
+    public static func englishRefusal(_ reason: IgnoredInput, _ format: PinFormat) -> String? {
+        let unit = format.isNumeric ? "digits" : "characters"
+        let policy = format.lengthPolicy
+        switch reason {
+        case .characterNotAllowed: return format.isNumeric ? "digits only" : "no control characters"
+        case .maximumLengthReached: return "at most \(policy.maximum) \(unit)"
+        case .tooShort:
+            return policy.isFixed ? "exactly \(policy.minimum) \(unit)" : "at least \(policy.minimum) \(unit)"
+        default: return nil
+        }
     }
 
     /// English texts.

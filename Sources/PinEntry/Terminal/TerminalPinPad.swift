@@ -14,12 +14,18 @@ import SecureCore
 /// - Backspace deletes the last character; Enter confirms a variable length;
 ///   a fixed length confirms itself on the last digit and every later key is
 ///   discarded.
+/// - Nothing typed is dropped silently: a refused key (a non-digit in a
+///   numeric PIN, a key past the maximum, Enter before the minimum) rings the
+///   terminal bell and the prompt says why ("digits only", "at most 8
+///   digits", "at least 4 digits") until Backspace or the next refusal, so
+///   a refusal inside a paste is seen too; editing goes on.
 /// - Ctrl-C, Ctrl-Z, Escape, Ctrl-D, `SIGINT`, `SIGTERM`, `SIGQUIT`,
 ///   `SIGHUP` and `SIGTSTP` wipe the input and throw
 ///   ``PinEntryError/cancelled(_:)``; end of file or a read error on the
 ///   terminal counts as ``CancellationReason/terminalClosed``.
 /// - Non-digits in a numeric PIN, other control characters, unknown escape
-///   sequences and ill-formed UTF-8 are ignored; nothing of them is stored.
+///   sequences and ill-formed UTF-8 are refused that way; nothing of them is
+///   stored.
 /// - The terminal settings and signal handlers are restored on every exit
 ///   path, and unread type-ahead is discarded.
 /// - Optionally an on-screen keypad drawn from ``Keypad``: digits can be typed
@@ -184,6 +190,17 @@ private struct ReadLoop {
             move(direction)
             effects = [.updateIndicator]
         case .ignored: effects = [.ignored(.characterNotAllowed)]
+        }
+        let refused = effects.compactMap { effect -> IgnoredInput? in
+            if case .ignored(let reason) = effect { return reason }
+            return nil
+        }.first
+        // The reason stays until Backspace or another refusal: a pasted "24 68" shows it too.
+        if let refused, let text = controller.configuration.strings.refusal(refused, format) {
+            screen.notice = text
+            screen.ringsBell = true
+        } else if key == .backspace {
+            screen.notice = nil
         }
         for effect in effects {
             switch effect {

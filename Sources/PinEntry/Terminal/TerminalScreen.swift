@@ -13,6 +13,10 @@ final class TerminalScreen {
     let options: TerminalPinPad.Options
     private var linesAbove = 0
     private var drawn = false
+    /// Why the last key was refused, shown until Backspace or the next refusal.
+    var notice: String?
+    /// Rings the terminal bell with the next drawing.
+    var ringsBell = false
 
     init(output: Int32, options: TerminalPinPad.Options) {
         self.output = output
@@ -38,6 +42,8 @@ final class TerminalScreen {
         }
         lines.append(promptLine(controller))
         text += lines.joined(separator: "\r\n")
+        if ringsBell { text += "\u{07}" }
+        ringsBell = false
         linesAbove = lines.count - 1
         drawn = true
         emit(text)
@@ -61,6 +67,7 @@ final class TerminalScreen {
         }
         if options.showsProgressText { line += "  " + controller.indicatorText }
         if let attempts = controller.attemptsText { line += "  " + attempts }
+        if let notice, state.phase == .entering { line += "  ! " + notice }
         return line
     }
 

@@ -1,0 +1,352 @@
+import SecureCore
+
+/// The exit codes of every command (the table in `--help` and the README).
+enum ExitCode {
+    /// Success.
+    static let ok: Int32 = 0
+    /// Wrong PIN, or refused (a weak PIN with `--reject-weak`, a `reject` verdict).
+    static let refused: Int32 = 1
+    /// Usage error or bad input; nothing was counted.
+    static let usage: Int32 = 2
+    /// Locked or throttled.
+    static let locked: Int32 = 3
+    /// Cancelled (Ctrl-C, Escape, Ctrl-D on the PIN pad).
+    static let cancelled: Int32 = 130
+
+    static let table = """
+        Exit codes (every command):
+          0    success
+          1    wrong PIN, or refused (a weak PIN with --reject-weak, a failed step)
+          2    usage error or bad input (nothing was counted)
+          3    locked or throttled (see securepin vault status)
+          130  cancelled (Ctrl-C, Escape or Ctrl-D at a prompt)
+        """
+}
+
+/// Every help text, `securepin help [COMMAND…]`, and "did you mean".
+enum Help {
+    /// The release of this command.
+    static let version = "0.9.0"
+
+    /// The vault's key-derivation floor, as the help and messages state it.
+    static var floor: Argon2id.Parameters { .owaspMinimum }
+    static var floorText: String { "\(floor.memoryKiB) KiB (19 MiB) and t = \(floor.iterations)" }
+
+    static let commands: [(name: String, summary: String)] = [
+        ("demo", "the end-to-end story, one line per step"),
+        ("server", "the reference activation server over HTTP"),
+        ("doctor", "what protection this machine gives to secrets"),
+        ("kdf", "Argon2id: hash standard input, calibrate the cost, benchmark"),
+        ("vault", "a secret sealed under a PIN"),
+        ("pin", "strength flags and verdict for a PIN"),
+        ("help", "help for a command: securepin help vault init"),
+    ]
+
+    static let subcommands: [String: [(name: String, summary: String)]] = [
+        "vault": [
+            ("init", "create a vault: the secret from standard input, a new PIN"),
+            ("unlock", "print the secret, given the PIN"),
+            ("change-pin", "replace the PIN (the current one is counted like an unlock)"),
+            ("status", "failures, throttle and PIN format, without a PIN"),
+            ("destroy", "wipe and remove the vault"),
+        ],
+        "kdf": [
+            ("hash", "Argon2id of standard input (like Debian's argon2 tool)"),
+            ("tune", "find Argon2id parameters for a target time on this machine"),
+            ("bench", "a quick grid of Argon2id timings"),
+        ],
+        "pin": [("check", "strength flags and the warn/reject verdict for a PIN")],
+    ]
+
+    static var main: String {
+        var lines = ["usage: securepin <command> [options]", "       securepin help <command> [subcommand]", ""]
+        lines.append("commands:")
+        for (name, summary) in commands { lines.append("  " + pad(name, 8) + summary) }
+        lines += [
+            "",
+            "options:",
+            "  -h, --help     help (also after any command: securepin vault init --help)",
+            "  --version      the versions of securepin and the libraries it uses",
+            "  --opt=value    is the same as --opt value",
+            "",
+            "example:",
+            "  securepin vault --help",
+            "",
+            ExitCode.table,
+        ]
+        return lines.joined(separator: "\n")
+    }
+
+    static func group(_ name: String) -> String {
+        let subs = subcommands[name] ?? []
+        var lines = ["usage: securepin \(name) <\(subs.map(\.name).joined(separator: "|"))> [options]", ""]
+        lines.append("commands:")
+        for (sub, summary) in subs { lines.append("  " + pad(sub, 12) + summary) }
+        lines += ["", "securepin \(name) <command> --help tells more.", "", "example:", groupExample[name] ?? "", ""]
+        lines.append(ExitCode.table)
+        return lines.joined(separator: "\n")
+    }
+
+    static let groupExample: [String: String] = [
+        "vault": "  printf 'my-token' | securepin vault init --vault ~/.myvault",
+        "kdf": "  securepin kdf tune --target-ms 250",
+        "pin": "  securepin pin check",
+    ]
+
+    /// The help of a command path (`["vault", "init"]`), or nil when unknown.
+    static func text(_ path: [String]) -> String? {
+        switch path.count {
+        case 0: return main
+        case 1:
+            if subcommands[path[0]] != nil { return group(path[0]) }
+            return leaf[path[0]].map { $0 + "\n\n" + ExitCode.table }
+        default:
+            return leaf[path.prefix(2).joined(separator: " ")].map { $0 + "\n\n" + ExitCode.table }
+        }
+    }
+
+    /// What a usage error prints: the usage lines of `help` (up to its first
+    /// blank line) and where the rest is.
+    static func brief(_ help: String, command: String) -> String {
+        let usage = help.components(separatedBy: "\n\n").first ?? help
+        return usage + "\n(securepin \(command) --help tells more)"
+    }
+
+    /// The usage line and the command list, for the top level's usage errors.
+    static var briefMain: String {
+        var lines = ["usage: securepin <command> [options]; commands:"]
+        for (name, summary) in commands { lines.append("  " + pad(name, 8) + summary) }
+        lines.append("(securepin --help tells more)")
+        return lines.joined(separator: "\n")
+    }
+
+    /// The usage lines and the command list of a group, for its usage errors.
+    static func briefGroup(_ name: String) -> String {
+        var lines = ["usage: securepin \(name) <command> [options]; commands:"]
+        for (sub, summary) in subcommands[name] ?? [] { lines.append("  " + pad(sub, 12) + summary) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The help of a leaf command (`"vault init"`), with the exit codes.
+    static func of(_ command: String) -> String { text(command.split(separator: " ").map(String.init)) ?? main }
+
+    static var leaf: [String: String] {
+        [
+            "vault init": """
+            usage: securepin vault init --vault DIR [options]   (the secret on standard input)
+
+            Creates a vault in DIR holding the secret read from standard input, under a new
+            PIN typed twice on the terminal pad (or read once from --pin-fd). Every option is
+            checked before anything is read or asked.
+
+            options:
+              --vault DIR          the vault directory: created 0700, or an existing empty one of
+                                   yours with mode 0700 (its mode is never changed)
+              --pin-fd N           read the PIN from descriptor N (one line) instead of the terminal
+              --complexity C       the PIN format, recorded in the vault and applied at every
+                                   unlock and PIN change: digits-4, digits-6, digits-4-8 (default)
+                                   or alphanumeric (8 to 64 characters)
+              --policy P           soft (default: growing delays, locked after 20), soft:N,
+                                   hard:N (locked after N) or wipe:N (destroyed after N)
+              --reject-weak        refuse a weak PIN (default: warn and go on)
+              --target-ms N        calibrate Argon2id to about N ms on this machine, never
+                                   below the floor
+              -t N -k KiB [-p N]   Argon2id iterations, memory and lanes (default t=2, 64 MiB, p=1);
+                                   -t and -k go together, and not with --target-ms
+            The vault refuses key derivation below its floor: \(floorText).
+
+            example:
+              printf 'my-token' | securepin vault init --vault ~/.myvault --complexity digits-6
+            """,
+            "vault unlock": """
+            usage: securepin vault unlock --vault DIR [--pin-fd N]   (the secret to standard output)
+
+            Asks for the PIN in the vault's own format and prints the secret. A locked or
+            throttled vault is reported before the PIN is asked for; a PIN that does not fit
+            the vault's format is refused (exit 2) without being counted.
+
+            options:
+              --vault DIR   the vault directory
+              --pin-fd N    read the PIN from descriptor N (one line) instead of the terminal
+
+            example:
+              securepin vault unlock --vault ~/.myvault --pin-fd 3 3<<<"2468"
+            """,
+            "vault change-pin": """
+            usage: securepin vault change-pin --vault DIR [--pin-fd N --new-pin-fd N]
+
+            Replaces the PIN. The current PIN is counted like an unlock; the new one must fit
+            the vault's PIN format (recorded at init, it does not change).
+
+            options:
+              --vault DIR      the vault directory
+              --pin-fd N       read the current PIN from descriptor N
+              --new-pin-fd N   read the new PIN from descriptor N (else typed twice on the terminal)
+              --reject-weak    refuse a weak new PIN (default: warn and go on)
+
+            example:
+              securepin vault change-pin --vault ~/.myvault
+            """,
+            "vault status": """
+            usage: securepin vault status --vault DIR [--json]
+
+            Failures, what happens next, the PIN format and when the next attempt is allowed,
+            without asking for a PIN.
+
+            options:
+              --vault DIR   the vault directory
+              --json        one JSON object (snake_case keys)
+
+            example:
+              securepin vault status --vault ~/.myvault
+            """,
+            "vault destroy": """
+            usage: securepin vault destroy --vault DIR [--yes]
+
+            Destroys the key file in place (every copy of the vault file becomes useless), overwrites
+            and removes the vault's own files, and removes DIR only if vault init created it. Says
+            exactly what it removed. Asks for confirmation on a terminal.
+
+            options:
+              --vault DIR   the vault directory
+              --yes         do not ask (needed when standard input is not a terminal)
+
+            example:
+              securepin vault destroy --vault ~/.myvault --yes
+            """,
+            "kdf hash": """
+            usage: securepin kdf hash --salt-hex HEX -t N -k KiB [-p N] [-l BYTES] [--encoded] [--allow-empty]
+
+            Argon2id of the password on standard input, byte for byte like Debian's argon2 tool.
+
+            options:
+              --salt-hex HEX   the salt, at least 16 bytes, in hex
+              -t N             iterations
+              -k KiB           memory in KiB
+              -p N             lanes (default 1)
+              -l BYTES         output length (default 32)
+              --encoded        print the PHC string ($argon2id$v=19$...) instead of hex
+              --allow-empty    accept an empty password
+
+            example:
+              printf 'pw' | securepin kdf hash --salt-hex 30313233343536373839616263646566 -t 2 -k 65536
+            """,
+            "kdf tune": """
+            usage: securepin kdf tune --target-ms N [--max-memory SIZE] [--max-parallelism N] [--json]
+
+            Finds Argon2id parameters that take about N ms here, and prints a ready-to-paste
+            vault init line (raised to the vault's floor, \(floorText), when needed).
+
+            options:
+              --target-ms N          the time one derivation should take
+              --max-memory SIZE      memory ceiling: KiB, or 512M, 1G (default 1G)
+              --max-parallelism N    also try 2 ... N lanes and keep the best
+              --json                 one JSON object (snake_case keys)
+
+            example:
+              securepin kdf tune --target-ms 250
+            """,
+            "kdf bench": """
+            usage: securepin kdf bench [--json] [--plot FILE.svg] [--target-ms N]
+
+            A quick grid of Argon2id timings on this machine.
+
+            options:
+              --json            rows as JSON
+              --plot FILE.svg   also draw them
+              --target-ms N     the target line of the plot (default 500)
+
+            example:
+              securepin kdf bench --plot kdf.svg
+            """,
+            "pin check": """
+            usage: securepin pin check [--complexity C] [--pin-fd N] [--reject] [--json]
+
+            Reads a PIN (the terminal pad, or one line from descriptor N) and prints its
+            strength flags and verdict: acceptable, warn (exit 0) or reject (exit 1).
+
+            options:
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+              --pin-fd N       read the PIN from descriptor N
+              --reject         judge weak PINs as reject rather than warn
+              --json           one JSON object
+
+            example:
+              echo 1990 | securepin pin check --pin-fd 0
+            """,
+            "server": """
+            usage: securepin server --port N --db PATH [--admin-token-file PATH] [options]
+
+            The reference activation server over HTTP on 127.0.0.1, state in SQLite.
+            SIGTERM or SIGINT stops it gracefully.
+
+            options:
+              --port N              TCP port on 127.0.0.1 (0 picks a free one; the line
+                                    'listening on' says which)
+              --db PATH             the SQLite database (created when missing)
+              --admin-token T       enables the back office with this token (visible to
+                                    other local users in the process list: prefer the file)
+              --admin-token-file P  reads the token from a 0600 file
+              --key-file PATH       the storage key file (default PATH.key next to the
+                                    database; created 0600 when missing)
+              --max-failures N      failed attempts that block new activations (default 5)
+
+            example:
+              securepin server --port 0 --db server.sqlite
+            """,
+            "doctor": """
+            usage: securepin doctor [--json]
+
+            What protection this machine gives to secrets: secret memory, core dumps, limits.
+
+            options:
+              --json   one JSON object (snake_case keys)
+
+            example:
+              securepin doctor
+            """,
+            "demo": """
+            usage: securepin demo [--interactive]
+
+            The end-to-end story, one line per step; exit 0 only if every step behaved.
+
+            options:
+              --interactive   type the two PINs on the terminal pad instead of scripted ones
+
+            example:
+              securepin demo
+            """,
+        ]
+    }
+
+    /// The closest of `candidates` to `word` (edit distance at most a third
+    /// of its length, and at least 2 allowed), or nil.
+    static func nearest(to word: String, among candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, distance(word, $0)) }.min { $0.1 < $1.1 }
+        guard let (best, d) = scored, d <= max(2, word.count / 3) else { return nil }
+        return best
+    }
+
+    /// Levenshtein distance (a swap of two neighbours counts as one).
+    static func distance(_ a: String, _ b: String) -> Int {
+        let x = Array(a), y = Array(b)
+        if x.isEmpty || y.isEmpty { return max(x.count, y.count) }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: y.count + 1), count: x.count + 1)
+        for i in 0...x.count { d[i][0] = i }
+        for j in 0...y.count { d[0][j] = j }
+        for i in 1...x.count {
+            for j in 1...y.count {
+                let cost = x[i - 1] == y[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, x[i - 1] == y[j - 2], x[i - 2] == y[j - 1] {
+                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+                }
+            }
+        }
+        return d[x.count][y.count]
+    }
+
+    private static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + "  " : text + String(repeating: " ", count: width - text.count)
+    }
+}
