@@ -74,6 +74,8 @@ static int secretmem_enabled = 1;
 
 int spc__ready(void) { return __atomic_load_n(&ready, __ATOMIC_ACQUIRE); }
 
+int spc_initialized(void) { return spc__ready(); }
+
 #ifdef SPC_FAULT_INJECTION
 static long fault_countdown = -1; /* test builds only (internal.h) */
 void spc__fault_after(long n) { fault_countdown = n; }

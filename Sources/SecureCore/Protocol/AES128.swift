@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// AES-128 as the PowerAuth V3 protocol uses it: a single block (the index

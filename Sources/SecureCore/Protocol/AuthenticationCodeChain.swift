@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// The PowerAuth V3 authentication-code key chain over 1–3 factor keys. The

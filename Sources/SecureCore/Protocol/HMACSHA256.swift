@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// HMAC-SHA256 (libsodium, any key length) for the protocol's public outputs:

@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// Wraps the knowledge factor key under a key derived from the PIN with

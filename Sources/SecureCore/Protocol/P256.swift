@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// A P-256 key pair: the private scalar in secure memory, the public key as

@@ -1,4 +1,5 @@
-/* protocol.c — the primitives the PowerAuth-compatible protocol needs.
+/* protocol.c — the primitives the PowerAuth-compatible protocol needs
+ * (CProtocolCrypto, the one target that links libcrypto).
  *
  * libsodium has no AES-128 and no P-256, so those come from OpenSSL libcrypto
  * (through its EVP interface only: the low-level AES_* and EC_KEY_* calls are
@@ -12,7 +13,7 @@
  * cause is the caller's key) and the thread's OpenSSL error queue is cleared,
  * so a stale error never surfaces in an unrelated later call.
  */
-#include "internal.h"
+#include "protocol_crypto.h"
 
 #include <limits.h>
 #include <string.h>
@@ -48,14 +49,14 @@ static int aes128_run(const EVP_CIPHER *cipher, int encrypt, const uint8_t key[1
 int spc_aes128_encrypt_block(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t in[SPC_AES_BLOCK_BYTES],
                              uint8_t out[SPC_AES_BLOCK_BYTES]) {
     memset(out, 0, SPC_AES_BLOCK_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     return aes128_run(EVP_aes_128_ecb(), 1, key, NULL, in, SPC_AES_BLOCK_BYTES, out);
 }
 
 int spc_aes128_decrypt_block(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t in[SPC_AES_BLOCK_BYTES],
                              uint8_t out[SPC_AES_BLOCK_BYTES]) {
     memset(out, 0, SPC_AES_BLOCK_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     return aes128_run(EVP_aes_128_ecb(), 0, key, NULL, in, SPC_AES_BLOCK_BYTES, out);
 }
 
@@ -66,7 +67,7 @@ int spc_aes128_cbc_nopad_encrypt(const uint8_t key[SPC_AES128_KEY_BYTES], const 
                                  const uint8_t *in, size_t len, uint8_t *out) {
     if (!cbc_length_ok(len)) return SPC_E_ARGUMENT;
     memset(out, 0, len);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     return aes128_run(EVP_aes_128_cbc(), 1, key, iv, in, len, out);
 }
 
@@ -74,7 +75,7 @@ int spc_aes128_cbc_nopad_decrypt(const uint8_t key[SPC_AES128_KEY_BYTES], const 
                                  const uint8_t *in, size_t len, uint8_t *out) {
     if (!cbc_length_ok(len)) return SPC_E_ARGUMENT;
     memset(out, 0, len);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     return aes128_run(EVP_aes_128_cbc(), 0, key, iv, in, len, out);
 }
 
@@ -85,7 +86,7 @@ int spc_aes128_cbc_nopad_decrypt(const uint8_t key[SPC_AES128_KEY_BYTES], const 
 int spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]) {
     static const uint8_t empty[1] = {0};
     memset(out, 0, SPC_SHA256_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if (msg == NULL && len != 0) return SPC_E_ARGUMENT;
     if (crypto_hash_sha256(out, msg != NULL ? msg : empty, (unsigned long long)len) != 0) return SPC_E_CRYPTO;
     return SPC_OK;
@@ -107,7 +108,7 @@ static int hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t l
 int spc_hmac_sha256(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t len,
                     uint8_t out[SPC_HMAC_SHA256_BYTES]) {
     memset(out, 0, SPC_HMAC_SHA256_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if (key_len == 0 || key == NULL || (msg == NULL && len != 0)) return SPC_E_ARGUMENT;
     return hmac(key, key_len, msg, len, out);
 }
@@ -137,7 +138,7 @@ static int authcode_component(const uint8_t *const keys[], size_t i, const uint8
 int spc_authcode_compute(const uint8_t *const keys[], size_t key_count, const uint8_t ctr[SPC_COUNTER_BYTES],
                          const uint8_t *data, size_t len, uint8_t *out, size_t out_len) {
     memset(out, 0, out_len);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if (key_count < 1 || key_count > SPC_AUTHCODE_MAX_FACTORS || out_len != key_count * SPC_HMAC_SHA256_BYTES ||
         (data == NULL && len != 0))
         return SPC_E_ARGUMENT;
@@ -231,7 +232,7 @@ static int p256_public_key(const uint8_t *pub, size_t len, EVP_PKEY **out) {
 }
 
 int spc_p256_public_check(const uint8_t *pub, size_t len) {
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if (pub == NULL) return SPC_E_ARGUMENT;
     EVP_PKEY *key = NULL;
     int ok = p256_public_key(pub, len, &key);
@@ -243,7 +244,7 @@ int spc_p256_public_check(const uint8_t *pub, size_t len) {
 int spc_p256_keypair_generate(uint8_t priv[SPC_P256_SCALAR_BYTES], uint8_t pub[SPC_P256_PUBLIC_BYTES]) {
     memset(priv, 0, SPC_P256_SCALAR_BYTES);
     memset(pub, 0, SPC_P256_PUBLIC_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     char group[] = "P-256";
     EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", group);
     BIGNUM *d = NULL;
@@ -275,7 +276,7 @@ static int p256_load(const uint8_t *priv, size_t priv_len, EVP_PKEY **key) {
 int spc_p256_ecdh(const uint8_t *priv, size_t priv_len, const uint8_t *pub, size_t pub_len,
                   uint8_t shared_x[SPC_P256_SCALAR_BYTES]) {
     memset(shared_x, 0, SPC_P256_SCALAR_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     EVP_PKEY *mine = NULL, *peer = NULL;
     int rc = p256_load(priv, priv_len, &mine);
     if (rc == SPC_OK && (pub == NULL || !p256_public_key(pub, pub_len, &peer))) rc = SPC_E_KEY;
@@ -297,7 +298,7 @@ int spc_p256_ecdsa_sign(const uint8_t *priv, size_t priv_len, const uint8_t *msg
                         uint8_t sig[SPC_P256_SIGNATURE_MAX], size_t *sig_len) {
     memset(sig, 0, SPC_P256_SIGNATURE_MAX);
     *sig_len = 0;
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if (msg == NULL && len != 0) return SPC_E_ARGUMENT;
     static const uint8_t empty[1] = {0};
     EVP_PKEY *key = NULL;
@@ -319,7 +320,7 @@ int spc_p256_ecdsa_sign(const uint8_t *priv, size_t priv_len, const uint8_t *msg
 int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg, size_t len, const uint8_t *sig,
                           size_t sig_len, int *valid) {
     *valid = 0;
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if ((msg == NULL && len != 0) || (sig == NULL && sig_len != 0)) return SPC_E_ARGUMENT;
     static const uint8_t empty[1] = {0};
     EVP_PKEY *key = NULL;
@@ -361,7 +362,7 @@ static int knowledge_apply(int encrypt, const uint8_t *pin, size_t pin_len, cons
                            uint32_t memory_kib, uint32_t iterations, const uint8_t in[SPC_FACTOR_KEY_BYTES],
                            uint8_t out[SPC_FACTOR_KEY_BYTES]) {
     memset(out, 0, SPC_FACTOR_KEY_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     uint8_t kek[SPC_AES128_KEY_BYTES];
     int rc = knowledge_kek(pin, pin_len, salt, memory_kib, iterations, kek);
     if (rc == SPC_OK) rc = aes128_run(EVP_aes_128_ecb(), encrypt, kek, NULL, in, SPC_FACTOR_KEY_BYTES, out);

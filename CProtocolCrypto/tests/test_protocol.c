@@ -1,7 +1,7 @@
-/* test_protocol.c — the protocol primitives (protocol.c) at the C level:
+/* test_protocol.c — the protocol primitives (CProtocolCrypto/protocol.c) at the C level:
  * published vectors where they exist, round trips and every argument guard. */
 #define _GNU_SOURCE
-#include "secure_core.h"
+#include "protocol_crypto.h"
 #include "check.h"
 
 #include <string.h>
@@ -32,6 +32,7 @@ static void test_uninitialised(void) {
     spc_argon2_params prm = {1, 8, 1};
     spc_argon2_input ai = {in, 1, in, 16, NULL, 0, NULL, 0};
     memset(out, 0xEE, sizeof out);
+    CHECK_EQ(spc_initialized(), 0);
     CHECK_EQ(spc_aes128_encrypt_block(k, in, out), SPC_E_INIT);
     CHECK(all_zero(out, 16));
     CHECK_EQ(spc_aes128_decrypt_block(k, in, out), SPC_E_INIT);
@@ -246,6 +247,7 @@ static void test_knowledge_key(void) {
 int main(void) {
     RUN(test_uninitialised);
     REQUIRE_OK(spc_init());
+    CHECK_EQ(spc_initialized(), 1);
     RUN(test_aes128);
     RUN(test_sha256_hmac);
     RUN(test_authcode_chain);
