@@ -222,22 +222,25 @@ SPC_NONNULL(1) void spc_buffer_close(spc_buffer *buf);
 SPC_MUST_CHECK SPC_NONNULL(1) int spc_buffer_randomize(spc_buffer *buf);
 
 /**
- * Compare two buffers.
- * Returns: 1 if the sizes and contents are equal, 0 if not, negative status
- *          if either cannot be opened.
+ * Compare two buffers: *equal is set to 1 if the sizes and contents are
+ * equal, 0 if not. It is 0 whenever the status is not SPC_OK, so an error
+ * can never read as "equal".
+ * Returns: SPC_OK (whatever the verdict); SPC_E_NOMEM or SPC_E_FORKED if
+ *          either buffer cannot be opened.
  * Security: constant time in the contents (sodium_memcmp); sizes are public.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_buffer_equal(spc_buffer *a, spc_buffer *b);
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_buffer_equal(spc_buffer *a, spc_buffer *b, int *equal);
 
 /**
  * Compare two byte strings of the same public length `len` (authentication
- * codes, tags, counter hashes) with no early exit. NULL is accepted when
- * `len` is 0.
- * Returns: 1 if equal (always for len 0), 0 if not; SPC_E_ARGUMENT for NULL
- *          with a length.
+ * codes, tags, counter hashes) with no early exit: *equal is set to 1 if they
+ * are equal (always for len 0), 0 if not, and 0 whenever the status is not
+ * SPC_OK. NULL is accepted when `len` is 0.
+ * Returns: SPC_OK (whatever the verdict); SPC_E_ARGUMENT for NULL with a
+ *          length.
  * Security: constant time in the contents (sodium_memcmp); `len` is public.
  */
-SPC_MUST_CHECK int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len);
+SPC_MUST_CHECK SPC_NONNULL(4) int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len, int *equal);
 
 /**
  * Zero `len` bytes at `p` (sodium_memzero) in a way no optimiser removes:
@@ -312,12 +315,14 @@ SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_clear(spc_password *pw);
 SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_copy(spc_password *pw, spc_password **out);
 
 /**
- * Compare two passwords.
- * Returns: 1 equal, 0 different, negative status if pages cannot be opened.
+ * Compare two passwords: *equal is set to 1 if they hold the same code
+ * points, 0 if not, and 0 whenever the status is not SPC_OK.
+ * Returns: SPC_OK (whatever the verdict); SPC_E_NOMEM or SPC_E_FORKED if the
+ *          pages cannot be opened.
  * Security: constant time in the content; the loop runs over the shorter
  *           length (lengths are public, see spc_password_length).
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_equal(spc_password *a, spc_password *b);
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_password_equal(spc_password *a, spc_password *b, int *equal);
 
 /**
  * Reveal the password as UTF-8 into a new secure buffer of exactly the
