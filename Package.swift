@@ -2,7 +2,7 @@
 // SecurePIN: handling a user's PIN or password safely, from the keystroke to the cryptography.
 import PackageDescription
 
-/// Hardening for the audited C core: warnings are errors, and the objects get
+/// Hardening for the audited C targets: warnings are errors, and the objects get
 /// a stack protector, fortified libc calls and stack-clash protection.
 let cHardening: [CSetting] = [
     .unsafeFlags([
@@ -45,15 +45,24 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]),
         .target(
             name: "CSecureCore",
-            dependencies: ["CSodium", "CArgon2", "COpenSSL"],
+            dependencies: ["CSodium", "CArgon2"],
             path: "CSecureCore",
+            exclude: ["tests"],
+            publicHeadersPath: "include",
+            cSettings: cHardening,
+            linkerSettings: linkHardening),
+        // The PowerAuth protocol primitives: the only target that links OpenSSL libcrypto.
+        .target(
+            name: "CProtocolCrypto",
+            dependencies: ["CSecureCore", "CSodium", "COpenSSL"],
+            path: "CProtocolCrypto",
             exclude: ["tests"],
             publicHeadersPath: "include",
             cSettings: cHardening,
             linkerSettings: linkHardening),
         .target(
             name: "SecureCore",
-            dependencies: ["CSecureCore"],
+            dependencies: ["CSecureCore", "CProtocolCrypto"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "BenchmarkKit",

@@ -74,6 +74,8 @@ static int secretmem_enabled = 1;
 
 int spc__ready(void) { return __atomic_load_n(&ready, __ATOMIC_ACQUIRE); }
 
+int spc_initialized(void) { return spc__ready(); }
+
 #ifdef SPC_FAULT_INJECTION
 static long fault_countdown = -1; /* test builds only (internal.h) */
 void spc__fault_after(long n) { fault_countdown = n; }
@@ -316,8 +318,9 @@ int spc_buffer_randomize(spc_buffer *b) {
     return SPC_OK;
 }
 
-int spc_buffer_equal(spc_buffer *a, spc_buffer *b) {
-    if (a->size != b->size) return 0;
+int spc_buffer_equal(spc_buffer *a, spc_buffer *b, int *equal) {
+    *equal = 0;
+    if (a->size != b->size) return SPC_OK;
     uint8_t *pa, *pb;
     int rc = spc_buffer_open(a, &pa);
     if (rc != SPC_OK) return rc;
@@ -326,20 +329,25 @@ int spc_buffer_equal(spc_buffer *a, spc_buffer *b) {
         spc_buffer_close(a);
         return rc;
     }
-    int eq = sodium_memcmp(pa, pb, a->size) == 0;
+    *equal = sodium_memcmp(pa, pb, a->size) == 0;
     spc_buffer_close(b);
     spc_buffer_close(a);
-    return eq;
+    return SPC_OK;
 }
 
 void spc_wipe(void *p, size_t len) {
     if (len > 0) sodium_memzero(p, len);
 }
 
-int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len) {
-    if (len == 0) return 1;
+int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len, int *equal) {
+    *equal = 0;
+    if (len == 0) {
+        *equal = 1;
+        return SPC_OK;
+    }
     if (a == NULL || b == NULL) return SPC_E_ARGUMENT;
-    return sodium_memcmp(a, b, len) == 0; /* branch-free in libsodium; the verdict is public */
+    *equal = sodium_memcmp(a, b, len) == 0; /* branch-free in libsodium; the verdict is public */
+    return SPC_OK;
 }
 
 int spc_pool_stats_get(spc_pool_stats *out) {

@@ -220,7 +220,8 @@ fail:
     return rc;
 }
 
-int spc_password_equal(spc_password *a, spc_password *b) {
+int spc_password_equal(spc_password *a, spc_password *b, int *equal) {
+    *equal = 0;
     view va, vb;
     int rc = view_open(a, &va);
     if (rc != SPC_OK) return rc;
@@ -234,7 +235,8 @@ int spc_password_equal(spc_password *a, spc_password *b) {
     view_close(b);
     view_close(a);
     uint32_t same_len = spc__mask_eq(a->length, b->length);
-    return (int)(1u & same_len & spc__mask_eq(diff, 0));
+    *equal = (int)(1u & same_len & spc__mask_eq(diff, 0));
+    return SPC_OK;
 }
 
 int spc__password_read_all(spc_password *pw, void (*sink)(uint32_t cp, size_t k, void *ctx), void *ctx) {

@@ -52,6 +52,11 @@ extern "C" {
 #define SPC_E_AEAD_AUTH (-16)      /* authentication failed: wrong key, nonce, data or tag */
 #define SPC_E_UNSUPPORTED (-17)    /* not available on this CPU or build      */
 #define SPC_E_FORKED (-18)         /* a buffer inherited across fork(): see "Fork" */
+/* Codes of the protocol target (CProtocolCrypto, protocol_crypto.h); kept here
+ * so that spc_status_name() and every caller know the whole list. */
+#define SPC_E_CRYPTO (-20) /* libcrypto or libsodium reported an internal failure */
+#define SPC_E_KEY (-21)    /* a key that is not a valid P-256 key (off the curve, */
+                           /* scalar not in 1 ... n-1, wrong encoding length)     */
 
 /* ------------------------------------------------------------------------ */
 /* Library                                                                   */
@@ -66,6 +71,14 @@ extern "C" {
  * Security: never changes process limits (RLIMIT_CORE, RLIMIT_MEMLOCK).
  */
 SPC_MUST_CHECK int spc_init(void);
+
+/**
+ * Whether spc_init() has succeeded in this process: 1 after it has, 0
+ * before (or after it failed). For the libraries built on the core (the
+ * protocol target) to refuse work with SPC_E_INIT exactly as the core does.
+ * Returns: 1 or 0; never a status.
+ */
+int spc_initialized(void);
 
 /**
  * Harden the whole process as ssh-agent does: setrlimit(RLIMIT_CORE) to 0,
@@ -209,22 +222,25 @@ SPC_NONNULL(1) void spc_buffer_close(spc_buffer *buf);
 SPC_MUST_CHECK SPC_NONNULL(1) int spc_buffer_randomize(spc_buffer *buf);
 
 /**
- * Compare two buffers.
- * Returns: 1 if the sizes and contents are equal, 0 if not, negative status
- *          if either cannot be opened.
+ * Compare two buffers: *equal is set to 1 if the sizes and contents are
+ * equal, 0 if not. It is 0 whenever the status is not SPC_OK, so an error
+ * can never read as "equal".
+ * Returns: SPC_OK (whatever the verdict); SPC_E_NOMEM or SPC_E_FORKED if
+ *          either buffer cannot be opened.
  * Security: constant time in the contents (sodium_memcmp); sizes are public.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_buffer_equal(spc_buffer *a, spc_buffer *b);
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_buffer_equal(spc_buffer *a, spc_buffer *b, int *equal);
 
 /**
  * Compare two byte strings of the same public length `len` (authentication
- * codes, tags, counter hashes) with no early exit. NULL is accepted when
- * `len` is 0.
- * Returns: 1 if equal (always for len 0), 0 if not; SPC_E_ARGUMENT for NULL
- *          with a length.
+ * codes, tags, counter hashes) with no early exit: *equal is set to 1 if they
+ * are equal (always for len 0), 0 if not, and 0 whenever the status is not
+ * SPC_OK. NULL is accepted when `len` is 0.
+ * Returns: SPC_OK (whatever the verdict); SPC_E_ARGUMENT for NULL with a
+ *          length.
  * Security: constant time in the contents (sodium_memcmp); `len` is public.
  */
-SPC_MUST_CHECK int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len);
+SPC_MUST_CHECK SPC_NONNULL(4) int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len, int *equal);
 
 /**
  * Zero `len` bytes at `p` (sodium_memzero) in a way no optimiser removes:
@@ -299,12 +315,14 @@ SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_clear(spc_password *pw);
 SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_copy(spc_password *pw, spc_password **out);
 
 /**
- * Compare two passwords.
- * Returns: 1 equal, 0 different, negative status if pages cannot be opened.
+ * Compare two passwords: *equal is set to 1 if they hold the same code
+ * points, 0 if not, and 0 whenever the status is not SPC_OK.
+ * Returns: SPC_OK (whatever the verdict); SPC_E_NOMEM or SPC_E_FORKED if the
+ *          pages cannot be opened.
  * Security: constant time in the content; the loop runs over the shorter
  *           length (lengths are public, see spc_password_length).
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_equal(spc_password *a, spc_password *b);
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_password_equal(spc_password *a, spc_password *b, int *equal);
 
 /**
  * Reveal the password as UTF-8 into a new secure buffer of exactly the
@@ -488,194 +506,6 @@ typedef struct spc_machine_report {
  * Returns: SPC_OK; SPC_E_INIT before spc_init().
  */
 SPC_MUST_CHECK SPC_NONNULL(1) int spc_machine_report_get(spc_machine_report *out);
-
-/* ------------------------------------------------------------------------ */
-/* Protocol primitives (PowerAuth V3.x compatible; protocol.c)              */
-/*                                                                           */
-/* AES-128 and P-256 come from OpenSSL libcrypto, everything else from       */
-/* libsodium. Keys are passed as pointers into open spc_buffers; outputs     */
-/* that are secret are written straight into the caller's spc_buffer. No     */
-/* function keeps a pointer after it returns. Inputs and outputs must not    */
-/* overlap.                                                                  */
-/* ------------------------------------------------------------------------ */
-
-/* Status codes of this section. They start at -20 so they cannot collide    */
-/* with codes added to the list at the top of this header.                  */
-#define SPC_E_CRYPTO (-20) /* libcrypto or libsodium reported an internal failure */
-#define SPC_E_KEY (-21)    /* a key that is not a valid P-256 key (off the curve, */
-                           /* scalar not in 1 ... n-1, wrong encoding length)     */
-
-#define SPC_AES128_KEY_BYTES 16
-#define SPC_AES_BLOCK_BYTES 16
-#define SPC_SHA256_BYTES 32
-#define SPC_HMAC_SHA256_BYTES 32
-#define SPC_P256_SCALAR_BYTES 32      /* private key; also the ECDH x-coordinate */
-#define SPC_P256_PUBLIC_BYTES 65      /* SEC1 uncompressed: 0x04 || X || Y       */
-#define SPC_P256_COMPRESSED_BYTES 33  /* SEC1 compressed: 0x02/0x03 || X         */
-#define SPC_P256_SIGNATURE_MAX 72     /* DER-encoded ECDSA signature, at most    */
-#define SPC_FACTOR_KEY_BYTES 16       /* a PowerAuth factor key                  */
-#define SPC_COUNTER_BYTES 16          /* the hash-based counter CTR_DATA         */
-#define SPC_AUTHCODE_MAX_FACTORS 3
-#define SPC_KNOWLEDGE_SALT_BYTES 16
-#define SPC_KNOWLEDGE_MEMORY_MIN_KIB 8         /* libsodium's Argon2id floor     */
-#define SPC_KNOWLEDGE_MEMORY_MAX_KIB 1048576   /* 1 GiB: caps a stored parameter */
-#define SPC_KNOWLEDGE_ITERATIONS_MAX 32
-
-/**
- * Encrypt one 16-byte block with AES-128 (ECB, a single block: the PowerAuth
- * index KDF, KDF(key, i) = AES(key, 0^8 || u64be(i))).
- * Returns: SPC_OK; SPC_E_CRYPTO; SPC_E_INIT.
- * Security: `out` may be a secret (a derived key): pass an open spc_buffer.
- *           The cipher context is cleansed by OpenSSL when freed.
- */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_encrypt_block(const uint8_t key[SPC_AES128_KEY_BYTES],
-                                                                 const uint8_t in[SPC_AES_BLOCK_BYTES],
-                                                                 uint8_t out[SPC_AES_BLOCK_BYTES]);
-
-/**
- * Decrypt one 16-byte block with AES-128 (the inverse of the above).
- * Returns: SPC_OK; SPC_E_CRYPTO; SPC_E_INIT.
- * Security: as spc_aes128_encrypt_block.
- */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_decrypt_block(const uint8_t key[SPC_AES128_KEY_BYTES],
-                                                                 const uint8_t in[SPC_AES_BLOCK_BYTES],
-                                                                 uint8_t out[SPC_AES_BLOCK_BYTES]);
-
-/**
- * AES-128-CBC without padding (the PowerAuth status blob). `len` is a
- * positive multiple of 16, at most SPC_BUFFER_MAX; `out` holds `len` bytes.
- * Returns: SPC_OK; SPC_E_ARGUMENT (length; nothing is written, since the
- *          size of `out` is unknown); SPC_E_CRYPTO; SPC_E_INIT.
- * Security: no padding and no MAC: this mode has no integrity. Use it only
- *           where the protocol mandates it and validate the plaintext.
- */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_encrypt(const uint8_t key[SPC_AES128_KEY_BYTES],
-                                                                       const uint8_t iv[SPC_AES_BLOCK_BYTES],
-                                                                       const uint8_t *in, size_t len, uint8_t *out);
-
-/**
- * AES-128-CBC decryption without padding; same contract as the encryption.
- * Returns: SPC_OK; SPC_E_ARGUMENT (length); SPC_E_CRYPTO; SPC_E_INIT.
- * Security: never reports a padding error (there is no padding), so it is
- *           no padding oracle; the plaintext is unauthenticated.
- */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_decrypt(const uint8_t key[SPC_AES128_KEY_BYTES],
-                                                                       const uint8_t iv[SPC_AES_BLOCK_BYTES],
-                                                                       const uint8_t *in, size_t len, uint8_t *out);
-
-/**
- * SHA-256 of `msg` (NULL is accepted when `len` is 0).
- * Returns: SPC_OK; SPC_E_ARGUMENT (NULL with a length); SPC_E_INIT.
- * Security: for public data (counters, fingerprints); no secret handling.
- */
-SPC_MUST_CHECK SPC_NONNULL(3) int spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]);
-
-/**
- * HMAC-SHA256 with a key of any positive length (libsodium).
- * Returns: SPC_OK; SPC_E_ARGUMENT (empty key, NULL message with a length);
- *          SPC_E_CRYPTO; SPC_E_INIT.
- * Security: the hash state holding the padded key is wiped before return.
- */
-SPC_MUST_CHECK SPC_NONNULL(5) int spc_hmac_sha256(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t len,
-                                                  uint8_t out[SPC_HMAC_SHA256_BYTES]);
-
-/**
- * The PowerAuth V3 authentication-code components. For each factor key i
- * (1 ... SPC_AUTHCODE_MAX_FACTORS, 16 bytes each, in the order possession,
- * knowledge, biometry): K = HMAC(keys[i], ctr); for j < i:
- * K = HMAC(HMAC(keys[j+1], ctr), K); component i = HMAC(K, data), 32 bytes,
- * written at out + 32 i. `out_len` must be 32 * key_count.
- * Returns: SPC_OK; SPC_E_ARGUMENT (count, length, NULL key); SPC_E_CRYPTO;
- *          SPC_E_INIT.
- * Security: the chained keys K are stack locals wiped before return; the
- *           components are the public authentication code.
- */
-SPC_MUST_CHECK SPC_NONNULL(1, 3, 6) int spc_authcode_compute(const uint8_t *const keys[], size_t key_count,
-                                                          const uint8_t ctr[SPC_COUNTER_BYTES], const uint8_t *data,
-                                                          size_t len, uint8_t *out, size_t out_len);
-
-/**
- * Check a SEC1 P-256 public key (33 or 65 bytes): on the curve, not the
- * point at infinity.
- * Returns: SPC_OK; SPC_E_KEY; SPC_E_ARGUMENT (NULL); SPC_E_INIT.
- * Security: public data only.
- */
-SPC_MUST_CHECK int spc_p256_public_check(const uint8_t *pub, size_t len);
-
-/**
- * Generate a P-256 key pair: the private scalar (32 bytes, big-endian) and
- * the uncompressed public key (65 bytes).
- * Returns: SPC_OK; SPC_E_CRYPTO; SPC_E_INIT.
- * Security: `priv` should be an open spc_buffer; OpenSSL's copy of the
- *           scalar is cleared when its key object is freed.
- */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_p256_keypair_generate(uint8_t priv[SPC_P256_SCALAR_BYTES],
-                                                               uint8_t pub[SPC_P256_PUBLIC_BYTES]);
-
-/**
- * ECDH on P-256: the 32-byte x-coordinate of priv * pub. `priv` is 32 bytes,
- * or 33 with a leading zero byte (a Java BigInteger encoding); `pub` is SEC1
- * (33 or 65 bytes) and is fully validated.
- * Returns: SPC_OK; SPC_E_KEY (scalar out of range, invalid public key);
- *          SPC_E_CRYPTO; SPC_E_INIT.
- * Security: `shared_x` is secret: pass an open spc_buffer. The scalar's range
- *           check does not branch on its bytes; the byte-reversed copy
- *           OpenSSL needs is wiped.
- */
-SPC_MUST_CHECK SPC_NONNULL(5) int spc_p256_ecdh(const uint8_t *priv, size_t priv_len, const uint8_t *pub,
-                                                size_t pub_len, uint8_t shared_x[SPC_P256_SCALAR_BYTES]);
-
-/**
- * ECDSA-SHA256 on P-256, DER-encoded (at most 72 bytes) into `sig`, its
- * length into `*sig_len`. `priv` as for spc_p256_ecdh.
- * Returns: SPC_OK; SPC_E_KEY; SPC_E_ARGUMENT; SPC_E_CRYPTO; SPC_E_INIT.
- * Security: the scalar is handled as in spc_p256_ecdh; the per-signature
- *           nonce is OpenSSL's.
- */
-SPC_MUST_CHECK SPC_NONNULL(5, 6) int spc_p256_ecdsa_sign(const uint8_t *priv, size_t priv_len, const uint8_t *msg,
-                                                         size_t len, uint8_t sig[SPC_P256_SIGNATURE_MAX],
-                                                         size_t *sig_len);
-
-/**
- * Verify an ECDSA-SHA256 DER signature. `*valid` is 1 when it verifies and 0
- * otherwise (a malformed signature simply does not verify).
- * Returns: SPC_OK (whatever the verdict); SPC_E_KEY (invalid public key);
- *          SPC_E_ARGUMENT; SPC_E_CRYPTO; SPC_E_INIT.
- * Security: public data only.
- */
-SPC_MUST_CHECK SPC_NONNULL(7) int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg,
-                                                        size_t len, const uint8_t *sig, size_t sig_len, int *valid);
-
-/**
- * Wrap a 16-byte knowledge factor key under a key derived from the PIN:
- * wrapped = AES-128(Argon2id(pin, salt, memory_kib, iterations, p = 1), key).
- * memory_kib is SPC_KNOWLEDGE_MEMORY_MIN_KIB ... _MAX_KIB, iterations 1 ...
- * SPC_KNOWLEDGE_ITERATIONS_MAX, the PIN non-empty UTF-8.
- * Returns: SPC_OK; SPC_E_ARGUMENT; SPC_E_NOMEM (Argon2 memory); SPC_E_CRYPTO;
- *          SPC_E_INIT.
- * Security: no MAC and no check value: see spc_knowledge_key_unwrap. The
- *           derived key is a stack local wiped before return. Use a fresh
- *           random salt for every wrap.
- */
-SPC_MUST_CHECK SPC_NONNULL(3, 6, 7) int spc_knowledge_key_wrap(const uint8_t *pin, size_t pin_len,
-                                                               const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
-                                                               uint32_t memory_kib, uint32_t iterations,
-                                                               const uint8_t key[SPC_FACTOR_KEY_BYTES],
-                                                               uint8_t wrapped[SPC_FACTOR_KEY_BYTES]);
-
-/**
- * Unwrap: key = AES-128⁻¹(Argon2id(pin, ...), wrapped). Same parameters.
- * Returns: SPC_OK for ANY PIN (a wrong PIN yields a different key, never a
- *          status); SPC_E_ARGUMENT; SPC_E_NOMEM; SPC_E_CRYPTO; SPC_E_INIT.
- * Security: no local oracle — only the server, which verifies authentication
- *           codes made with the key, can tell a wrong PIN. `key` is secret:
- *           pass an open spc_buffer.
- */
-SPC_MUST_CHECK SPC_NONNULL(3, 6, 7) int spc_knowledge_key_unwrap(const uint8_t *pin, size_t pin_len,
-                                                                 const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
-                                                                 uint32_t memory_kib, uint32_t iterations,
-                                                                 const uint8_t wrapped[SPC_FACTOR_KEY_BYTES],
-                                                                 uint8_t key[SPC_FACTOR_KEY_BYTES]);
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,35 @@ static inline size_t unhex(const char *hex, uint8_t *out) {
     return n;
 }
 
+#ifdef SECURE_CORE_H
+/* An equality call as one number for CHECK_EQ: the verdict (0 or 1) when the
+ * call succeeded, its negative status when it failed, after checking that a
+ * failure left the verdict at 0 (an error must never read as "equal"). */
+static inline int equal_result(int rc, int equal) {
+    if (rc != SPC_OK) {
+        CHECK_EQ(equal, 0);
+        return rc;
+    }
+    CHECK(equal == 0 || equal == 1);
+    return equal;
+}
+static inline int buffer_equal(spc_buffer *a, spc_buffer *b) {
+    int equal = -1;
+    int rc = spc_buffer_equal(a, b, &equal);
+    return equal_result(rc, equal);
+}
+static inline int password_equal(spc_password *a, spc_password *b) {
+    int equal = -1;
+    int rc = spc_password_equal(a, b, &equal);
+    return equal_result(rc, equal);
+}
+static inline int bytes_equal(const uint8_t *a, const uint8_t *b, size_t len) {
+    int equal = -1;
+    int rc = spc_bytes_equal(a, b, len, &equal);
+    return equal_result(rc, equal);
+}
+#endif
+
 static int check_summary(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, check_passed, check_failed);
     return check_failed == 0 ? 0 : 1;

@@ -72,16 +72,16 @@ static void test_buffer_basics(void) {
     CHECK_EQ(spc_buffer_size(a), 32);
     CHECK(spc_buffer_protection(a) & SPC_PROT_GUARDPAGES);
     CHECK(spc_buffer_protection(a) & SPC_PROT_DONTDUMP);
-    CHECK_EQ(spc_buffer_equal(a, b), 1); /* both zero-filled */
+    CHECK_EQ(buffer_equal(a, b), 1); /* both zero-filled */
     REQUIRE_OK(spc_buffer_randomize(a));
-    CHECK_EQ(spc_buffer_equal(a, b), 0);
+    CHECK_EQ(buffer_equal(a, b), 0);
     uint8_t *pa, *pb;
     REQUIRE_OK(spc_buffer_open(a, &pa));
     REQUIRE_OK(spc_buffer_open(b, &pb));
     memcpy(pb, pa, 32);
     spc_buffer_close(b);
     spc_buffer_close(a);
-    CHECK_EQ(spc_buffer_equal(a, b), 1);
+    CHECK_EQ(buffer_equal(a, b), 1);
     spc_buffer_free(a);
     spc_buffer_free(b);
     spc_buffer_free(NULL);
@@ -97,15 +97,15 @@ static void test_buffer_basics(void) {
 static void test_bytes_equal(void) {
     uint8_t a[64], b[64];
     for (int i = 0; i < 64; i++) a[i] = b[i] = (uint8_t)i;
-    CHECK_EQ(spc_bytes_equal(a, b, 64), 1);
+    CHECK_EQ(bytes_equal(a, b, 64), 1);
     for (int i = 0; i < 64; i += 21) {
         b[i] ^= 0x80;
-        CHECK_EQ(spc_bytes_equal(a, b, 64), 0);
+        CHECK_EQ(bytes_equal(a, b, 64), 0);
         b[i] ^= 0x80;
     }
-    CHECK_EQ(spc_bytes_equal(NULL, NULL, 0), 1);
-    CHECK_EQ(spc_bytes_equal(NULL, b, 1), SPC_E_ARGUMENT);
-    CHECK_EQ(spc_bytes_equal(a, NULL, 1), SPC_E_ARGUMENT);
+    CHECK_EQ(bytes_equal(NULL, NULL, 0), 1);
+    CHECK_EQ(bytes_equal(NULL, b, 1), SPC_E_ARGUMENT);
+    CHECK_EQ(bytes_equal(a, NULL, 1), SPC_E_ARGUMENT);
 }
 
 static void test_wipe(void) {
@@ -188,16 +188,16 @@ static void test_equality(void) {
     const uint32_t a[] = {'1', '2', '3', '4'}, b[] = {'1', '2', '3', '5'}, c[] = {'1', '2', '3'};
     spc_password *pa = make(a, 4), *pa2 = make(a, 4), *pb = make(b, 4), *pc = make(c, 3);
     spc_password *empty1 = make(a, 0), *empty2 = make(a, 0);
-    CHECK_EQ(spc_password_equal(pa, pa2), 1);
-    CHECK_EQ(spc_password_equal(pa, pb), 0);
-    CHECK_EQ(spc_password_equal(pa, pc), 0); /* prefix, different length */
-    CHECK_EQ(spc_password_equal(pc, pa), 0);
-    CHECK_EQ(spc_password_equal(empty1, empty2), 1);
-    CHECK_EQ(spc_password_equal(empty1, pa), 0);
-    CHECK_EQ(spc_password_equal(pa, pa), 1);
+    CHECK_EQ(password_equal(pa, pa2), 1);
+    CHECK_EQ(password_equal(pa, pb), 0);
+    CHECK_EQ(password_equal(pa, pc), 0); /* prefix, different length */
+    CHECK_EQ(password_equal(pc, pa), 0);
+    CHECK_EQ(password_equal(empty1, empty2), 1);
+    CHECK_EQ(password_equal(empty1, pa), 0);
+    CHECK_EQ(password_equal(pa, pa), 1);
     spc_password *copy;
     REQUIRE_OK(spc_password_copy(pa, &copy));
-    CHECK_EQ(spc_password_equal(pa, copy), 1);
+    CHECK_EQ(password_equal(pa, copy), 1);
     REQUIRE_OK(spc_password_clear(pa)); /* the copy is independent */
     CHECK(reveals_as(copy, a, 4));
     spc_password_free(copy);
@@ -351,7 +351,7 @@ static int fork_child_pool(spc_buffer *small, spc_buffer *large, spc_password *p
     CHECK_EQ(spc_buffer_open(small, &p), SPC_E_FORKED);
     CHECK(p == NULL);
     CHECK_EQ(spc_buffer_randomize(large), SPC_E_FORKED);
-    CHECK_EQ(spc_buffer_equal(small, small), SPC_E_FORKED);
+    CHECK_EQ(buffer_equal(small, small), SPC_E_FORKED);
     spc_buffer_close(small); /* the parent's open, inherited: no effect */
     CHECK_EQ(spc_password_add(pw, '0'), SPC_E_FORKED);
     spc_buffer *revealed = (spc_buffer *)1;
@@ -369,7 +369,7 @@ static int fork_child_pool(spc_buffer *small, spc_buffer *large, spc_password *p
     CHECK(fill(a, 0x77) && holds(a, 0x77));
     CHECK(fill(big, 0x78) && holds(big, 0x78));
     CHECK_EQ(spc_buffer_randomize(b), SPC_OK);
-    CHECK_EQ(spc_buffer_equal(a, b), 0);
+    CHECK_EQ(buffer_equal(a, b), 0);
     CHECK(holds(a, 0x77));
     if (spc_buffer_open(a, &p) != SPC_OK) return 3;
     CHECK(smaps_agree(p, spc_buffer_protection(a)));

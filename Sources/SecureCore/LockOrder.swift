@@ -33,6 +33,38 @@ func withHandles<A: HandleGuarded, B: HandleGuarded, R>(
     }
 }
 
+/// Runs `body` with the handles of every object in `list`, in the order
+/// given, all locked. Each object is locked once even if it appears twice,
+/// and the locks are taken in the global order, so two threads locking the
+/// same set cannot deadlock.
+func withHandles<R>(
+    _ list: [SecureBytes], _ body: ([OpaquePointer]) throws(SecureCoreError) -> R
+) throws(SecureCoreError) -> R {
+    var unique: [SecureBytes] = []
+    for item in list where !unique.contains(where: { $0 === item }) { unique.append(item) }
+    unique.sort { ObjectIdentifier($0) < ObjectIdentifier($1) }
+    return try lockChain(unique, from: 0, locked: [:]) { (locked) throws(SecureCoreError) -> R in
+        var handles: [OpaquePointer] = []
+        for item in list {
+            guard let handle = locked[ObjectIdentifier(item)] else { throw .internalFailure(status: 0) }
+            handles.append(handle)
+        }
+        return try body(handles)
+    }
+}
+
+private func lockChain<R>(
+    _ unique: [SecureBytes], from index: Int, locked: [ObjectIdentifier: OpaquePointer],
+    _ body: ([ObjectIdentifier: OpaquePointer]) throws(SecureCoreError) -> R
+) throws(SecureCoreError) -> R {
+    guard index < unique.count else { return try body(locked) }
+    return try unique[index].withHandle { (handle) throws(SecureCoreError) -> R in
+        var next = locked
+        next[ObjectIdentifier(unique[index])] = handle
+        return try lockChain(unique, from: index + 1, locked: next, body)
+    }
+}
+
 /// ``withHandles(_:_:_:)`` where the second object is optional (an absent
 /// plaintext, no pepper).
 func withHandles<A: HandleGuarded, B: HandleGuarded, R>(

@@ -152,9 +152,9 @@ extension MutablePassword: CustomStringConvertible, CustomDebugStringConvertible
 /// C calls shared by the two password types.
 enum PasswordHandle {
     static func equal(_ a: OpaquePointer, _ b: OpaquePointer) throws(SecureCoreError) -> Bool {
-        let result = spc_password_equal(a, b)
-        if result < 0 { throw SecureCoreError(status: result) }
-        return result == 1
+        var equal: Int32 = 0
+        try check(spc_password_equal(a, b, &equal))
+        return equal == 1
     }
 
     static func copy(_ source: OpaquePointer) throws(SecureCoreError) -> OpaquePointer {

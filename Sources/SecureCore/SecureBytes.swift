@@ -115,9 +115,9 @@ public final class SecureBytes: @unchecked Sendable {
         if other === self { return try withHandle { _ throws(SecureCoreError) in true } }
         // Both locks in the global order: `a.isEqual(b)` racing `b.isEqual(a)` cannot deadlock.
         return try withHandles(self, other) { (mine, theirs) throws(SecureCoreError) -> Bool in
-            let result = spc_buffer_equal(mine, theirs)
-            if result < 0 { throw SecureCoreError(status: result) }
-            return result == 1
+            var equal: Int32 = 0
+            try check(spc_buffer_equal(mine, theirs, &equal))
+            return equal == 1
         }
     }
 

@@ -1,38 +1,43 @@
 #!/bin/bash
-# check-hardening.sh — verify the hardening of the C core's objects and of a
-# linked binary, checksec-style, with readelf (binutils) only.
+# check-hardening.sh — verify the hardening of the audited C targets' objects
+# (CSecureCore and CProtocolCrypto) and of a linked binary, checksec-style,
+# with readelf (binutils) only.
 #
 # Usage: check-hardening.sh BUILD_PATH CONFIGURATION BINARY
 #   BUILD_PATH     SwiftPM's build directory (.build)
 #   CONFIGURATION  debug or release
 #   BINARY         a product linked with the core, e.g. securepin
 #
-# Objects: each CSecureCore object's compile command (from SwiftPM's build
+# Objects: each C target object's compile command (from SwiftPM's build
 # manifest) must carry -D_FORTIFY_SOURCE=2 or 3 with optimisation on (glibc
-# ignores FORTIFY at -O0), -fstack-protector-strong or -all, and -fPIC; and
-# the objects as a whole must show that the flags took effect (a reference to
-# __stack_chk_fail and to at least one fortified __*_chk function).
+# ignores FORTIFY at -O0), -fstack-protector-strong or -all, and -fPIC; each
+# target's objects must reference __stack_chk_fail, and the objects of both
+# targets together at least one fortified __*_chk function (FORTIFY only
+# rewrites a call whose size the compiler cannot prove: the core alone has
+# none, protocol.c has one).
 # Binary: PIE (ELF type DYN with an interpreter), full RELRO (a GNU_RELRO
 # segment and BIND_NOW), a non-executable stack, stack protector and FORTIFY
 # symbols imported from glibc. Exits 1 on any miss.
 set -u -o pipefail
 build=$1 config=$2 binary=$3
 manifest="$build/$config.yaml"
-objdir=$(find "$build" -path "*/$config/CSecureCore.build" -type d | head -n 1)
 bin="$build/$config/$binary"
 fail=0
 bad() { echo "  FAIL: $*"; fail=1; }
 
 [ -f "$manifest" ] || { echo "no build manifest $manifest: build first" >&2; exit 1; }
-[ -n "$objdir" ] || { echo "no CSecureCore objects under $build for $config" >&2; exit 1; }
 [ -x "$bin" ] || { echo "no binary $bin" >&2; exit 1; }
 
-echo "hardening of the C core objects ($config):"
+all_und=""
+for target in CSecureCore CProtocolCrypto; do
+objdir=$(find "$build" -path "*/$config/$target.build" -type d | head -n 1)
+[ -n "$objdir" ] || { echo "no $target objects under $build for $config" >&2; exit 1; }
+echo "hardening of the $target objects ($config):"
 objects=0
 for obj in "$objdir"/*.c.o; do
     objects=$((objects + 1))
     name=$(basename "$obj")
-    args=$(grep -F "/CSecureCore.build/$name\"]" "$manifest" | grep -F 'args:' | head -n 1)
+    args=$(grep -F "/$target.build/$name\"]" "$manifest" | grep -F 'args:' | head -n 1)
     flags=$(printf '%s' "$args" | tr ',' '\n' | tr -d '" []')
     last_opt=$(printf '%s\n' "$flags" | grep -E '^-O' | tail -n 1)
     row="  $name:"
@@ -47,10 +52,13 @@ for obj in "$objdir"/*.c.o; do
 done
 [ "$objects" -gt 0 ] || bad "no objects found"
 und=$(for obj in "$objdir"/*.c.o; do readelf -sW "$obj" | awk '$7 == "UND" {print $8}'; done | sort -u)
-printf '%s\n' "$und" | grep -qx '__stack_chk_fail' || bad "no object calls __stack_chk_fail: the stack protector did not take effect"
-chk=$(printf '%s\n' "$und" | grep -E '^__[a-z_]+_chk$' | tr '\n' ' ')
-[ -n "$chk" ] || bad "no fortified __*_chk call in any object: FORTIFY did not take effect"
-echo "  objects import: __stack_chk_fail ${chk}"
+all_und=$(printf '%s\n%s\n' "$all_und" "$und")
+printf '%s\n' "$und" | grep -qx '__stack_chk_fail' || bad "no $target object calls __stack_chk_fail: the stack protector did not take effect"
+echo "  objects import: __stack_chk_fail $(printf '%s\n' "$und" | grep -E '^__[a-z_]+_chk$' | tr '\n' ' ')"
+done
+chk=$(printf '%s\n' "$all_und" | grep -E '^__[a-z_]+_chk$' | sort -u | tr '\n' ' ')
+[ -n "$chk" ] || bad "no fortified __*_chk call in any C object: FORTIFY did not take effect"
+echo "  C objects together import the fortified: ${chk}"
 
 echo "hardening of $binary ($config):"
 type=$(readelf -hW "$bin" | awk -F: '/Type:/ {print $2}' | awk '{print $1}')

@@ -1,12 +1,13 @@
 #!/bin/sh
-# sloc.sh — source lines of code of the audited C core: lines that hold code,
-# not blank lines and not comments (block or line comments). Tests excluded.
-# Usage: sloc.sh LIMIT FILE...   Prints one line per file, then the total
-# against LIMIT. Reports an excess; it is a budget, not a gate.
-limit=$1
-shift
-awk -v limit="$limit" '
-    FNR == 1 { if (file != "") printf "  %-34s %5d\n", file, n; file = FILENAME; n = 0 }
+# sloc.sh — source lines of code of one audited C target: lines that hold
+# code, not blank lines and not comments (block or line comments). Tests excluded.
+# Usage: sloc.sh NAME LIMIT FILE...   Prints one line per file, then the
+# target's total against LIMIT. Reports an excess; it is a budget, not a gate.
+name=$1
+limit=$2
+shift 2
+awk -v name="$name" -v limit="$limit" '
+    FNR == 1 { if (file != "") printf "  %-44s %5d\n", file, n; file = FILENAME; n = 0 }
     {
         line = $0; code = 0
         while (length(line) > 0) {
@@ -27,8 +28,8 @@ awk -v limit="$limit" '
         n += code; total += code
     }
     END {
-        printf "  %-34s %5d\n", file, n
-        printf "C core SLOC: %d (budget %d)", total, limit
+        printf "  %-44s %5d\n", file, n
+        printf "%s SLOC: %d (budget %d)", name, total, limit
         if (total > limit) printf ": over by %d", total - limit
         printf "\n"
     }' "$@"

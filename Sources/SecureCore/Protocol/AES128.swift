@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// AES-128 as the PowerAuth V3 protocol uses it: a single block (the index
@@ -24,9 +25,9 @@ package enum AES128 {
         try key.require(count: keyByteCount)
         guard block.count == blockByteCount else { throw .sizeMismatch(expected: blockByteCount, actual: block.count) }
         let derived = try SecureBytes(count: blockByteCount)
-        try withOpenPointers([key, derived]) { (open) throws(SecureCoreError) in
+        try withHandles(key, derived) { (keyHandle: OpaquePointer, out: OpaquePointer) throws(SecureCoreError) in
             try withPublicBytes(block) { (input, _) throws(SecureCoreError) in
-                try check(spc_aes128_encrypt_block(open[0], input, open[1]))
+                try check(spc_aes128_encrypt_block(keyHandle, input, out))
             }
         }
         return derived
@@ -64,14 +65,14 @@ package enum AES128 {
         try key.require(count: keyByteCount)
         guard iv.count == blockByteCount else { throw .sizeMismatch(expected: blockByteCount, actual: iv.count) }
         guard !input.isEmpty, input.count % blockByteCount == 0 else { throw .invalidSize(input.count) }
-        return try key.withOpenPointer { (keyBytes) throws(SecureCoreError) -> [UInt8] in
+        return try key.withHandle { (keyHandle) throws(SecureCoreError) -> [UInt8] in
             try withPublicBytes(iv) { (ivBytes, _) throws(SecureCoreError) -> [UInt8] in
                 try withPublicBytes(input) { (inBytes, count) throws(SecureCoreError) -> [UInt8] in
                     try makePublicBytes(count: count) { (out) throws(SecureCoreError) in
                         let status =
                             encrypt
-                            ? spc_aes128_cbc_nopad_encrypt(keyBytes, ivBytes, inBytes, count, out)
-                            : spc_aes128_cbc_nopad_decrypt(keyBytes, ivBytes, inBytes, count, out)
+                            ? spc_aes128_cbc_nopad_encrypt(keyHandle, ivBytes, inBytes, count, out)
+                            : spc_aes128_cbc_nopad_decrypt(keyHandle, ivBytes, inBytes, count, out)
                         try check(status, length: count)
                     }
                 }

@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// The PowerAuth V3 authentication-code key chain over 1–3 factor keys. The
@@ -28,8 +29,8 @@ package enum AuthenticationCodeChain {
         guard counter.count == counterByteCount else {
             throw .sizeMismatch(expected: counterByteCount, actual: counter.count)
         }
-        return try withOpenPointers(keys) { (open) throws(SecureCoreError) -> [UInt8] in
-            let pointers: [UnsafePointer<UInt8>?] = open.map { UnsafePointer($0) }
+        return try withHandles(keys) { (handles) throws(SecureCoreError) -> [UInt8] in
+            let pointers: [OpaquePointer?] = handles
             return try withPublicBytes(counter) { (ctr, _) throws(SecureCoreError) -> [UInt8] in
                 try withPublicBytes(data) { (msg, len) throws(SecureCoreError) -> [UInt8] in
                     let total = HMACSHA256.byteCount * keys.count

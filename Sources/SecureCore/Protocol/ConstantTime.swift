@@ -13,10 +13,11 @@ package enum ConstantTime {
     /// - Returns: `true` when the lengths and all bytes are equal.
     package static func isEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
+        var equal: Int32 = 0
         let status = a.withUnsafeBufferPointer { pa in
-            b.withUnsafeBufferPointer { pb in spc_bytes_equal(pa.baseAddress, pb.baseAddress, pa.count) }
+            b.withUnsafeBufferPointer { pb in spc_bytes_equal(pa.baseAddress, pb.baseAddress, pa.count, &equal) }
         }
-        precondition(status >= 0, "spc_bytes_equal refused buffers of \(a.count) bytes")
-        return status == 1
+        precondition(status == SPC_OK, "spc_bytes_equal refused buffers of \(a.count) bytes")
+        return equal == 1
     }
 }

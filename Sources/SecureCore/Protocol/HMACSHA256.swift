@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// HMAC-SHA256 (libsodium, any key length) for the protocol's public outputs:
@@ -15,36 +16,36 @@ package enum HMACSHA256 {
     /// - Returns: the 32-byte tag.
     /// - Throws: ``SecureCoreError/destroyed``, memory errors.
     package static func authenticate(_ message: [UInt8], key: SecureBytes) throws(SecureCoreError) -> [UInt8] {
-        try key.withOpenPointer { (keyBytes) throws(SecureCoreError) -> [UInt8] in
+        try key.withHandle { (keyHandle) throws(SecureCoreError) -> [UInt8] in
             try withPublicBytes(message) { (msg, len) throws(SecureCoreError) -> [UInt8] in
                 try makePublicBytes(count: byteCount) { (out) throws(SecureCoreError) in
-                    try check(spc_hmac_sha256(keyBytes, key.count, msg, len, out))
+                    try check(spc_hmac_sha256(keyHandle, msg, len, out))
                 }
             }
         }
     }
 
     /// A 32-byte key from secret parts: `HMAC-SHA256(key: parts[0] ‖ parts[1] ‖ …, label)`.
-    /// The concatenated key and the result stay in secure memory; only the
-    /// label is public. The vault uses it to bind its keys to its key file.
+    /// The C side concatenates the parts in secure memory and writes the
+    /// result into secure memory; only the label is public. The vault uses it
+    /// to bind its keys to its key file.
     /// - Parameters:
     ///   - label: public domain-separation bytes.
-    ///   - parts: one or more secrets, concatenated in this order.
+    ///   - parts: one to eight secrets, concatenated in this order.
     /// - Returns: the derived key, in secure memory.
-    /// - Throws: ``SecureCoreError/invalidSize(_:)`` (no parts), ``SecureCoreError/destroyed``, memory errors.
+    /// - Throws: ``SecureCoreError/invalidSize(_:)`` (no parts, too many or too
+    ///   large), ``SecureCoreError/destroyed``, memory errors.
     package static func deriveKey(label: [UInt8], from parts: [SecureBytes]) throws(SecureCoreError) -> SecureBytes {
-        guard !parts.isEmpty else { throw .invalidSize(0) }
-        let key = try SecureBytes(count: parts.reduce(0) { $0 + $1.count })
-        defer { key.destroy() }
+        guard (1...Int(SPC_HMAC_KEY_PARTS_MAX)).contains(parts.count) else { throw .invalidSize(parts.count) }
         let out = try SecureBytes(count: byteCount)
-        try withOpenPointers(parts + [key, out]) { (pointers) throws(SecureCoreError) in
-            var offset = 0
-            for (index, part) in parts.enumerated() {
-                (pointers[parts.count] + offset).update(from: pointers[index], count: part.count)
-                offset += part.count
-            }
+        try withHandles(parts + [out]) { (handles) throws(SecureCoreError) in
+            let partHandles: [OpaquePointer?] = handles.prefix(parts.count).map { $0 }
             try withPublicBytes(label) { (msg, len) throws(SecureCoreError) in
-                try check(spc_hmac_sha256(pointers[parts.count], key.count, msg, len, pointers[parts.count + 1]))
+                let status = partHandles.withUnsafeBufferPointer { list -> Int32 in
+                    guard let base = list.baseAddress else { return SPC_E_ARGUMENT }
+                    return spc_hmac_sha256_derive(base, parts.count, msg, len, handles[parts.count])
+                }
+                try check(status, length: parts.count)
             }
         }
         return out

@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// Wraps the knowledge factor key under a key derived from the PIN with
@@ -31,12 +32,9 @@ package enum KnowledgeKeyWrap {
         _ key: SecureBytes, pin: Password, salt: [UInt8], memoryKiB: UInt32, iterations: UInt32
     ) throws(SecureCoreError) -> [UInt8] {
         try key.require(count: keyByteCount)
-        return try withPIN(pin, salt: salt) { (utf8, len, saltBytes) throws(SecureCoreError) -> [UInt8] in
-            try key.withOpenPointer { (keyBytes) throws(SecureCoreError) -> [UInt8] in
-                try makePublicBytes(count: keyByteCount) { (out) throws(SecureCoreError) in
-                    try check(
-                        spc_knowledge_key_wrap(utf8, len, saltBytes, memoryKiB, iterations, keyBytes, out), length: len)
-                }
+        return try withPIN(pin, and: key, salt: salt) { (pinHandle, keyHandle, saltBytes) throws(SecureCoreError) in
+            try makePublicBytes(count: keyByteCount) { (out) throws(SecureCoreError) in
+                try check(spc_knowledge_key_wrap(pinHandle, saltBytes, memoryKiB, iterations, keyHandle, out))
             }
         }
     }
@@ -56,36 +54,29 @@ package enum KnowledgeKeyWrap {
     ) throws(SecureCoreError) -> SecureBytes {
         guard wrapped.count == keyByteCount else { throw .sizeMismatch(expected: keyByteCount, actual: wrapped.count) }
         let key = try SecureBytes(count: keyByteCount)
-        try withPIN(pin, salt: salt) { (utf8, len, saltBytes) throws(SecureCoreError) in
-            try key.withOpenPointer { (keyBytes) throws(SecureCoreError) in
-                try withPublicBytes(wrapped) { (input, _) throws(SecureCoreError) in
-                    try check(
-                        spc_knowledge_key_unwrap(utf8, len, saltBytes, memoryKiB, iterations, input, keyBytes),
-                        length: len)
-                }
+        try withPIN(pin, and: key, salt: salt) { (pinHandle, keyHandle, saltBytes) throws(SecureCoreError) in
+            try withPublicBytes(wrapped) { (input, _) throws(SecureCoreError) in
+                try check(spc_knowledge_key_unwrap(pinHandle, saltBytes, memoryKiB, iterations, input, keyHandle))
             }
         }
         return key
     }
 
-    /// Reveals the PIN as UTF-8 for the duration of `body` (the revealed
-    /// buffer is secure memory, wiped on return).
+    /// Runs `body` with the handles of the PIN and the key (both locked, in
+    /// the global order) and the salt's bytes. The PIN is revealed by the C
+    /// side, into its own secure buffer, only for the derivation. `body`
+    /// must not use `pin` or `key` themselves: their locks are held.
     private static func withPIN<R>(
-        _ pin: Password, salt: [UInt8],
-        _ body: (UnsafePointer<UInt8>, Int, UnsafePointer<UInt8>) throws(SecureCoreError) -> R
+        _ pin: Password, and key: SecureBytes, salt: [UInt8],
+        _ body: (OpaquePointer, OpaquePointer, UnsafePointer<UInt8>) throws(SecureCoreError) -> R
     ) throws(SecureCoreError) -> R {
         guard salt.count == saltByteCount else { throw .sizeMismatch(expected: saltByteCount, actual: salt.count) }
-        do {
-            return try pin.withUnsafeUTF8Bytes { (utf8) throws(SecureCoreError) -> R in
-                guard let base = utf8.baseAddress, utf8.count > 0 else { throw .invalidSize(0) }
-                return try withPublicBytes(salt) { (saltBytes, _) throws(SecureCoreError) -> R in
-                    try body(base.assumingMemoryBound(to: UInt8.self), utf8.count, saltBytes)
-                }
+        guard pin.length > 0 else { throw .invalidSize(0) }
+        return try withHandles(pin, key) {
+            (pinHandle: OpaquePointer, keyHandle: OpaquePointer) throws(SecureCoreError) -> R in
+            try withPublicBytes(salt) { (saltBytes, _) throws(SecureCoreError) -> R in
+                try body(pinHandle, keyHandle, saltBytes)
             }
-        } catch let error as SecureCoreError {
-            throw error
-        } catch {
-            throw .internalFailure(status: 0)
         }
     }
 }

@@ -1,3 +1,4 @@
+internal import CProtocolCrypto
 internal import CSecureCore
 
 /// A P-256 key pair: the private scalar in secure memory, the public key as
@@ -24,7 +25,7 @@ package enum P256 {
     /// - Throws: memory errors, ``SecureCoreError/internalFailure(status:)``.
     package static func generateKeyPair() throws(SecureCoreError) -> P256KeyPair {
         let privateKey = try SecureBytes(count: scalarByteCount)
-        let publicKey = try privateKey.withOpenPointer { (priv) throws(SecureCoreError) -> [UInt8] in
+        let publicKey = try privateKey.withHandle { (priv) throws(SecureCoreError) -> [UInt8] in
             try makePublicBytes(count: publicKeyByteCount) { (pub) throws(SecureCoreError) in
                 try check(spc_p256_keypair_generate(priv, pub))
             }
@@ -51,9 +52,9 @@ package enum P256 {
     package static func sharedSecret(privateKey: SecureBytes, publicKey: [UInt8]) throws(SecureCoreError) -> SecureBytes
     {
         let shared = try SecureBytes(count: scalarByteCount)
-        try withOpenPointers([privateKey, shared]) { (open) throws(SecureCoreError) in
+        try withHandles(privateKey, shared) { (priv: OpaquePointer, out: OpaquePointer) throws(SecureCoreError) in
             try withPublicBytes(publicKey) { (pub, len) throws(SecureCoreError) in
-                try check(spc_p256_ecdh(open[0], privateKey.count, pub, len, open[1]))
+                try check(spc_p256_ecdh(priv, pub, len, out))
             }
         }
         return shared
@@ -67,10 +68,10 @@ package enum P256 {
     /// - Throws: ``SecureCoreError/invalidKey``, memory errors.
     package static func sign(_ message: [UInt8], privateKey: SecureBytes) throws(SecureCoreError) -> [UInt8] {
         var length = 0
-        let buffer = try privateKey.withOpenPointer { (priv) throws(SecureCoreError) -> [UInt8] in
+        let buffer = try privateKey.withHandle { (priv) throws(SecureCoreError) -> [UInt8] in
             try withPublicBytes(message) { (msg, len) throws(SecureCoreError) -> [UInt8] in
                 try makePublicBytes(count: Int(SPC_P256_SIGNATURE_MAX)) { (sig) throws(SecureCoreError) in
-                    try check(spc_p256_ecdsa_sign(priv, privateKey.count, msg, len, sig, &length))
+                    try check(spc_p256_ecdsa_sign(priv, msg, len, sig, &length))
                 }
             }
         }

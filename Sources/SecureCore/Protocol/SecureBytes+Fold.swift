@@ -8,8 +8,12 @@ extension SecureBytes {
         guard count >= 2, count % 2 == 0 else { throw .invalidSize(count) }
         let half = count / 2
         let result = try SecureBytes(count: half)
-        try withOpenPointers([self, result]) { (open) throws(SecureCoreError) in
-            for i in 0..<half { open[1][i] = open[0][i] ^ open[0][i + half] }
+        // `result` is new and nobody else's yet: opening it inside `self`'s
+        // open cannot take part in a lock-order cycle.
+        try withOpenPointer { (source) throws(SecureCoreError) in
+            try result.withOpenPointer { (target) throws(SecureCoreError) in
+                for i in 0..<half { target[i] = source[i] ^ source[i + half] }
+            }
         }
         return result
     }

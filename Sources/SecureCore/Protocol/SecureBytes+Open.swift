@@ -1,5 +1,6 @@
-// Opening secure buffers for the protocol primitives: the one place in the
-// Protocol folder where a secret's address is obtained.
+// Opening a secure buffer in Swift (only `folded()` still needs it: the
+// protocol primitives take the handles and open them on the C side), and the
+// public-bytes plumbing of the protocol wrappers.
 internal import CSecureCore
 
 extension SecureBytes {
@@ -20,39 +21,6 @@ extension SecureBytes {
     /// Requires an exact size (every protocol key has one).
     func require(count expected: Int) throws(SecureCoreError) {
         guard count == expected else { throw .sizeMismatch(expected: expected, actual: count) }
-    }
-}
-
-/// Opens several buffers at once and hands `body` their addresses in the
-/// order given. Each object is opened once even if it appears twice (its lock
-/// is not re-entrant), and objects are opened in a fixed global order (by
-/// identity), so two threads opening the same set cannot deadlock.
-func withOpenPointers<R>(
-    _ list: [SecureBytes],
-    _ body: ([UnsafeMutablePointer<UInt8>]) throws(SecureCoreError) -> R
-) throws(SecureCoreError) -> R {
-    var unique: [SecureBytes] = []
-    for item in list where !unique.contains(where: { $0 === item }) { unique.append(item) }
-    unique.sort { ObjectIdentifier($0) < ObjectIdentifier($1) }
-    return try openChain(unique, from: 0, opened: [:]) { (opened) throws(SecureCoreError) -> R in
-        var pointers: [UnsafeMutablePointer<UInt8>] = []
-        for item in list {
-            guard let pointer = opened[ObjectIdentifier(item)] else { throw .internalFailure(status: 0) }
-            pointers.append(pointer)
-        }
-        return try body(pointers)
-    }
-}
-
-private func openChain<R>(
-    _ unique: [SecureBytes], from index: Int, opened: [ObjectIdentifier: UnsafeMutablePointer<UInt8>],
-    _ body: ([ObjectIdentifier: UnsafeMutablePointer<UInt8>]) throws(SecureCoreError) -> R
-) throws(SecureCoreError) -> R {
-    guard index < unique.count else { return try body(opened) }
-    return try unique[index].withOpenPointer { (pointer) throws(SecureCoreError) -> R in
-        var next = opened
-        next[ObjectIdentifier(unique[index])] = pointer
-        return try openChain(unique, from: index + 1, opened: next, body)
     }
 }
 

@@ -1,4 +1,5 @@
-/* protocol.c — the primitives the PowerAuth-compatible protocol needs.
+/* protocol.c — the primitives the PowerAuth-compatible protocol needs
+ * (CProtocolCrypto, the one target that links libcrypto).
  *
  * libsodium has no AES-128 and no P-256, so those come from OpenSSL libcrypto
  * (through its EVP interface only: the low-level AES_* and EC_KEY_* calls are
@@ -8,20 +9,43 @@
  * knowledge-key wrap. Their intermediates stay in stack locals that are wiped
  * before return; they never reach the Swift heap.
  *
+ * Secrets cross in as the core's handles (spc_buffer, spc_password): this
+ * file opens them for exactly the time it reads or writes them and closes
+ * them before returning, so no caller ever holds the address of a secret.
+ *
  * Every OpenSSL failure is reported as SPC_E_CRYPTO (or SPC_E_KEY where the
  * cause is the caller's key) and the thread's OpenSSL error queue is cleared,
  * so a stale error never surfaces in an unrelated later call.
  */
-#include "internal.h"
+#include "protocol_crypto.h"
 
 #include <limits.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
+#include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <sodium.h>
+
+/* ------------------------------------------------------------------------ */
+/* Opening the caller's buffers                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Open `buf` if its size is `size` (0: any size). Pair with spc_buffer_close. */
+static int open_sized(spc_buffer *buf, size_t size, uint8_t **p) {
+    *p = NULL;
+    if (buf == NULL || (size != 0 && spc_buffer_size(buf) != size)) return SPC_E_ARGUMENT;
+    return spc_buffer_open(buf, p);
+}
+
+/* Open an output buffer of exactly `size` bytes and clear it. */
+static int open_output(spc_buffer *buf, size_t size, uint8_t **p) {
+    int rc = open_sized(buf, size, p);
+    if (rc == SPC_OK) sodium_memzero(*p, size);
+    return rc;
+}
 
 /* ------------------------------------------------------------------------ */
 /* AES-128                                                                   */
@@ -45,37 +69,55 @@ static int aes128_run(const EVP_CIPHER *cipher, int encrypt, const uint8_t key[1
     return SPC_E_CRYPTO;
 }
 
-int spc_aes128_encrypt_block(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t in[SPC_AES_BLOCK_BYTES],
-                             uint8_t out[SPC_AES_BLOCK_BYTES]) {
-    memset(out, 0, SPC_AES_BLOCK_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
-    return aes128_run(EVP_aes_128_ecb(), 1, key, NULL, in, SPC_AES_BLOCK_BYTES, out);
+/* One block from the key buffer into the output buffer (two distinct buffers). */
+static int aes128_block(int encrypt, spc_buffer *key, const uint8_t in[SPC_AES_BLOCK_BYTES], spc_buffer *out) {
+    if (!spc_initialized()) return SPC_E_INIT;
+    if (key == out) return SPC_E_ARGUMENT;
+    uint8_t *o, *k;
+    int rc = open_output(out, SPC_AES_BLOCK_BYTES, &o);
+    if (rc != SPC_OK) return rc;
+    rc = open_sized(key, SPC_AES128_KEY_BYTES, &k);
+    if (rc == SPC_OK) {
+        rc = aes128_run(EVP_aes_128_ecb(), encrypt, k, NULL, in, SPC_AES_BLOCK_BYTES, o);
+        spc_buffer_close(key);
+    }
+    if (rc != SPC_OK) sodium_memzero(o, SPC_AES_BLOCK_BYTES);
+    spc_buffer_close(out);
+    return rc;
 }
 
-int spc_aes128_decrypt_block(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t in[SPC_AES_BLOCK_BYTES],
-                             uint8_t out[SPC_AES_BLOCK_BYTES]) {
-    memset(out, 0, SPC_AES_BLOCK_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
-    return aes128_run(EVP_aes_128_ecb(), 0, key, NULL, in, SPC_AES_BLOCK_BYTES, out);
+int spc_aes128_encrypt_block(spc_buffer *key, const uint8_t in[SPC_AES_BLOCK_BYTES], spc_buffer *out) {
+    return aes128_block(1, key, in, out);
+}
+
+int spc_aes128_decrypt_block(spc_buffer *key, const uint8_t in[SPC_AES_BLOCK_BYTES], spc_buffer *out) {
+    return aes128_block(0, key, in, out);
 }
 
 /* CBC lengths: whole blocks, at least one, at most SPC_BUFFER_MAX (fits an int). */
 static int cbc_length_ok(size_t len) { return len > 0 && len % SPC_AES_BLOCK_BYTES == 0 && len <= SPC_BUFFER_MAX; }
 
-int spc_aes128_cbc_nopad_encrypt(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t iv[SPC_AES_BLOCK_BYTES],
-                                 const uint8_t *in, size_t len, uint8_t *out) {
+static int aes128_cbc(int encrypt, spc_buffer *key, const uint8_t iv[SPC_AES_BLOCK_BYTES], const uint8_t *in,
+                      size_t len, uint8_t *out) {
     if (!cbc_length_ok(len)) return SPC_E_ARGUMENT;
     memset(out, 0, len);
-    if (!spc__ready()) return SPC_E_INIT;
-    return aes128_run(EVP_aes_128_cbc(), 1, key, iv, in, len, out);
+    if (!spc_initialized()) return SPC_E_INIT;
+    uint8_t *k;
+    int rc = open_sized(key, SPC_AES128_KEY_BYTES, &k);
+    if (rc != SPC_OK) return rc;
+    rc = aes128_run(EVP_aes_128_cbc(), encrypt, k, iv, in, len, out);
+    spc_buffer_close(key);
+    return rc;
 }
 
-int spc_aes128_cbc_nopad_decrypt(const uint8_t key[SPC_AES128_KEY_BYTES], const uint8_t iv[SPC_AES_BLOCK_BYTES],
-                                 const uint8_t *in, size_t len, uint8_t *out) {
-    if (!cbc_length_ok(len)) return SPC_E_ARGUMENT;
-    memset(out, 0, len);
-    if (!spc__ready()) return SPC_E_INIT;
-    return aes128_run(EVP_aes_128_cbc(), 0, key, iv, in, len, out);
+int spc_aes128_cbc_nopad_encrypt(spc_buffer *key, const uint8_t iv[SPC_AES_BLOCK_BYTES], const uint8_t *in,
+                                 size_t len, uint8_t *out) {
+    return aes128_cbc(1, key, iv, in, len, out);
+}
+
+int spc_aes128_cbc_nopad_decrypt(spc_buffer *key, const uint8_t iv[SPC_AES_BLOCK_BYTES], const uint8_t *in,
+                                 size_t len, uint8_t *out) {
+    return aes128_cbc(0, key, iv, in, len, out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -85,7 +127,7 @@ int spc_aes128_cbc_nopad_decrypt(const uint8_t key[SPC_AES128_KEY_BYTES], const 
 int spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]) {
     static const uint8_t empty[1] = {0};
     memset(out, 0, SPC_SHA256_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if (msg == NULL && len != 0) return SPC_E_ARGUMENT;
     if (crypto_hash_sha256(out, msg != NULL ? msg : empty, (unsigned long long)len) != 0) return SPC_E_CRYPTO;
     return SPC_OK;
@@ -104,12 +146,52 @@ static int hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t l
     return SPC_E_CRYPTO;
 }
 
-int spc_hmac_sha256(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t len,
-                    uint8_t out[SPC_HMAC_SHA256_BYTES]) {
+int spc_hmac_sha256(spc_buffer *key, const uint8_t *msg, size_t len, uint8_t out[SPC_HMAC_SHA256_BYTES]) {
     memset(out, 0, SPC_HMAC_SHA256_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
-    if (key_len == 0 || key == NULL || (msg == NULL && len != 0)) return SPC_E_ARGUMENT;
-    return hmac(key, key_len, msg, len, out);
+    if (!spc_initialized()) return SPC_E_INIT;
+    if (msg == NULL && len != 0) return SPC_E_ARGUMENT;
+    uint8_t *k;
+    int rc = open_sized(key, 0, &k);
+    if (rc != SPC_OK) return rc;
+    rc = hmac(k, spc_buffer_size(key), msg, len, out);
+    spc_buffer_close(key);
+    return rc;
+}
+
+int spc_hmac_sha256_derive(spc_buffer *const parts[], size_t part_count, const uint8_t *msg, size_t len,
+                           spc_buffer *out) {
+    if (!spc_initialized()) return SPC_E_INIT;
+    if (part_count < 1 || part_count > SPC_HMAC_KEY_PARTS_MAX || (msg == NULL && len != 0)) return SPC_E_ARGUMENT;
+    size_t total = 0;
+    for (size_t i = 0; i < part_count; i++) {
+        if (parts[i] == NULL || parts[i] == out) return SPC_E_ARGUMENT;
+        total += spc_buffer_size(parts[i]); /* each at most SPC_BUFFER_MAX: no overflow for 8 parts */
+    }
+    if (total > SPC_BUFFER_MAX) return SPC_E_ARGUMENT;
+    uint8_t *o, *k, *p;
+    int rc = open_output(out, SPC_HMAC_SHA256_BYTES, &o);
+    if (rc != SPC_OK) return rc;
+    spc_buffer *key = NULL;
+    rc = spc_buffer_new(total, &key);
+    if (rc == SPC_OK) rc = spc_buffer_open(key, &k);
+    if (rc == SPC_OK) {
+        size_t offset = 0;
+        for (size_t i = 0; rc == SPC_OK && i < part_count; i++) {
+            size_t n = spc_buffer_size(parts[i]);
+            rc = spc_buffer_open(parts[i], &p);
+            if (rc == SPC_OK) {
+                memcpy(k + offset, p, n);
+                spc_buffer_close(parts[i]);
+                offset += n;
+            }
+        }
+        if (rc == SPC_OK) rc = hmac(k, total, msg, len, o);
+        spc_buffer_close(key);
+    }
+    spc_buffer_free(key); /* wipes the concatenated key */
+    if (rc != SPC_OK) sodium_memzero(o, SPC_HMAC_SHA256_BYTES);
+    spc_buffer_close(out);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -134,18 +216,27 @@ static int authcode_component(const uint8_t *const keys[], size_t i, const uint8
     return rc;
 }
 
-int spc_authcode_compute(const uint8_t *const keys[], size_t key_count, const uint8_t ctr[SPC_COUNTER_BYTES],
+int spc_authcode_compute(spc_buffer *const keys[], size_t key_count, const uint8_t ctr[SPC_COUNTER_BYTES],
                          const uint8_t *data, size_t len, uint8_t *out, size_t out_len) {
     memset(out, 0, out_len);
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if (key_count < 1 || key_count > SPC_AUTHCODE_MAX_FACTORS || out_len != key_count * SPC_HMAC_SHA256_BYTES ||
         (data == NULL && len != 0))
         return SPC_E_ARGUMENT;
     for (size_t i = 0; i < key_count; i++)
-        if (keys[i] == NULL) return SPC_E_ARGUMENT;
+        if (keys[i] == NULL || spc_buffer_size(keys[i]) != SPC_FACTOR_KEY_BYTES) return SPC_E_ARGUMENT;
+    const uint8_t *bytes[SPC_AUTHCODE_MAX_FACTORS] = {NULL};
+    size_t opened = 0;
     int rc = SPC_OK;
+    for (; rc == SPC_OK && opened < key_count; opened++) {
+        uint8_t *p;
+        rc = spc_buffer_open(keys[opened], &p);
+        if (rc != SPC_OK) break;
+        bytes[opened] = p;
+    }
     for (size_t i = 0; rc == SPC_OK && i < key_count; i++)
-        rc = authcode_component(keys, i, ctr, data, len, out + i * SPC_HMAC_SHA256_BYTES);
+        rc = authcode_component(bytes, i, ctr, data, len, out + i * SPC_HMAC_SHA256_BYTES);
+    while (opened > 0) spc_buffer_close(keys[--opened]);
     if (rc != SPC_OK) sodium_memzero(out, out_len);
     return rc;
 }
@@ -231,7 +322,7 @@ static int p256_public_key(const uint8_t *pub, size_t len, EVP_PKEY **out) {
 }
 
 int spc_p256_public_check(const uint8_t *pub, size_t len) {
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if (pub == NULL) return SPC_E_ARGUMENT;
     EVP_PKEY *key = NULL;
     int ok = p256_public_key(pub, len, &key);
@@ -240,10 +331,7 @@ int spc_p256_public_check(const uint8_t *pub, size_t len) {
     return ok ? SPC_OK : SPC_E_KEY;
 }
 
-int spc_p256_keypair_generate(uint8_t priv[SPC_P256_SCALAR_BYTES], uint8_t pub[SPC_P256_PUBLIC_BYTES]) {
-    memset(priv, 0, SPC_P256_SCALAR_BYTES);
-    memset(pub, 0, SPC_P256_PUBLIC_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+static int keypair_generate(uint8_t priv[SPC_P256_SCALAR_BYTES], uint8_t pub[SPC_P256_PUBLIC_BYTES]) {
     char group[] = "P-256";
     EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", group);
     BIGNUM *d = NULL;
@@ -261,23 +349,42 @@ int spc_p256_keypair_generate(uint8_t priv[SPC_P256_SCALAR_BYTES], uint8_t pub[S
     return SPC_E_CRYPTO;
 }
 
-/* Both key objects for an ECDH or a signature, or the status explaining why not. */
-static int p256_load(const uint8_t *priv, size_t priv_len, EVP_PKEY **key) {
-    const uint8_t *d = priv != NULL ? scalar_bytes(priv, priv_len) : NULL;
-    if (d == NULL || !scalar_in_range(d)) return SPC_E_KEY;
-    if (!p256_private_key(d, key)) {
-        ERR_clear_error();
-        return SPC_E_CRYPTO;
-    }
-    return SPC_OK;
+int spc_p256_keypair_generate(spc_buffer *priv, uint8_t pub[SPC_P256_PUBLIC_BYTES]) {
+    memset(pub, 0, SPC_P256_PUBLIC_BYTES);
+    if (!spc_initialized()) return SPC_E_INIT;
+    uint8_t *d;
+    int rc = open_output(priv, SPC_P256_SCALAR_BYTES, &d);
+    if (rc != SPC_OK) return rc;
+    rc = keypair_generate(d, pub);
+    spc_buffer_close(priv);
+    return rc;
 }
 
-int spc_p256_ecdh(const uint8_t *priv, size_t priv_len, const uint8_t *pub, size_t pub_len,
-                  uint8_t shared_x[SPC_P256_SCALAR_BYTES]) {
-    memset(shared_x, 0, SPC_P256_SCALAR_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
+/* The private key object for an ECDH or a signature, from the scalar in
+ * `priv` (opened and closed here), or the status explaining why not. */
+static int p256_load(spc_buffer *priv, EVP_PKEY **key) {
+    uint8_t *p;
+    if (priv == NULL) return SPC_E_KEY;
+    int rc = spc_buffer_open(priv, &p);
+    if (rc != SPC_OK) return rc;
+    const uint8_t *d = scalar_bytes(p, spc_buffer_size(priv));
+    if (d == NULL || !scalar_in_range(d)) rc = SPC_E_KEY;
+    else if (!p256_private_key(d, key)) {
+        ERR_clear_error();
+        rc = SPC_E_CRYPTO;
+    }
+    spc_buffer_close(priv);
+    return rc;
+}
+
+int spc_p256_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len, spc_buffer *shared) {
+    if (!spc_initialized()) return SPC_E_INIT;
+    if (priv == shared) return SPC_E_ARGUMENT;
+    uint8_t *shared_x;
+    int rc = open_output(shared, SPC_P256_SCALAR_BYTES, &shared_x);
+    if (rc != SPC_OK) return rc;
     EVP_PKEY *mine = NULL, *peer = NULL;
-    int rc = p256_load(priv, priv_len, &mine);
+    rc = p256_load(priv, &mine);
     if (rc == SPC_OK && (pub == NULL || !p256_public_key(pub, pub_len, &peer))) rc = SPC_E_KEY;
     EVP_PKEY_CTX *ctx = rc == SPC_OK ? EVP_PKEY_CTX_new_from_pkey(NULL, mine, NULL) : NULL;
     size_t len = SPC_P256_SCALAR_BYTES;
@@ -289,19 +396,20 @@ int spc_p256_ecdh(const uint8_t *priv, size_t priv_len, const uint8_t *pub, size
     EVP_PKEY_free(mine);
     EVP_PKEY_free(peer);
     if (rc != SPC_OK) sodium_memzero(shared_x, SPC_P256_SCALAR_BYTES);
+    spc_buffer_close(shared);
     ERR_clear_error();
     return rc;
 }
 
-int spc_p256_ecdsa_sign(const uint8_t *priv, size_t priv_len, const uint8_t *msg, size_t len,
-                        uint8_t sig[SPC_P256_SIGNATURE_MAX], size_t *sig_len) {
+int spc_p256_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len, uint8_t sig[SPC_P256_SIGNATURE_MAX],
+                        size_t *sig_len) {
     memset(sig, 0, SPC_P256_SIGNATURE_MAX);
     *sig_len = 0;
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if (msg == NULL && len != 0) return SPC_E_ARGUMENT;
     static const uint8_t empty[1] = {0};
     EVP_PKEY *key = NULL;
-    int rc = p256_load(priv, priv_len, &key);
+    int rc = p256_load(priv, &key);
     EVP_MD_CTX *md = rc == SPC_OK ? EVP_MD_CTX_new() : NULL;
     size_t produced = SPC_P256_SIGNATURE_MAX;
     if (rc == SPC_OK &&
@@ -319,7 +427,7 @@ int spc_p256_ecdsa_sign(const uint8_t *priv, size_t priv_len, const uint8_t *msg
 int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg, size_t len, const uint8_t *sig,
                           size_t sig_len, int *valid) {
     *valid = 0;
-    if (!spc__ready()) return SPC_E_INIT;
+    if (!spc_initialized()) return SPC_E_INIT;
     if ((msg == NULL && len != 0) || (sig == NULL && sig_len != 0)) return SPC_E_ARGUMENT;
     static const uint8_t empty[1] = {0};
     EVP_PKEY *key = NULL;
@@ -343,41 +451,60 @@ int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg
 /* Knowledge key wrap (no oracle)                                            */
 /* ------------------------------------------------------------------------ */
 
-/* Argon2id (v1.3, p = 1) of the PIN into a 16-byte key-encryption key. */
-static int knowledge_kek(const uint8_t *pin, size_t pin_len, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
-                         uint32_t memory_kib, uint32_t iterations, uint8_t kek[SPC_AES128_KEY_BYTES]) {
-    if (pin == NULL || pin_len == 0 || memory_kib < SPC_KNOWLEDGE_MEMORY_MIN_KIB ||
-        memory_kib > SPC_KNOWLEDGE_MEMORY_MAX_KIB || iterations < 1 || iterations > SPC_KNOWLEDGE_ITERATIONS_MAX)
+/* Argon2id (v1.3, p = 1) of the PIN, revealed as UTF-8 into a secure
+ * buffer for the derivation only, into a 16-byte key-encryption key. */
+static int knowledge_kek(spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES], uint32_t memory_kib,
+                         uint32_t iterations, uint8_t kek[SPC_AES128_KEY_BYTES]) {
+    if (pin == NULL || memory_kib < SPC_KNOWLEDGE_MEMORY_MIN_KIB || memory_kib > SPC_KNOWLEDGE_MEMORY_MAX_KIB ||
+        iterations < 1 || iterations > SPC_KNOWLEDGE_ITERATIONS_MAX || spc_password_length(pin) == 0)
         return SPC_E_ARGUMENT;
-    /* crypto_pwhash fails only when it cannot allocate its memory (the
-     * parameters were checked above against bounds inside libsodium's). */
-    if (crypto_pwhash(kek, SPC_AES128_KEY_BYTES, (const char *)pin, (unsigned long long)pin_len, salt, iterations,
-                      (size_t)memory_kib * 1024u, crypto_pwhash_ALG_ARGON2ID13) != 0)
-        return SPC_E_NOMEM;
-    return SPC_OK;
+    spc_buffer *utf8 = NULL;
+    size_t len = 0;
+    uint8_t *p;
+    int rc = spc_password_reveal(pin, &utf8, &len);
+    if (rc == SPC_OK) rc = spc_buffer_open(utf8, &p);
+    if (rc == SPC_OK) {
+        /* crypto_pwhash fails only when it cannot allocate its memory (the
+         * parameters were checked above against bounds inside libsodium's). */
+        if (crypto_pwhash(kek, SPC_AES128_KEY_BYTES, (const char *)p, (unsigned long long)len, salt, iterations,
+                          (size_t)memory_kib * 1024u, crypto_pwhash_ALG_ARGON2ID13) != 0)
+            rc = SPC_E_NOMEM;
+        spc_buffer_close(utf8);
+    }
+    spc_buffer_free(utf8);
+    return rc;
 }
 
-static int knowledge_apply(int encrypt, const uint8_t *pin, size_t pin_len, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
+static int knowledge_apply(int encrypt, spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
                            uint32_t memory_kib, uint32_t iterations, const uint8_t in[SPC_FACTOR_KEY_BYTES],
                            uint8_t out[SPC_FACTOR_KEY_BYTES]) {
-    memset(out, 0, SPC_FACTOR_KEY_BYTES);
-    if (!spc__ready()) return SPC_E_INIT;
     uint8_t kek[SPC_AES128_KEY_BYTES];
-    int rc = knowledge_kek(pin, pin_len, salt, memory_kib, iterations, kek);
+    int rc = knowledge_kek(pin, salt, memory_kib, iterations, kek);
     if (rc == SPC_OK) rc = aes128_run(EVP_aes_128_ecb(), encrypt, kek, NULL, in, SPC_FACTOR_KEY_BYTES, out);
     sodium_memzero(kek, sizeof kek);
     if (rc != SPC_OK) sodium_memzero(out, SPC_FACTOR_KEY_BYTES);
     return rc;
 }
 
-int spc_knowledge_key_wrap(const uint8_t *pin, size_t pin_len, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
-                           uint32_t memory_kib, uint32_t iterations, const uint8_t key[SPC_FACTOR_KEY_BYTES],
-                           uint8_t wrapped[SPC_FACTOR_KEY_BYTES]) {
-    return knowledge_apply(1, pin, pin_len, salt, memory_kib, iterations, key, wrapped);
+int spc_knowledge_key_wrap(spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES], uint32_t memory_kib,
+                           uint32_t iterations, spc_buffer *key, uint8_t wrapped[SPC_FACTOR_KEY_BYTES]) {
+    memset(wrapped, 0, SPC_FACTOR_KEY_BYTES);
+    if (!spc_initialized()) return SPC_E_INIT;
+    uint8_t *k;
+    int rc = open_sized(key, SPC_FACTOR_KEY_BYTES, &k);
+    if (rc != SPC_OK) return rc;
+    rc = knowledge_apply(1, pin, salt, memory_kib, iterations, k, wrapped);
+    spc_buffer_close(key);
+    return rc;
 }
 
-int spc_knowledge_key_unwrap(const uint8_t *pin, size_t pin_len, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
-                             uint32_t memory_kib, uint32_t iterations, const uint8_t wrapped[SPC_FACTOR_KEY_BYTES],
-                             uint8_t key[SPC_FACTOR_KEY_BYTES]) {
-    return knowledge_apply(0, pin, pin_len, salt, memory_kib, iterations, wrapped, key);
+int spc_knowledge_key_unwrap(spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES], uint32_t memory_kib,
+                             uint32_t iterations, const uint8_t wrapped[SPC_FACTOR_KEY_BYTES], spc_buffer *key) {
+    if (!spc_initialized()) return SPC_E_INIT;
+    uint8_t *k;
+    int rc = open_output(key, SPC_FACTOR_KEY_BYTES, &k);
+    if (rc != SPC_OK) return rc;
+    rc = knowledge_apply(0, pin, salt, memory_kib, iterations, wrapped, k);
+    spc_buffer_close(key);
+    return rc;
 }

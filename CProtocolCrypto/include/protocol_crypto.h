@@ -1,0 +1,244 @@
+/*
+ * protocol_crypto.h — the public C surface of CProtocolCrypto: the
+ * primitives the PowerAuth V3.x compatible protocol needs (protocol.c).
+ *
+ * This target is the only part of SecurePIN that links OpenSSL libcrypto
+ * (AES-128 and P-256, through the EVP interface); everything else here comes
+ * from libsodium. It is built on the core (secure_core.h) and follows the
+ * core's conventions:
+ *  - Every function returns a status: SPC_OK (0) or a negative SPC_E_* code
+ *    (the codes are defined in secure_core.h; SPC_E_CRYPTO and SPC_E_KEY are
+ *    this target's).
+ *  - Output parameters are cleared on entry and left cleared on failure.
+ *  - spc_init() must succeed before anything else is called; every function
+ *    here returns SPC_E_INIT before it.
+ *  - Secrets cross as the core's handles: keys and secret outputs are
+ *    spc_buffers (closed, as the caller holds them), the PIN an spc_password.
+ *    Each function opens them for the time it needs them and closes them
+ *    before it returns, so the caller never handles a secret's address; a
+ *    buffer that cannot be opened gives spc_buffer_open()'s status
+ *    (SPC_E_NOMEM, SPC_E_FORKED). A secret output buffer must have exactly
+ *    the documented size and must not be one of the inputs (SPC_E_ARGUMENT);
+ *    it is cleared once opened and left cleared on failure.
+ *  - Public inputs and outputs are plain byte arrays. No function keeps a
+ *    pointer or a handle after it returns. Inputs and outputs must not overlap.
+ */
+#ifndef PROTOCOL_CRYPTO_H
+#define PROTOCOL_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "secure_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPC_AES128_KEY_BYTES 16
+#define SPC_AES_BLOCK_BYTES 16
+#define SPC_SHA256_BYTES 32
+#define SPC_HMAC_SHA256_BYTES 32
+#define SPC_P256_SCALAR_BYTES 32      /* private key; also the ECDH x-coordinate */
+#define SPC_P256_PUBLIC_BYTES 65      /* SEC1 uncompressed: 0x04 || X || Y       */
+#define SPC_P256_COMPRESSED_BYTES 33  /* SEC1 compressed: 0x02/0x03 || X         */
+#define SPC_P256_SIGNATURE_MAX 72     /* DER-encoded ECDSA signature, at most    */
+#define SPC_FACTOR_KEY_BYTES 16       /* a PowerAuth factor key                  */
+#define SPC_COUNTER_BYTES 16          /* the hash-based counter CTR_DATA         */
+#define SPC_AUTHCODE_MAX_FACTORS 3
+#define SPC_KNOWLEDGE_SALT_BYTES 16
+#define SPC_KNOWLEDGE_MEMORY_MIN_KIB 8         /* libsodium's Argon2id floor     */
+#define SPC_KNOWLEDGE_MEMORY_MAX_KIB 1048576   /* 1 GiB: caps a stored parameter */
+#define SPC_KNOWLEDGE_ITERATIONS_MAX 32
+#define SPC_HMAC_KEY_PARTS_MAX 8      /* secret parts of one spc_hmac_sha256_derive key */
+
+/**
+ * Encrypt one 16-byte block with AES-128 (ECB, a single block: the PowerAuth
+ * index KDF, KDF(key, i) = AES(key, 0^8 || u64be(i))).
+ * `key` is a buffer of SPC_AES128_KEY_BYTES, `out` one of SPC_AES_BLOCK_BYTES.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (a size, `out` is `key`); SPC_E_NOMEM or
+ *          SPC_E_FORKED (a buffer cannot be opened); SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the result is treated as a secret (a derived key) and written
+ *           into `out` only. The cipher context is cleansed by OpenSSL when freed.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_encrypt_block(spc_buffer *key,
+                                                                 const uint8_t in[SPC_AES_BLOCK_BYTES],
+                                                                 spc_buffer *out);
+
+/**
+ * Decrypt one 16-byte block with AES-128 (the inverse of the above).
+ * Returns: as spc_aes128_encrypt_block.
+ * Security: as spc_aes128_encrypt_block.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_decrypt_block(spc_buffer *key,
+                                                                 const uint8_t in[SPC_AES_BLOCK_BYTES],
+                                                                 spc_buffer *out);
+
+/**
+ * AES-128-CBC without padding (the PowerAuth status blob). `key` is a buffer
+ * of SPC_AES128_KEY_BYTES; `len` is a positive multiple of 16, at most
+ * SPC_BUFFER_MAX; `out` (public) holds `len` bytes.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (length, nothing is written since the size
+ *          of `out` is unknown; key size); SPC_E_NOMEM or SPC_E_FORKED (the
+ *          key cannot be opened); SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: no padding and no MAC: this mode has no integrity. Use it only
+ *           where the protocol mandates it and validate the plaintext.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_encrypt(spc_buffer *key,
+                                                                       const uint8_t iv[SPC_AES_BLOCK_BYTES],
+                                                                       const uint8_t *in, size_t len, uint8_t *out);
+
+/**
+ * AES-128-CBC decryption without padding; same contract as the encryption.
+ * Returns: as the encryption.
+ * Security: never reports a padding error (there is no padding), so it is
+ *           no padding oracle; the plaintext is unauthenticated.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_decrypt(spc_buffer *key,
+                                                                       const uint8_t iv[SPC_AES_BLOCK_BYTES],
+                                                                       const uint8_t *in, size_t len, uint8_t *out);
+
+/**
+ * SHA-256 of `msg` (NULL is accepted when `len` is 0).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (NULL with a length); SPC_E_INIT.
+ * Security: for public data (counters, fingerprints); no secret handling.
+ */
+SPC_MUST_CHECK SPC_NONNULL(3) int spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]);
+
+/**
+ * HMAC-SHA256 (libsodium) keyed with the whole of `key` (any size), into
+ * the public tag `out`. `msg` may be NULL when `len` is 0.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (NULL key, NULL message with a length);
+ *          SPC_E_NOMEM or SPC_E_FORKED (the key cannot be opened);
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the hash state holding the padded key is wiped before return.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4) int spc_hmac_sha256(spc_buffer *key, const uint8_t *msg, size_t len,
+                                                  uint8_t out[SPC_HMAC_SHA256_BYTES]);
+
+/**
+ * A secret 32-byte key: HMAC-SHA256 keyed with parts[0] || parts[1] || ...
+ * (1 ... SPC_HMAC_KEY_PARTS_MAX buffers, SPC_BUFFER_MAX bytes in all; a
+ * buffer may appear twice) over the public `msg`, into the buffer `out` of
+ * SPC_HMAC_SHA256_BYTES, which must not be one of the parts.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (count, sizes, NULL part, `out` among the
+ *          parts, NULL message with a length); SPC_E_NOMEM or SPC_E_FORKED;
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the concatenated key lives in a secure buffer of the core, freed
+ *           (wiped) before return; the result is written into `out` only.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 5) int spc_hmac_sha256_derive(spc_buffer *const parts[], size_t part_count,
+                                                            const uint8_t *msg, size_t len, spc_buffer *out);
+
+/**
+ * The PowerAuth V3 authentication-code components. For each factor key i
+ * (1 ... SPC_AUTHCODE_MAX_FACTORS buffers of SPC_FACTOR_KEY_BYTES each, in
+ * the order possession,
+ * knowledge, biometry): K = HMAC(keys[i], ctr); for j < i:
+ * K = HMAC(HMAC(keys[j+1], ctr), K); component i = HMAC(K, data), 32 bytes,
+ * written at out + 32 i. `out_len` must be 32 * key_count.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (count, length, NULL key, key size);
+ *          SPC_E_NOMEM or SPC_E_FORKED (a key cannot be opened);
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the keys are open only during the computation; the chained keys
+ *           K are stack locals wiped before return; the components are the
+ *           public authentication code.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 3, 6) int spc_authcode_compute(spc_buffer *const keys[], size_t key_count,
+                                                          const uint8_t ctr[SPC_COUNTER_BYTES], const uint8_t *data,
+                                                          size_t len, uint8_t *out, size_t out_len);
+
+/**
+ * Check a SEC1 P-256 public key (33 or 65 bytes): on the curve, not the
+ * point at infinity.
+ * Returns: SPC_OK; SPC_E_KEY; SPC_E_ARGUMENT (NULL); SPC_E_INIT.
+ * Security: public data only.
+ */
+SPC_MUST_CHECK int spc_p256_public_check(const uint8_t *pub, size_t len);
+
+/**
+ * Generate a P-256 key pair: the private scalar (32 bytes, big-endian) into
+ * the buffer `priv` of SPC_P256_SCALAR_BYTES, the uncompressed public key
+ * (65 bytes) into `pub`.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (size of `priv`); SPC_E_NOMEM or
+ *          SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: OpenSSL's copy of the scalar is cleared when its key object is
+ *           freed.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_p256_keypair_generate(spc_buffer *priv, uint8_t pub[SPC_P256_PUBLIC_BYTES]);
+
+/**
+ * ECDH on P-256: the 32-byte x-coordinate of priv * pub, into the buffer
+ * `shared` of SPC_P256_SCALAR_BYTES. `priv` is a buffer of 32 bytes, or 33
+ * with a leading zero byte (a Java BigInteger encoding); `pub` is SEC1 (33
+ * or 65 bytes) and is fully validated.
+ * Returns: SPC_OK; SPC_E_KEY (NULL, wrong size or out-of-range scalar,
+ *          invalid public key); SPC_E_ARGUMENT (size of `shared`, `shared`
+ *          is `priv`); SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the scalar's range check does not branch on its bytes; the
+ *           byte-reversed copy OpenSSL needs is wiped.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4) int spc_p256_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len,
+                                                spc_buffer *shared);
+
+/**
+ * ECDSA-SHA256 on P-256, DER-encoded (at most 72 bytes) into `sig`, its
+ * length into `*sig_len`. `priv` as for spc_p256_ecdh.
+ * Returns: SPC_OK; SPC_E_KEY; SPC_E_ARGUMENT; SPC_E_NOMEM or SPC_E_FORKED;
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the scalar is handled as in spc_p256_ecdh; the per-signature
+ *           nonce is OpenSSL's.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4, 5) int spc_p256_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len,
+                                                         uint8_t sig[SPC_P256_SIGNATURE_MAX], size_t *sig_len);
+
+/**
+ * Verify an ECDSA-SHA256 DER signature. `*valid` is 1 when it verifies and 0
+ * otherwise (a malformed signature simply does not verify).
+ * Returns: SPC_OK (whatever the verdict); SPC_E_KEY (invalid public key);
+ *          SPC_E_ARGUMENT; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: public data only.
+ */
+SPC_MUST_CHECK SPC_NONNULL(7) int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg,
+                                                        size_t len, const uint8_t *sig, size_t sig_len, int *valid);
+
+/**
+ * Wrap the knowledge factor key (a buffer of SPC_FACTOR_KEY_BYTES) under a
+ * key derived from the PIN: wrapped = AES-128(Argon2id(UTF-8 of pin, salt,
+ * memory_kib, iterations, p = 1), key). memory_kib is
+ * SPC_KNOWLEDGE_MEMORY_MIN_KIB ... _MAX_KIB, iterations 1 ...
+ * SPC_KNOWLEDGE_ITERATIONS_MAX, the PIN non-empty.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (NULL or empty PIN, parameters, key size);
+ *          SPC_E_NOMEM (Argon2 memory, or a buffer that cannot be opened);
+ *          SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: no MAC and no check value: see spc_knowledge_key_unwrap. The
+ *           PIN's UTF-8 exists only in a secure buffer freed (wiped) before
+ *           return; the derived key is a stack local wiped before return. Use
+ *           a fresh random salt for every wrap.
+ */
+SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_wrap(spc_password *pin,
+                                                               const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
+                                                               uint32_t memory_kib, uint32_t iterations,
+                                                               spc_buffer *key, uint8_t wrapped[SPC_FACTOR_KEY_BYTES]);
+
+/**
+ * Unwrap: key = AES-128⁻¹(Argon2id(UTF-8 of pin, ...), wrapped), into the
+ * buffer `key` of SPC_FACTOR_KEY_BYTES. Same parameters as the wrap.
+ * Returns: SPC_OK for ANY PIN (a wrong PIN yields a different key, never a
+ *          status); SPC_E_ARGUMENT; SPC_E_NOMEM; SPC_E_FORKED; SPC_E_CRYPTO;
+ *          SPC_E_INIT.
+ * Security: no local oracle — only the server, which verifies authentication
+ *           codes made with the key, can tell a wrong PIN. The PIN and the
+ *           derived key are handled as in the wrap.
+ */
+SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_unwrap(spc_password *pin,
+                                                                 const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
+                                                                 uint32_t memory_kib, uint32_t iterations,
+                                                                 const uint8_t wrapped[SPC_FACTOR_KEY_BYTES],
+                                                                 spc_buffer *key);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PROTOCOL_CRYPTO_H */

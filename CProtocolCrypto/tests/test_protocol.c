@@ -1,0 +1,394 @@
+/* test_protocol.c — the protocol primitives (CProtocolCrypto/protocol.c) at the C level:
+ * published vectors where they exist, round trips and every argument guard. */
+#define _GNU_SOURCE
+#include "protocol_crypto.h"
+#include "check.h"
+
+#include <string.h>
+
+static int is_hex(const uint8_t *got, const char *hex) {
+    uint8_t want[128];
+    size_t n = unhex(hex, want);
+    return memcmp(got, want, n) == 0;
+}
+
+static int all_zero(const uint8_t *p, size_t n) {
+    uint8_t acc = 0;
+    for (size_t i = 0; i < n; i++) acc |= p[i];
+    return acc == 0;
+}
+
+/* Secrets go in and come out as the core's buffers: these make and read them. */
+static spc_buffer *buffer_with(const uint8_t *bytes, size_t n) {
+    spc_buffer *b;
+    uint8_t *p;
+    REQUIRE_OK(spc_buffer_new(n, &b));
+    REQUIRE_OK(spc_buffer_open(b, &p));
+    memcpy(p, bytes, n);
+    spc_buffer_close(b);
+    return b;
+}
+
+static spc_buffer *buffer_of(size_t n) {
+    spc_buffer *b;
+    REQUIRE_OK(spc_buffer_new(n, &b));
+    return b;
+}
+
+static void read_buffer(spc_buffer *b, uint8_t *out) {
+    uint8_t *p;
+    REQUIRE_OK(spc_buffer_open(b, &p));
+    memcpy(out, p, spc_buffer_size(b));
+    spc_buffer_close(b);
+}
+
+/* Whether the buffer holds exactly `n` bytes equal to `want`. */
+static int buffer_is(spc_buffer *b, const uint8_t *want, size_t n) {
+    uint8_t got[64];
+    if (spc_buffer_size(b) != n || n > sizeof got) return 0;
+    read_buffer(b, got);
+    return memcmp(got, want, n) == 0;
+}
+
+static spc_password *password_of(const char *ascii) {
+    spc_password *pw;
+    REQUIRE_OK(spc_password_new(&pw));
+    for (size_t i = 0; ascii[i] != 0; i++) REQUIRE_OK(spc_password_add(pw, (uint8_t)ascii[i]));
+    return pw;
+}
+
+/* Before spc_init() every entry point refuses with SPC_E_INIT and clears its output. */
+static void test_uninitialised(void) {
+    uint8_t k[16] = {1}, in[32] = {2}, out[72], pub[65], sig[72];
+    size_t n = 9;
+    int valid = 9;
+    spc_buffer *b = (spc_buffer *)1;
+    spc_password *pw = (spc_password *)1;
+    spc_pool_stats st;
+    spc_machine_report rep;
+    spc_kdf_limits lim = {1024, 4};
+    spc_argon2_params prm = {1, 8, 1};
+    spc_argon2_input ai = {in, 1, in, 16, NULL, 0, NULL, 0};
+    /* No buffer can exist yet: the handles below are never touched. */
+    spc_buffer *key = (spc_buffer *)2, *dst = (spc_buffer *)3;
+    spc_buffer *const keys[] = {key};
+    spc_password *pin = (spc_password *)4;
+    memset(out, 0xEE, sizeof out);
+    CHECK_EQ(spc_initialized(), 0);
+    CHECK_EQ(spc_aes128_encrypt_block(key, in, dst), SPC_E_INIT);
+    CHECK_EQ(spc_aes128_decrypt_block(key, in, dst), SPC_E_INIT);
+    CHECK_EQ(spc_aes128_cbc_nopad_encrypt(key, in, in, 32, out), SPC_E_INIT);
+    CHECK(all_zero(out, 32));
+    CHECK_EQ(spc_aes128_cbc_nopad_decrypt(key, in, in, 32, out), SPC_E_INIT);
+    CHECK_EQ(spc_sha256(in, 3, out), SPC_E_INIT);
+    CHECK_EQ(spc_hmac_sha256(key, in, 3, out), SPC_E_INIT);
+    CHECK_EQ(spc_hmac_sha256_derive(keys, 1, in, 3, dst), SPC_E_INIT);
+    CHECK_EQ(spc_authcode_compute(keys, 1, in, in, 3, out, 32), SPC_E_INIT);
+    CHECK_EQ(spc_p256_public_check(pub, 65), SPC_E_INIT);
+    CHECK_EQ(spc_p256_keypair_generate(key, pub), SPC_E_INIT);
+    CHECK_EQ(spc_p256_ecdh(key, pub, 65, dst), SPC_E_INIT);
+    CHECK_EQ(spc_p256_ecdsa_sign(key, in, 3, sig, &n), SPC_E_INIT);
+    CHECK_EQ(n, 0);
+    CHECK_EQ(spc_p256_ecdsa_verify(pub, 65, in, 3, sig, 8, &valid), SPC_E_INIT);
+    CHECK_EQ(valid, 0);
+    CHECK_EQ(spc_knowledge_key_wrap(pin, in, 8, 1, key, out), SPC_E_INIT);
+    CHECK_EQ(spc_knowledge_key_unwrap(pin, in, 8, 1, k, dst), SPC_E_INIT);
+    CHECK_EQ(spc_digest(in, 3, out), SPC_E_INIT);
+    CHECK_EQ(spc_buffer_new(16, &b), SPC_E_INIT);
+    CHECK(b == NULL);
+    CHECK_EQ(spc_password_new(&pw), SPC_E_INIT);
+    CHECK(pw == NULL);
+    CHECK_EQ(spc_pool_stats_get(&st), SPC_E_INIT);
+    CHECK_EQ(spc_pool_set_secretmem(0), SPC_E_INIT);
+    CHECK_EQ(spc_machine_report_get(&rep), SPC_E_INIT);
+    CHECK_EQ(spc_aead_available(SPC_AEAD_AES256GCM), 0);
+    CHECK_EQ(spc_kdf_pbkdf2_sha256(in, 1, in, 1, 1, (spc_buffer *)1), SPC_E_INIT);
+    CHECK_EQ(spc_kdf_argon2id(&ai, &prm, &lim, SPC_ARGON2_AUTO, (spc_buffer *)1, &valid), SPC_E_INIT);
+    CHECK_EQ(spc_aead_seal(SPC_AEAD_XCHACHA20POLY1305, (spc_buffer *)1, in, 24, NULL, NULL, 0, out), SPC_E_INIT);
+    CHECK_EQ(spc_aead_open(SPC_AEAD_XCHACHA20POLY1305, (spc_buffer *)1, in, 24, in, 16, NULL, 0, &b), SPC_E_INIT);
+}
+
+/* FIPS-197 appendix C.1 and NIST SP 800-38A F.2.1 / F.2.2. */
+static void test_aes128(void) {
+    uint8_t raw[16], pt[64], out[64], back[64], iv[16], block[16];
+    unhex("000102030405060708090a0b0c0d0e0f", raw);
+    unhex("00112233445566778899aabbccddeeff", pt);
+    spc_buffer *key = buffer_with(raw, 16), *enc = buffer_of(16), *dec = buffer_of(16);
+    REQUIRE_OK(spc_aes128_encrypt_block(key, pt, enc));
+    read_buffer(enc, block);
+    CHECK(is_hex(block, "69c4e0d86a7b0430d8cdb78070b4c55a"));
+    REQUIRE_OK(spc_aes128_decrypt_block(key, block, dec));
+    CHECK(buffer_is(dec, pt, 16));
+    /* Block guards: sizes, the output being the key; the output is left zero. */
+    spc_buffer *small = buffer_with(raw, 15), *wide = buffer_of(17);
+    CHECK_EQ(spc_aes128_encrypt_block(small, pt, enc), SPC_E_ARGUMENT);
+    CHECK(buffer_is(enc, (const uint8_t[16]){0}, 16));
+    CHECK_EQ(spc_aes128_encrypt_block(key, pt, wide), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_aes128_decrypt_block(key, pt, key), SPC_E_ARGUMENT);
+    CHECK(buffer_is(key, raw, 16));
+    spc_buffer_free(small), spc_buffer_free(wide), spc_buffer_free(enc), spc_buffer_free(dec), spc_buffer_free(key);
+
+    unhex("2b7e151628aed2a6abf7158809cf4f3c", raw);
+    key = buffer_with(raw, 16);
+    unhex("000102030405060708090a0b0c0d0e0f", iv);
+    unhex("6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
+          "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710", pt);
+    REQUIRE_OK(spc_aes128_cbc_nopad_encrypt(key, iv, pt, 64, out));
+    CHECK(is_hex(out, "7649abac8119b246cee98e9b12e9197d5086cb9b507219ee95db113a917678b2"
+                      "73bed6b8e3c1743b7116e69e222295163ff1caa1681fac09120eca307586e1a7"));
+    REQUIRE_OK(spc_aes128_cbc_nopad_decrypt(key, iv, out, 64, back));
+    CHECK(memcmp(back, pt, 64) == 0);
+    /* Lengths: whole blocks, at least one; nothing is written on refusal. */
+    memset(out, 0xEE, sizeof out);
+    CHECK_EQ(spc_aes128_cbc_nopad_encrypt(key, iv, pt, 0, out), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_aes128_cbc_nopad_encrypt(key, iv, pt, 17, out), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_aes128_cbc_nopad_decrypt(key, iv, pt, 15, out), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_aes128_cbc_nopad_decrypt(key, iv, pt, (size_t)SPC_BUFFER_MAX + 16, out), SPC_E_ARGUMENT);
+    CHECK_EQ(out[0], 0xEE);
+    /* A key of the wrong size: refused, the output cleared. */
+    spc_buffer *long_key = buffer_of(32);
+    CHECK_EQ(spc_aes128_cbc_nopad_encrypt(long_key, iv, pt, 16, out), SPC_E_ARGUMENT);
+    CHECK(all_zero(out, 16));
+    spc_buffer_free(long_key), spc_buffer_free(key);
+}
+
+/* FIPS 180-2 "abc"; RFC 4231 test case 2. */
+static void test_sha256_hmac(void) {
+    uint8_t out[32], derived[32];
+    REQUIRE_OK(spc_sha256((const uint8_t *)"abc", 3, out));
+    CHECK(is_hex(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    REQUIRE_OK(spc_sha256(NULL, 0, out));
+    CHECK(is_hex(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+    CHECK_EQ(spc_sha256(NULL, 1, out), SPC_E_ARGUMENT);
+    const uint8_t *msg = (const uint8_t *)"what do ya want for nothing?";
+    spc_buffer *jefe = buffer_with((const uint8_t *)"Jefe", 4);
+    REQUIRE_OK(spc_hmac_sha256(jefe, msg, 28, out));
+    CHECK(is_hex(out, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
+    REQUIRE_OK(spc_hmac_sha256(jefe, NULL, 0, out));
+    CHECK_EQ(spc_hmac_sha256(NULL, NULL, 0, out), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_hmac_sha256(jefe, NULL, 3, out), SPC_E_ARGUMENT);
+    CHECK(all_zero(out, 32));
+    /* The derived key is HMAC keyed with the parts' concatenation: "Je" || "fe". */
+    spc_buffer *je = buffer_with((const uint8_t *)"Je", 2), *fe = buffer_with((const uint8_t *)"fe", 2);
+    spc_buffer *dk = buffer_of(32);
+    spc_buffer *const parts[] = {je, fe};
+    REQUIRE_OK(spc_hmac_sha256_derive(parts, 2, msg, 28, dk));
+    read_buffer(dk, derived);
+    CHECK(is_hex(derived, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
+    spc_buffer *const one[] = {jefe};
+    REQUIRE_OK(spc_hmac_sha256_derive(one, 1, NULL, 0, dk));
+    REQUIRE_OK(spc_hmac_sha256(jefe, NULL, 0, out));
+    CHECK(buffer_is(dk, out, 32));
+    spc_buffer *const twice[] = {je, je}; /* a buffer may appear twice: key "JeJe" */
+    spc_buffer *jeje = buffer_with((const uint8_t *)"JeJe", 4);
+    REQUIRE_OK(spc_hmac_sha256_derive(twice, 2, msg, 28, dk));
+    REQUIRE_OK(spc_hmac_sha256(jeje, msg, 28, out));
+    CHECK(buffer_is(dk, out, 32));
+    /* Guards: count, NULL part, out among the parts, output size, NULL message. */
+    spc_buffer *const holes[] = {je, NULL};
+    spc_buffer *const self[] = {je, dk};
+    spc_buffer *const many[SPC_HMAC_KEY_PARTS_MAX + 1] = {je, je, je, je, je, je, je, je, je};
+    spc_buffer *small = buffer_of(16);
+    CHECK_EQ(spc_hmac_sha256_derive(parts, 0, msg, 28, dk), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_hmac_sha256_derive(many, SPC_HMAC_KEY_PARTS_MAX + 1, msg, 28, dk), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_hmac_sha256_derive(holes, 2, msg, 28, dk), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_hmac_sha256_derive(self, 2, msg, 28, dk), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_hmac_sha256_derive(parts, 2, NULL, 3, dk), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_hmac_sha256_derive(parts, 2, msg, 28, small), SPC_E_ARGUMENT);
+    REQUIRE_OK(spc_hmac_sha256_derive(many, SPC_HMAC_KEY_PARTS_MAX, msg, 28, dk));
+    spc_buffer_free(small), spc_buffer_free(jeje), spc_buffer_free(dk), spc_buffer_free(je), spc_buffer_free(fe);
+    spc_buffer_free(jefe);
+}
+
+/* The key chain against the same chain written out with spc_hmac_sha256. */
+static void test_authcode_chain(void) {
+    uint8_t raw[3][16], ctr[16], out[128], want[32], kk[32], step[32], next[32];
+    memset(raw[0], 0x11, 16), memset(raw[1], 0x22, 16), memset(raw[2], 0x33, 16), memset(ctr, 0x44, 16);
+    spc_buffer *const keys[] = {buffer_with(raw[0], 16), buffer_with(raw[1], 16), buffer_with(raw[2], 16)};
+    const uint8_t *data = (const uint8_t *)"POST&L3BhL3Rlc3Q=&bm9uY2U=&Ym9keQ==&YXBw";
+    size_t len = strlen((const char *)data);
+    REQUIRE_OK(spc_authcode_compute(keys, 3, ctr, data, len, out, 96));
+    for (size_t i = 0; i < 3; i++) {
+        REQUIRE_OK(spc_hmac_sha256(keys[i], ctr, 16, kk));
+        for (size_t j = 0; j < i; j++) {
+            REQUIRE_OK(spc_hmac_sha256(keys[j + 1], ctr, 16, step));
+            spc_buffer *s = buffer_with(step, 32);
+            REQUIRE_OK(spc_hmac_sha256(s, kk, 32, next)); /* outputs must not overlap inputs */
+            spc_buffer_free(s);
+            memcpy(kk, next, 32);
+        }
+        spc_buffer *k = buffer_with(kk, 32);
+        REQUIRE_OK(spc_hmac_sha256(k, data, len, want));
+        spc_buffer_free(k);
+        CHECK(memcmp(out + 32 * i, want, 32) == 0);
+    }
+    REQUIRE_OK(spc_authcode_compute(keys, 1, ctr, NULL, 0, out, 32));
+    /* The same key twice is opened twice (opens nest). */
+    spc_buffer *const same[] = {keys[0], keys[0]};
+    REQUIRE_OK(spc_authcode_compute(same, 2, ctr, data, len, out, 64));
+    CHECK(!all_zero(out, 64));
+    CHECK_EQ(spc_authcode_compute(keys, 0, ctr, data, len, out, 0), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_authcode_compute(keys, 4, ctr, data, len, out, 128), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_authcode_compute(keys, 2, ctr, data, len, out, 96), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_authcode_compute(keys, 1, ctr, NULL, 5, out, 32), SPC_E_ARGUMENT);
+    spc_buffer *const holes[] = {keys[0], NULL};
+    CHECK_EQ(spc_authcode_compute(holes, 2, ctr, data, len, out, 64), SPC_E_ARGUMENT);
+    spc_buffer *wide = buffer_of(32);
+    spc_buffer *const sized[] = {keys[0], wide};
+    CHECK_EQ(spc_authcode_compute(sized, 2, ctr, data, len, out, 64), SPC_E_ARGUMENT);
+    CHECK(all_zero(out, 64));
+    spc_buffer_free(wide);
+    for (size_t i = 0; i < 3; i++) spc_buffer_free(keys[i]);
+}
+
+/* The order n of P-256, and n - 1 (the largest valid scalar). */
+static const char *order_hex = "ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551";
+
+/* ECDH of a scalar given as bytes (a fresh buffer) with `pub`. */
+static int ecdh_raw(const uint8_t *d, size_t n, const uint8_t *pub, size_t pub_len, spc_buffer *shared) {
+    spc_buffer *priv = buffer_with(d, n);
+    int rc = spc_p256_ecdh(priv, pub, pub_len, shared);
+    spc_buffer_free(priv);
+    return rc;
+}
+
+static void test_p256_keys_and_ecdh(void) {
+    uint8_t a[33], pa[65], pb[65], s1[32], comp[33];
+    spc_buffer *ka = buffer_of(32), *kb = buffer_of(32), *shared1 = buffer_of(32), *shared2 = buffer_of(32);
+    REQUIRE_OK(spc_p256_keypair_generate(ka, pa));
+    REQUIRE_OK(spc_p256_keypair_generate(kb, pb));
+    CHECK_EQ(pa[0], 0x04);
+    CHECK_EQ(spc_p256_public_check(pa, 65), SPC_OK);
+    comp[0] = (uint8_t)(0x02 | (pa[64] & 1));
+    memcpy(comp + 1, pa + 1, 32);
+    CHECK_EQ(spc_p256_public_check(comp, 33), SPC_OK);
+    REQUIRE_OK(spc_p256_ecdh(ka, pb, 65, shared1));
+    REQUIRE_OK(spc_p256_ecdh(kb, comp, 33, shared2));
+    read_buffer(shared1, s1);
+    CHECK(buffer_is(shared2, s1, 32));
+    read_buffer(ka, a + 1);
+    a[0] = 0; /* a Java BigInteger's sign byte */
+    REQUIRE_OK(ecdh_raw(a, 33, pb, 65, shared2));
+    CHECK(buffer_is(shared2, s1, 32));
+    /* Output guards: size, the output being the private key. */
+    spc_buffer *wide = buffer_of(33);
+    CHECK_EQ(spc_p256_keypair_generate(wide, pa), SPC_E_ARGUMENT);
+    CHECK(all_zero(pa, 65));
+    CHECK_EQ(spc_p256_ecdh(ka, pb, 65, wide), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_p256_ecdh(ka, pb, 65, ka), SPC_E_ARGUMENT);
+    REQUIRE_OK(spc_p256_ecdh(ka, pb, 65, shared2)); /* the key is intact */
+    CHECK(buffer_is(shared2, s1, 32));
+    spc_buffer_free(wide);
+    /* Invalid public keys. */
+    uint8_t bad[65];
+    memcpy(bad, pb, 65);
+    bad[64] ^= 1; /* off the curve */
+    CHECK_EQ(spc_p256_public_check(bad, 65), SPC_E_KEY);
+    CHECK_EQ(spc_p256_public_check(pb, 64), SPC_E_KEY);
+    CHECK_EQ(spc_p256_public_check(NULL, 65), SPC_E_ARGUMENT);
+    memset(bad, 0, 65);
+    bad[0] = 0x04;
+    CHECK_EQ(spc_p256_public_check(bad, 65), SPC_E_KEY);
+    CHECK_EQ(spc_p256_ecdh(kb, bad, 65, shared2), SPC_E_KEY);
+    CHECK(buffer_is(shared2, (const uint8_t[32]){0}, 32));
+    CHECK_EQ(spc_p256_ecdh(kb, NULL, 65, shared2), SPC_E_KEY);
+    /* Scalars outside 1 ... n-1 and wrong encodings. */
+    uint8_t d[33];
+    memset(d, 0, 32);
+    CHECK_EQ(ecdh_raw(d, 32, pb, 65, shared2), SPC_E_KEY);
+    unhex(order_hex, d);
+    CHECK_EQ(ecdh_raw(d, 32, pb, 65, shared2), SPC_E_KEY);
+    d[31] -= 1; /* n - 1 */
+    CHECK_EQ(ecdh_raw(d, 32, pb, 65, shared2), SPC_OK);
+    memset(d, 0xFF, 32);
+    CHECK_EQ(ecdh_raw(d, 32, pb, 65, shared2), SPC_E_KEY);
+    a[0] = 1; /* 33 bytes without the zero sign byte */
+    CHECK_EQ(ecdh_raw(a, 33, pb, 65, shared2), SPC_E_KEY);
+    CHECK_EQ(ecdh_raw(a + 1, 31, pb, 65, shared2), SPC_E_KEY);
+    CHECK_EQ(spc_p256_ecdh(NULL, pb, 65, shared2), SPC_E_KEY);
+    spc_buffer_free(ka), spc_buffer_free(kb), spc_buffer_free(shared1), spc_buffer_free(shared2);
+}
+
+static void test_p256_ecdsa(void) {
+    uint8_t pub[65], sig[SPC_P256_SIGNATURE_MAX];
+    size_t sig_len = 0;
+    int valid = 0;
+    const uint8_t *msg = (const uint8_t *)"activation status";
+    spc_buffer *priv = buffer_of(32);
+    REQUIRE_OK(spc_p256_keypair_generate(priv, pub));
+    REQUIRE_OK(spc_p256_ecdsa_sign(priv, msg, 17, sig, &sig_len));
+    CHECK(sig_len >= 8 && sig_len <= SPC_P256_SIGNATURE_MAX);
+    REQUIRE_OK(spc_p256_ecdsa_verify(pub, 65, msg, 17, sig, sig_len, &valid));
+    CHECK_EQ(valid, 1);
+    REQUIRE_OK(spc_p256_ecdsa_verify(pub, 65, msg, 16, sig, sig_len, &valid));
+    CHECK_EQ(valid, 0);
+    sig[sig_len / 2] ^= 1;
+    REQUIRE_OK(spc_p256_ecdsa_verify(pub, 65, msg, 17, sig, sig_len, &valid));
+    CHECK_EQ(valid, 0);
+    REQUIRE_OK(spc_p256_ecdsa_verify(pub, 65, msg, 17, sig, 3, &valid)); /* malformed DER */
+    CHECK_EQ(valid, 0);
+    REQUIRE_OK(spc_p256_ecdsa_verify(pub, 65, msg, 17, NULL, 0, &valid));
+    CHECK_EQ(valid, 0);
+    /* The empty message signs and verifies. */
+    REQUIRE_OK(spc_p256_ecdsa_sign(priv, NULL, 0, sig, &sig_len));
+    REQUIRE_OK(spc_p256_ecdsa_verify(pub, 65, NULL, 0, sig, sig_len, &valid));
+    CHECK_EQ(valid, 1);
+    /* Guards. */
+    CHECK_EQ(spc_p256_ecdsa_sign(priv, NULL, 3, sig, &sig_len), SPC_E_ARGUMENT);
+    CHECK_EQ(sig_len, 0);
+    spc_buffer *zero = buffer_of(32);
+    CHECK_EQ(spc_p256_ecdsa_sign(zero, msg, 17, sig, &sig_len), SPC_E_KEY);
+    CHECK_EQ(spc_p256_ecdsa_sign(NULL, msg, 17, sig, &sig_len), SPC_E_KEY);
+    CHECK_EQ(spc_p256_ecdsa_verify(pub, 65, NULL, 3, sig, 8, &valid), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_p256_ecdsa_verify(pub, 65, msg, 17, NULL, 8, &valid), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_p256_ecdsa_verify(pub, 33, msg, 17, sig, 8, &valid), SPC_E_KEY);
+    CHECK_EQ(spc_p256_ecdsa_verify(NULL, 65, msg, 17, sig, 8, &valid), SPC_E_KEY);
+    spc_buffer_free(zero), spc_buffer_free(priv);
+}
+
+static void test_knowledge_key(void) {
+    uint8_t salt[16], raw[16], wrapped[16], other[16];
+    memset(salt, 0x5A, 16);
+    for (int i = 0; i < 16; i++) raw[i] = (uint8_t)(0xC0 + i);
+    spc_buffer *key = buffer_with(raw, 16), *back = buffer_of(16);
+    spc_password *pin = password_of("482915"), *wrong = password_of("482916"), *empty = password_of("");
+    REQUIRE_OK(spc_knowledge_key_wrap(pin, salt, 64, 2, key, wrapped));
+    CHECK(memcmp(wrapped, raw, 16) != 0);
+    REQUIRE_OK(spc_knowledge_key_unwrap(pin, salt, 64, 2, wrapped, back));
+    CHECK(buffer_is(back, raw, 16));
+    /* A wrong PIN or another cost is a different key, never a status. */
+    REQUIRE_OK(spc_knowledge_key_unwrap(wrong, salt, 64, 2, wrapped, back));
+    CHECK(!buffer_is(back, raw, 16));
+    REQUIRE_OK(spc_knowledge_key_unwrap(pin, salt, 64, 1, wrapped, back));
+    CHECK(!buffer_is(back, raw, 16));
+    /* Guards, each leaving the output zero. */
+    memset(other, 0xEE, 16);
+    CHECK_EQ(spc_knowledge_key_wrap(NULL, salt, 64, 2, key, other), SPC_E_ARGUMENT);
+    CHECK(all_zero(other, 16));
+    CHECK_EQ(spc_knowledge_key_wrap(empty, salt, 64, 2, key, other), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_knowledge_key_wrap(pin, salt, SPC_KNOWLEDGE_MEMORY_MIN_KIB - 1, 2, key, other), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_knowledge_key_wrap(pin, salt, SPC_KNOWLEDGE_MEMORY_MAX_KIB + 1, 2, key, other), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_knowledge_key_unwrap(pin, salt, 64, 0, wrapped, back), SPC_E_ARGUMENT);
+    CHECK(buffer_is(back, (const uint8_t[16]){0}, 16));
+    CHECK_EQ(spc_knowledge_key_unwrap(pin, salt, 64, SPC_KNOWLEDGE_ITERATIONS_MAX + 1, wrapped, back),
+             SPC_E_ARGUMENT);
+    spc_buffer *wide = buffer_of(32);
+    CHECK_EQ(spc_knowledge_key_unwrap(pin, salt, 64, 2, wrapped, wide), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_knowledge_key_wrap(pin, salt, 64, 2, wide, other), SPC_E_ARGUMENT);
+    CHECK(all_zero(other, 16));
+    spc_buffer_free(wide), spc_buffer_free(back), spc_buffer_free(key);
+    spc_password_free(pin), spc_password_free(wrong), spc_password_free(empty);
+}
+
+int main(void) {
+    RUN(test_uninitialised);
+    REQUIRE_OK(spc_init());
+    CHECK_EQ(spc_initialized(), 1);
+    RUN(test_aes128);
+    RUN(test_sha256_hmac);
+    RUN(test_authcode_chain);
+    RUN(test_p256_keys_and_ecdh);
+    RUN(test_p256_ecdsa);
+    RUN(test_knowledge_key);
+    return check_summary("c-protocol");
+}
