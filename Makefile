@@ -197,13 +197,13 @@ audit-c: audit-valgrind
 
 ## audit-ctgrind: secrets marked undefined; memcheck must see no branch or address depending on them,
 ## and must flag the deliberately variable-time comparison of the harness.
-$(C_TEST_DIR)/ctgrind: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/ctgrind.c CSecureCore/tests/check.h
+$(C_TEST_DIR)/ctgrind: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/ctgrind.c CSecureCore/tests/ctgrind.h CSecureCore/tests/check.h
 	@mkdir -p $(C_TEST_DIR)
 	$(CC) $(CFLAGS_CORE) $(HARDEN_CFLAGS) -DSPC_CTGRIND $(CORE_SRCS) CSecureCore/tests/ctgrind.c $(LIBS_CORE) -o $@
 
 # The protocol target's cases (knowledge-key unwrap, authentication-code comparison), same rules.
 $(C_TEST_DIR)/ctgrind_protocol: $(CORE_SRCS) $(CORE_HDRS) $(PROTO_SRCS) $(PROTO_HDRS) \
-    CProtocolCrypto/tests/ctgrind_protocol.c CSecureCore/tests/check.h
+    CProtocolCrypto/tests/ctgrind_protocol.c CSecureCore/tests/ctgrind.h CSecureCore/tests/check.h
 	@mkdir -p $(C_TEST_DIR)
 	$(CC) $(CFLAGS_PROTO) $(HARDEN_CFLAGS) -DSPC_CTGRIND $(CORE_SRCS) $(PROTO_SRCS) CProtocolCrypto/tests/ctgrind_protocol.c \
 	  $(LIBS_PROTO) -o $@
