@@ -152,7 +152,7 @@ let package = Package(
             linkerSettings: linkHardening),
         .testTarget(
             name: "PinEntryTests",
-            dependencies: ["PinEntry", "SecureCore", "pinpad-demo"],
+            dependencies: ["PinEntry", "SecureCore", "pinpad-demo", "TestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         // HTTP server (libmicrohttpd through a C shim), SQLite storage and the HTTP client.
         .systemLibrary(
@@ -185,11 +185,11 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "HTTPServerTests",
-            dependencies: ["HTTPServer"],
+            dependencies: ["HTTPServer", "TestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "SQLiteTests",
-            dependencies: ["SQLiteStore", "sqlite-crash-helper"],
+            dependencies: ["SQLiteStore", "sqlite-crash-helper", "TestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "HTTPClientTests",
@@ -208,7 +208,7 @@ let package = Package(
             name: "ReferenceServerTests",
             dependencies: [
                 "ReferenceServer", "ActivationHTTP", "Activation", "ActivationServer", "PinVault", "SecureCore",
-                "SQLiteStore", "HTTPServer", "securepin",
+                "SQLiteStore", "HTTPServer", "securepin", "TestSupport",
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -352,8 +353,8 @@ extension Thread {
 /// Results of threads started by ``Thread/detached(count:_:)``.
 final class PendingResults<T: Sendable>: Sendable {
     let group = DispatchGroup()
-    let box: ResultBox<T>
-    init(count: Int) { box = ResultBox(count: count) }
+    let box: ThreadResults<T>
+    init(count: Int) { box = ThreadResults(count: count) }
     func values() async -> [T] {
         await withCheckedContinuation { continuation in
             group.notify(queue: .global()) { continuation.resume(returning: self.box.all()) }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -14,17 +15,7 @@ enum Tmux {
     static var isAvailable: Bool { path != nil }
 
     /// The demo binary next to the test bundle in the build directory.
-    static var demo: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-        // The test binary may sit inside an .xctest bundle directory.
-        while directory.path != "/"
-            && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("pinpad-demo").path)
-        {
-            directory.deleteLastPathComponent()
-        }
-        return directory.appendingPathComponent("pinpad-demo").path
-    }
+    static var demo: String { (try? BuiltExecutable.path("pinpad-demo")) ?? "pinpad-demo" }
 }
 
 /// One tmux server and session for one test.

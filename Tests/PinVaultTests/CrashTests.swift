@@ -1,5 +1,6 @@
 import Foundation
 import SecureCore
+import TestSupport
 import Testing
 
 @testable import PinVault
@@ -9,16 +10,7 @@ import Testing
 #endif
 
 /// The helper executable built beside this test bundle.
-func vaultHelperPath() throws -> String {
-    let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-    for _ in 0..<3 {
-        let candidate = dir.appendingPathComponent("spc-test-helper").path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    throw VaultError.notFound
-}
+func vaultHelperPath() throws -> String { try BuiltExecutable.path("spc-test-helper") }
 
 /// Starts the helper on a vault operation; the PIN lines go to its stdin.
 func startHelper(_ command: String, _ directory: String, input: String) throws -> (Process, Pipe) {

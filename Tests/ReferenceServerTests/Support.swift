@@ -5,6 +5,7 @@ import HTTPClient
 import PinVault
 import ReferenceServer
 import SecureCore
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -107,22 +108,7 @@ struct InProcessServer {
 }
 
 /// The path of an executable built next to the test bundle.
-func builtExecutable(_ name: String) throws -> String {
-    let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-    for _ in 0..<3 {
-        let candidate = dir.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    throw NotBuilt(name: name)
-}
-
-/// An executable the tests need is not in the build directory.
-struct NotBuilt: Error, CustomStringConvertible {
-    var name: String
-    var description: String { "\(name) not found next to the test bundle" }
-}
+func builtExecutable(_ name: String) throws -> String { try BuiltExecutable.path(name) }
 
 /// `securepin server` as a child process, from the build next to the test bundle.
 func childServer(database: String, tokenFile: String, extraArguments: [String] = []) throws

@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteStore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -7,16 +8,7 @@ import Testing
 #endif
 
 /// Locates an executable built beside this test bundle.
-func builtExecutable(_ name: String) throws -> String {
-    let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
-    for _ in 0..<3 {
-        let candidate = directory.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        directory = directory.deletingLastPathComponent()
-    }
-    throw CrashTestFailure.helperMissing(name)
-}
+func builtExecutable(_ name: String) throws -> String { try BuiltExecutable.path(name) }
 
 enum CrashTestFailure: Error { case helperMissing(String), helperSaid(String), neverReady }
 

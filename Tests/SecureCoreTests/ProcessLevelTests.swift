@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -6,17 +7,7 @@ import Testing
 #endif
 
 /// Locates the helper executable built beside this test bundle.
-func helperPath(_ name: String = "spc-test-helper") throws -> String {
-    let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-    // The test binary lives in .../debug/SecurePINPackageTests.xctest (a file on Linux).
-    for _ in 0..<3 {
-        let candidate = dir.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    throw HelperError.notFound(name)
-}
+func helperPath(_ name: String = "spc-test-helper") throws -> String { try BuiltExecutable.path(name) }
 
 enum HelperError: Error { case notFound(String), protocolError(String) }
 
