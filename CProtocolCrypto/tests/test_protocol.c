@@ -4,7 +4,11 @@
 #include "protocol_crypto.h"
 #include "check.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 static int is_hex(const uint8_t *got, const char *hex) {
     uint8_t want[128];
@@ -380,13 +384,147 @@ static void test_knowledge_key(void) {
     spc_password_free(pin), spc_password_free(wrong), spc_password_free(empty);
 }
 
-int main(void) {
+/* ---- PowerAuth's own vectors for the authentication code (read from their files) ---- */
+
+/* The directory of the upstream vector files, relative to the repository root (make runs there). */
+static const char *vector_dir = "Tests/Vectors/powerauth";
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    char *text = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        if (size > 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)) != NULL) {
+            if (fread(text, 1, (size_t)size, f) == (size_t)size) {
+                text[size] = 0;
+            } else {
+                free(text);
+                text = NULL;
+            }
+        }
+    }
+    fclose(f);
+    return text;
+}
+
+/* The string value of "key" : "value" at or after `from` and before `limit`; copied into `out`. */
+static int json_string(const char *from, const char *limit, const char *key, char *out, size_t cap) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\" : \"", key);
+    const char *at = strstr(from, pattern);
+    if (at == NULL || at >= limit) return 0;
+    at += strlen(pattern);
+    const char *end = strchr(at, '"');
+    if (end == NULL || (size_t)(end - at) >= cap) return 0;
+    memcpy(out, at, (size_t)(end - at));
+    out[end - at] = 0;
+    return 1;
+}
+
+static size_t from_base64(const char *text, uint8_t *out, size_t cap) {
+    size_t len = 0;
+    if (sodium_base642bin(out, cap, text, strlen(text), NULL, &len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+        return (size_t)-1;
+    }
+    return len;
+}
+
+/* PowerAuth's rendering of the code: per factor, the last 4 bytes of its 32-byte tag as a
+ * 31-bit number modulo 10^digits, joined with '-'; or (3.1 online) the last 16 bytes of each
+ * tag, concatenated, in Base64. */
+static void render(const uint8_t *tags, size_t factors, int digits, char *out, size_t cap) {
+    out[0] = 0;
+    if (digits == 0) {
+        uint8_t tails[48];
+        for (size_t i = 0; i < factors; i++) memcpy(tails + 16 * i, tags + 32 * i + 16, 16);
+        sodium_bin2base64(out, cap, tails, 16 * factors, sodium_base64_VARIANT_ORIGINAL);
+        return;
+    }
+    uint32_t modulus = 1;
+    for (int d = 0; d < digits; d++) modulus *= 10;
+    for (size_t i = 0; i < factors; i++) {
+        const uint8_t *t = tags + 32 * i + 28;
+        uint32_t value = ((uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3]) & 0x7FFFFFFFu;
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%0*u", i == 0 ? "" : "-", digits, value % modulus);
+    }
+}
+
+/* Every case of one file: keys, counter and data in, the rendered code out. `digits` 0 means
+ * Base64; -1 means the file gives the length per case (signatureComponentLength). */
+static void authcode_vectors(const char *file, int digits) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", vector_dir, file);
+    char *text = read_text(path);
+    if (text == NULL) {
+        printf("  %s: cannot read %s\n", file, path);
+        CHECK(0);
+        return;
+    }
+    size_t ran = 0, total = 0;
+    for (const char *c = strstr(text, "\"input\""); c != NULL; c = strstr(c + 1, "\"input\"")) total++;
+    for (const char *c = strstr(text, "\"input\""); c != NULL;) {
+        const char *next = strstr(c + 1, "\"input\"");
+        const char *limit = next != NULL ? next : c + strlen(c);
+        char field[3][64], type[64], ctr_text[64], data_text[4096], want[128], got[128], length_text[8];
+        static const char *const names[3] = {"signaturePossessionKey", "signatureKnowledgeKey",
+                                             "signatureBiometryKey"};
+        int ok = json_string(c, limit, "signatureType", type, sizeof type) &&
+                 json_string(c, limit, "counterData", ctr_text, sizeof ctr_text) &&
+                 json_string(c, limit, "data", data_text, sizeof data_text) &&
+                 json_string(c, limit, "signature", want, sizeof want);
+        for (int k = 0; k < 3; k++) ok = ok && json_string(c, limit, names[k], field[k], sizeof field[k]);
+        int case_digits = digits;
+        if (ok && digits < 0) {
+            ok = json_string(c, limit, "signatureComponentLength", length_text, sizeof length_text);
+            case_digits = ok ? atoi(length_text) : 0;
+        }
+        CHECK(ok);
+        if (!ok) break;
+        /* possession, then knowledge, then biometry: the factors the type names, in that order. */
+        size_t factors = 0;
+        int use[3] = {1, strstr(type, "knowledge") != NULL, strstr(type, "biometry") != NULL};
+        spc_buffer *keys[3] = {NULL, NULL, NULL};
+        for (int k = 0; k < 3; k++) {
+            if (!use[k]) continue;
+            uint8_t raw[16];
+            CHECK_EQ(from_base64(field[k], raw, sizeof raw), 16u);
+            keys[factors++] = buffer_with(raw, 16);
+        }
+        uint8_t ctr[16], data[3072], tags[96];
+        CHECK_EQ(from_base64(ctr_text, ctr, sizeof ctr), 16u);
+        size_t data_len = from_base64(data_text, data, sizeof data);
+        CHECK(data_len != (size_t)-1);
+        REQUIRE_OK(spc_authcode_compute(keys, factors, ctr, data, data_len, tags, 32 * factors));
+        render(tags, factors, case_digits, got, sizeof got);
+        if (strcmp(got, want) != 0) printf("  %s case %zu: got %s, want %s\n", file, ran, got, want);
+        CHECK(strcmp(got, want) == 0);
+        for (size_t k = 0; k < factors; k++) spc_buffer_free(keys[k]);
+        ran++;
+        c = next;
+    }
+    printf("  %s: %zu of %zu vectors ran\n", file, ran, total);
+    CHECK(ran == total && ran > 0);
+    free(text);
+}
+
+static void test_authcode_vectors(void) {
+    authcode_vectors("signatures-v3.json", 8);
+    authcode_vectors("signatures-v31.json", 0);
+    authcode_vectors("signatures-offline.json", -1);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) vector_dir = argv[1];
+
     RUN(test_uninitialised);
     REQUIRE_OK(spc_init());
     CHECK_EQ(spc_initialized(), 1);
     RUN(test_aes128);
     RUN(test_sha256_hmac);
     RUN(test_authcode_chain);
+    RUN(test_authcode_vectors);
     RUN(test_p256_keys_and_ecdh);
     RUN(test_p256_ecdsa);
     RUN(test_knowledge_key);
