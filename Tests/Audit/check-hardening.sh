@@ -34,7 +34,12 @@ objdir=$(find "$build" -path "*/$config/$target.build" -type d | head -n 1)
 [ -n "$objdir" ] || { echo "no $target objects under $build for $config" >&2; exit 1; }
 echo "hardening of the $target objects ($config):"
 objects=0
-for obj in "$objdir"/*.c.o; do
+# The objects of the target's current sources only: a build directory may still hold an object
+# of a file that has since moved to another target.
+target_objects=()
+for src in "$target"/*.c; do target_objects+=("$objdir/$(basename "$src").o"); done
+for obj in "${target_objects[@]}"; do
+    [ -f "$obj" ] || { bad "$(basename "$obj"): not built"; continue; }
     objects=$((objects + 1))
     name=$(basename "$obj")
     args=$(grep -F "/$target.build/$name\"]" "$manifest" | grep -F 'args:' | head -n 1)
@@ -51,7 +56,7 @@ for obj in "$objdir"/*.c.o; do
     echo "$row"
 done
 [ "$objects" -gt 0 ] || bad "no objects found"
-und=$(for obj in "$objdir"/*.c.o; do readelf -sW "$obj" | awk '$7 == "UND" {print $8}'; done | sort -u)
+und=$(for obj in "${target_objects[@]}"; do [ -f "$obj" ] && readelf -sW "$obj" | awk '$7 == "UND" {print $8}'; done | sort -u)
 all_und=$(printf '%s\n%s\n' "$all_und" "$und")
 printf '%s\n' "$und" | grep -qx '__stack_chk_fail' || bad "no $target object calls __stack_chk_fail: the stack protector did not take effect"
 echo "  objects import: __stack_chk_fail $(printf '%s\n' "$und" | grep -E '^__[a-z_]+_chk$' | tr '\n' ' ')"
