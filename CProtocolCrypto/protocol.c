@@ -451,37 +451,55 @@ int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg
 /* Knowledge key wrap (no oracle)                                            */
 /* ------------------------------------------------------------------------ */
 
-/* Argon2id (v1.3, p = 1) of the PIN, revealed as UTF-8 into a secure
- * buffer for the derivation only, into a 16-byte key-encryption key. */
+/* Argon2id (v1.3, p = 1) of the PIN through the core's one Argon2 path
+ * (spc_kdf_argon2id: parameters checked against the ceilings before any
+ * work), the PIN revealed as UTF-8 into a secure buffer for the derivation
+ * only, into a 16-byte key-encryption key that lives in secure memory. */
 static int knowledge_kek(spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES], uint32_t memory_kib,
-                         uint32_t iterations, uint8_t kek[SPC_AES128_KEY_BYTES]) {
+                         uint32_t iterations, spc_buffer **kek_out) {
+    *kek_out = NULL;
     if (pin == NULL || memory_kib < SPC_KNOWLEDGE_MEMORY_MIN_KIB || memory_kib > SPC_KNOWLEDGE_MEMORY_MAX_KIB ||
         iterations < 1 || iterations > SPC_KNOWLEDGE_ITERATIONS_MAX || spc_password_length(pin) == 0)
         return SPC_E_ARGUMENT;
-    spc_buffer *utf8 = NULL;
+    spc_buffer *utf8 = NULL, *kek = NULL;
     size_t len = 0;
     uint8_t *p;
-    int rc = spc_password_reveal(pin, &utf8, &len);
+    spc_kdf_limits limits;
+    int rc = spc_kdf_limits_default(&limits);
+    if (rc == SPC_OK) rc = spc_password_reveal(pin, &utf8, &len);
+    if (rc == SPC_OK) rc = spc_buffer_new(SPC_AES128_KEY_BYTES, &kek);
     if (rc == SPC_OK) rc = spc_buffer_open(utf8, &p);
     if (rc == SPC_OK) {
-        /* crypto_pwhash fails only when it cannot allocate its memory (the
-         * parameters were checked above against bounds inside libsodium's). */
-        if (crypto_pwhash(kek, SPC_AES128_KEY_BYTES, (const char *)p, (unsigned long long)len, salt, iterations,
-                          (size_t)memory_kib * 1024u, crypto_pwhash_ALG_ARGON2ID13) != 0)
-            rc = SPC_E_NOMEM;
+        const spc_argon2_input in = {
+            .password = p, .password_len = len, .salt = salt, .salt_len = SPC_KNOWLEDGE_SALT_BYTES};
+        const spc_argon2_params params = {.t_cost = iterations, .m_cost_kib = memory_kib, .parallelism = 1};
+        rc = spc_kdf_argon2id(&in, &params, &limits, SPC_ARGON2_AUTO, kek, NULL);
+        /* The parameters were checked above, inside the KDF's own bounds: what is left to fail
+         * is the allocation of its work memory (or a ceiling below it on a small machine). */
+        if (rc == SPC_E_KDF_FAILED || rc == SPC_E_KDF_CEILING) rc = SPC_E_NOMEM;
         spc_buffer_close(utf8);
     }
     spc_buffer_free(utf8);
-    return rc;
+    if (rc != SPC_OK) {
+        spc_buffer_free(kek);
+        return rc;
+    }
+    *kek_out = kek;
+    return SPC_OK;
 }
 
 static int knowledge_apply(int encrypt, spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
                            uint32_t memory_kib, uint32_t iterations, const uint8_t in[SPC_FACTOR_KEY_BYTES],
                            uint8_t out[SPC_FACTOR_KEY_BYTES]) {
-    uint8_t kek[SPC_AES128_KEY_BYTES];
-    int rc = knowledge_kek(pin, salt, memory_kib, iterations, kek);
-    if (rc == SPC_OK) rc = aes128_run(EVP_aes_128_ecb(), encrypt, kek, NULL, in, SPC_FACTOR_KEY_BYTES, out);
-    sodium_memzero(kek, sizeof kek);
+    spc_buffer *kek = NULL;
+    uint8_t *k;
+    int rc = knowledge_kek(pin, salt, memory_kib, iterations, &kek);
+    if (rc == SPC_OK) rc = spc_buffer_open(kek, &k);
+    if (rc == SPC_OK) {
+        rc = aes128_run(EVP_aes_128_ecb(), encrypt, k, NULL, in, SPC_FACTOR_KEY_BYTES, out);
+        spc_buffer_close(kek);
+    }
+    spc_buffer_free(kek);
     if (rc != SPC_OK) sodium_memzero(out, SPC_FACTOR_KEY_BYTES);
     return rc;
 }

@@ -213,8 +213,9 @@ SPC_MUST_CHECK SPC_NONNULL(7) int spc_p256_ecdsa_verify(const uint8_t *pub, size
  *          SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
  * Security: no MAC and no check value: see spc_knowledge_key_unwrap. The
  *           PIN's UTF-8 exists only in a secure buffer freed (wiped) before
- *           return; the derived key is a stack local wiped before return. Use
- *           a fresh random salt for every wrap.
+ *           return; the derived key is made by the core's spc_kdf_argon2id
+ *           (the one Argon2 path) into a secure buffer, freed before return.
+ *           Use a fresh random salt for every wrap.
  */
 SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_wrap(spc_password *pin,
                                                                const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
