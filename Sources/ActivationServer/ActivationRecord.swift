@@ -1,5 +1,5 @@
-import Activation
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 /// One activation as the server keeps it. The server's private key lives in

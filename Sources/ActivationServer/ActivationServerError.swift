@@ -1,4 +1,4 @@
-import Activation
+import PowerAuthProtocol
 
 /// Errors of the reference server. None carries a key or a code.
 public enum ActivationServerError: Error, Equatable, Sendable {

@@ -1,5 +1,5 @@
-import Activation
 import Foundation
+import PowerAuthProtocol
 import Synchronization
 
 /// Where the server keeps activations. Every change goes through

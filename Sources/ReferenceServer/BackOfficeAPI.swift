@@ -1,6 +1,6 @@
-import Activation
 import ActivationServer
 import Foundation
+import PowerAuthProtocol
 
 /// The back-office endpoints of the reference server. All are `POST` with
 /// the PowerAuth envelopes (`{"requestObject": …}` in,

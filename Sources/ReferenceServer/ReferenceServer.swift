@@ -1,7 +1,7 @@
-import Activation
 import ActivationServer
 import Foundation
 import HTTPServer
+import PowerAuthProtocol
 import SecureCore
 
 /// The reference activation server over HTTP: ``ActivationServer`` for the

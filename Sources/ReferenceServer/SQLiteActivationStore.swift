@@ -1,6 +1,6 @@
-import Activation
 import ActivationServer
 import Foundation
+import PowerAuthProtocol
 import SQLiteStore
 import SecureCore
 

@@ -1,6 +1,7 @@
 import Activation
 import ActivationTestSupport
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 import Testing
 

@@ -2,6 +2,7 @@ import Activation
 import ActivationServer
 import Foundation
 import PinVault
+import PowerAuthProtocol
 import SecureCore
 import Synchronization
 

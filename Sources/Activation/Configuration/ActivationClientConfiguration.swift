@@ -1,3 +1,5 @@
+import PowerAuthProtocol
+
 /// A hook that sees, and may change, every request before it is sent (the
 /// seed's request interceptors): add a header, log the path. It must not log
 /// the authorization header's value if the log is kept.

@@ -1,4 +1,5 @@
 import Biometry
+import PowerAuthProtocol
 
 /// Everything an ``ActivationService`` needs to know about its application
 /// and server (the seed's `PowerAuthConfiguration`), validated when made.

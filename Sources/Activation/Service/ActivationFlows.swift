@@ -1,4 +1,5 @@
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 /// When the status is fetched (the seed's three moments).

@@ -1,4 +1,5 @@
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 extension ActivationService {

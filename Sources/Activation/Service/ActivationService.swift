@@ -1,5 +1,6 @@
 import Biometry
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 /// The client side of an activation: the module's one entry type. It creates

@@ -1,5 +1,6 @@
 import Biometry
 import Foundation
+import PowerAuthProtocol
 
 /// The state of the activation as the client concludes it: the server's
 /// five states plus ``deadlock``, a client-side conclusion.

@@ -1,3 +1,4 @@
+import PowerAuthProtocol
 import SecureCore
 
 /// Where a service keeps its activation: named blobs, each replaced

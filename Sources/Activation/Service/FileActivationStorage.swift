@@ -1,3 +1,4 @@
+import PowerAuthProtocol
 import SecureCore
 
 #if canImport(Glibc)
