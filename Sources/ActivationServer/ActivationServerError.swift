@@ -5,7 +5,7 @@ public enum ActivationServerError: Error, Equatable, Sendable {
     /// No activation with that identifier (or activation code).
     case activationNotFound
     /// The operation is not allowed in the activation's current state.
-    case invalidState(ActivationState)
+    case invalidState(ProtocolActivationState)
     /// The activation code is unknown or already used.
     case invalidActivationCode
     /// The authentication failed: bad header, unknown or inactive

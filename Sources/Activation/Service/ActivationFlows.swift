@@ -24,7 +24,7 @@ public enum ActivationRoute: Sendable, Equatable {
     case blocked(until: Date?)
     /// Removed on the server or deadlocked: the activation was removed
     /// locally; offer to register again.
-    case reEnroll(ActivationStatusState)
+    case reEnroll(ClientActivationState)
     /// The status could not be fetched; nothing was removed. Let the user retry.
     case connectionError(ActivationError)
 }
@@ -36,7 +36,7 @@ public enum AuthenticationFailureOutcome: Sendable, Equatable {
     /// The activation is blocked: dismiss the keyboard and explain.
     case blocked(until: Date?)
     /// Removed or deadlocked: removed locally; dismiss and offer enrollment.
-    case removed(ActivationStatusState)
+    case removed(ClientActivationState)
     /// Something else failed (the status fetch, or a non-PIN rejection).
     case error(ActivationError?)
 }
