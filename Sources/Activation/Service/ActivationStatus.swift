@@ -67,7 +67,7 @@ public struct ActivationStatus: Sendable, Equatable {
     }
 }
 
-/// Biometry on three levels (the seed's `PowerAuthBiometricStatus`).
+/// Biometry on three levels (cf. `PowerAuthBiometricStatus`).
 public struct ActivationBiometricStatus: Sendable, Equatable {
     /// System availability.
     public let systemStatus: BiometricSystemStatus
