@@ -305,7 +305,7 @@ FUZZ_SWIFTFLAGS    := -parse-as-library -sanitize=fuzzer,address -Onone -gline-t
 # SecureCore imports both C targets, so the Swift fuzzers link both, and libcrypto.
 FUZZ_LINK           = $(if $(shell command -v ld.lld 2>/dev/null),-use-ld=lld) $(LIBS_PROTO)
 SECURECORE_SWIFT   := $(shell find Sources/SecureCore -name '*.swift')
-ACTIVATION_SWIFT   := $(shell find Sources/Activation -name '*.swift')
+PROTOCOL_SWIFT     := $(shell find Sources/PowerAuthProtocol -name '*.swift')
 PINVAULT_SWIFT     := $(shell find Sources/PinVault -name '*.swift')
 BIOMETRY_SWIFT     := $(shell find Sources/Biometry -name '*.swift')
 FUZZ_CORE_OBJS     := $(patsubst CSecureCore/%.c,$(FUZZ_DIR)/core/%.o,$(CORE_SRCS))
@@ -313,11 +313,11 @@ FUZZ_PROTO_OBJS    := $(patsubst CProtocolCrypto/%.c,$(FUZZ_DIR)/protocol/%.o,$(
 # The Swift target each fuzzer's entry point lives in, and the module objects it links.
 fuzz_swift_file     = Tests/Fuzz/$(subst $(eval) ,,$(foreach w,$(subst _, ,$(1)),$(shell echo $(w) | sed 's/./\U&/')))Fuzz.swift
 FUZZ_MODULES_vault_file           := SecureCore Biometry PinVault
-FUZZ_MODULES_status_blob          := SecureCore Biometry Activation
-FUZZ_MODULES_authorization_header := SecureCore Biometry Activation
-FUZZ_MODULES_algorithm_name       := SecureCore Biometry Activation
-FUZZ_MODULES_configuration_string := SecureCore Biometry Activation
-FUZZ_MODULES_server_request       := SecureCore Biometry Activation ActivationServer
+FUZZ_MODULES_status_blob          := SecureCore Biometry PowerAuthProtocol
+FUZZ_MODULES_authorization_header := SecureCore Biometry PowerAuthProtocol
+FUZZ_MODULES_algorithm_name       := SecureCore Biometry PowerAuthProtocol
+FUZZ_MODULES_configuration_string := SecureCore Biometry PowerAuthProtocol
+FUZZ_MODULES_server_request       := SecureCore Biometry PowerAuthProtocol ActivationServer
 
 $(FUZZ_DIR)/module.modulemap: Makefile
 	@mkdir -p $(FUZZ_DIR)
@@ -341,13 +341,14 @@ $(FUZZ_DIR)/Biometry.o: $(BIOMETRY_SWIFT) $(FUZZ_DIR)/SecureCore.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name Biometry -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/Biometry.swiftmodule $(BIOMETRY_SWIFT) -o $@
 
-# Activation imports Biometry (the authenticator it shares with the vault), not PinVault.
-$(FUZZ_DIR)/Activation.o: $(ACTIVATION_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o
-	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name Activation -wmo -c -emit-module \
-	  -emit-module-path $(FUZZ_DIR)/Activation.swiftmodule $(ACTIVATION_SWIFT) -o $@
+# The protocol module imports Biometry (the status its error still names), not PinVault
+# and not the client module; every fuzz target parses protocol input only.
+$(FUZZ_DIR)/PowerAuthProtocol.o: $(PROTOCOL_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o
+	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name PowerAuthProtocol -wmo -c -emit-module \
+	  -emit-module-path $(FUZZ_DIR)/PowerAuthProtocol.swiftmodule $(PROTOCOL_SWIFT) -o $@
 
 ACTIVATIONSERVER_SWIFT := $(shell find Sources/ActivationServer -name '*.swift')
-$(FUZZ_DIR)/ActivationServer.o: $(ACTIVATIONSERVER_SWIFT) $(FUZZ_DIR)/Activation.o
+$(FUZZ_DIR)/ActivationServer.o: $(ACTIVATIONSERVER_SWIFT) $(FUZZ_DIR)/PowerAuthProtocol.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name ActivationServer -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/ActivationServer.swiftmodule $(ACTIVATIONSERVER_SWIFT) -o $@
 

@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .library(name: "PinVault", targets: ["PinVault"]),
         .library(name: "Biometry", targets: ["Biometry"]),
+        .library(name: "PowerAuthProtocol", targets: ["PowerAuthProtocol"]),
         .library(name: "Activation", targets: ["Activation"]),
         .library(name: "ActivationServer", targets: ["ActivationServer"]),
         .executable(name: "securepin", targets: ["securepin"]),
@@ -77,18 +78,27 @@ let package = Package(
             name: "PinVault",
             dependencies: ["SecureCore", "Biometry"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        // What the PowerAuth client and server share: the protocol crypto, the wire
+        // types, the authorization header, the status blob and the configuration string.
         .target(
-            name: "Activation",
+            name: "PowerAuthProtocol",
             dependencies: ["SecureCore", "Biometry"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The client: the activation service, its flows, local storage and configuration.
+        .target(
+            name: "Activation",
+            dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The server's protocol logic; it never sees the client or the vault.
         .target(
             name: "ActivationServer",
-            dependencies: ["Activation", "SecureCore"],
+            dependencies: ["PowerAuthProtocol", "SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "securepin",
             dependencies: [
-                "SecureCore", "BenchmarkKit", "PinVault", "PinEntry", "Activation", "ActivationServer",
+                "SecureCore", "BenchmarkKit", "PinVault", "PinEntry", "PowerAuthProtocol", "Activation",
+                "ActivationServer",
                 "ReferenceServer", "ActivationHTTP", "HTTPServer", "COpenSSL",
             ],
             swiftSettings: [.swiftLanguageMode(.v6)],
@@ -101,14 +111,16 @@ let package = Package(
         .executableTarget(
             name: "securepin-bench",
             dependencies: [
-                "SecureCore", "BenchmarkKit", "CSodium", "PinVault", "Activation", "ReferenceServer", "ActivationHTTP",
+                "SecureCore", "BenchmarkKit", "CSodium", "PinVault", "PowerAuthProtocol", "Activation",
+                "ReferenceServer",
+                "ActivationHTTP",
             ],
             path: "Benchmarks/securepin-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
         .executableTarget(
             name: "activation-bench",
-            dependencies: ["Activation", "SecureCore"],
+            dependencies: ["PowerAuthProtocol", "Activation", "SecureCore"],
             path: "Benchmarks/activation-bench",
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: linkHardening),
@@ -122,20 +134,26 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "ActivationTests",
-            dependencies: ["Activation", "SecureCore"],
+            dependencies: ["PowerAuthProtocol", "SecureCore"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "ActivationTestSupport",
-            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore"],
+            dependencies: ["PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore"],
             path: "Tests/ActivationTestSupport",
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "ActivationServiceTests",
-            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore", "ActivationTestSupport"],
+            dependencies: [
+                "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore",
+                "ActivationTestSupport",
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "ActivationServerTests",
-            dependencies: ["Activation", "ActivationServer", "PinVault", "SecureCore", "ActivationTestSupport"],
+            dependencies: [
+                "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore",
+                "ActivationTestSupport",
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "SecureCoreTests",
@@ -198,17 +216,20 @@ let package = Package(
         // The reference activation server (HTTP + SQLite) and the client's HTTP transport.
         .target(
             name: "ReferenceServer",
-            dependencies: ["Activation", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore", "HTTPClient"],
+            dependencies: [
+                "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore",
+                "HTTPClient",
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "ActivationHTTP",
-            dependencies: ["Activation", "HTTPClient"],
+            dependencies: ["PowerAuthProtocol", "Activation", "HTTPClient"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "ReferenceServerTests",
             dependencies: [
-                "ReferenceServer", "ActivationHTTP", "Activation", "ActivationServer", "PinVault", "SecureCore",
-                "SQLiteStore", "HTTPServer", "securepin", "TestSupport",
+                "ReferenceServer", "ActivationHTTP", "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault",
+                "SecureCore", "SQLiteStore", "HTTPServer", "securepin", "TestSupport",
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]

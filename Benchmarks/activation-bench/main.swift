@@ -2,6 +2,7 @@
 // beside a raw HMAC-SHA256 loop measured in the same run (the ratio is what
 // to compare across machines). Runs for a few seconds.
 import Activation
+import PowerAuthProtocol
 import SecureCore
 
 let budget = Duration.milliseconds(600)

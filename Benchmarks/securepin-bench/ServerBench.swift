@@ -3,6 +3,7 @@ import ActivationHTTP
 import Dispatch
 import Foundation
 import PinVault
+import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
 import Synchronization

@@ -1,6 +1,7 @@
 import Activation
 import Foundation
 import HTTPClient
+import PowerAuthProtocol
 import Synchronization
 
 /// ``ActivationTransport`` over HTTP(S) with the `HTTPClient` module

@@ -1,5 +1,5 @@
-import Activation
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 /// One activation as the server keeps it. The server's private key lives in
@@ -14,7 +14,7 @@ public struct ActivationRecord: Sendable {
     /// The device's display name.
     public var name: String
     /// The state.
-    public var state: ActivationState
+    public var state: ProtocolActivationState
     /// The server's key pair for this activation.
     public let serverKeyPair: KeyPair
     /// The device's public key, once the device exchanged keys.
@@ -32,7 +32,7 @@ public struct ActivationRecord: Sendable {
     /// Whether biometry codes are accepted.
     public var biometryEnabled: Bool
 
-    /// Creates a record in the ``ActivationState/created`` state.
+    /// Creates a record in the ``ProtocolActivationState/created`` state.
     /// - Parameters:
     ///   - activationId: the identifier.
     ///   - activationCode: the activation code.
@@ -105,7 +105,7 @@ extension ActivationRecord: CustomStringConvertible, CustomDebugStringConvertibl
     public var debugDescription: String { description }
 }
 
-/// What a verification concluded, for ``ActivationStore/recordAttempt(activationId:outcome:now:failureBlockDuration:)``.
+/// What a verification concluded, for ``ServerActivationStore/recordAttempt(activationId:outcome:now:failureBlockDuration:)``.
 public enum AttemptOutcome: Sendable, Equatable {
     /// The code matched the counter at `codeIndex`; `nextCounter` follows it.
     case accepted(codeIndex: UInt64, nextCounter: HashCounter, resetsFailures: Bool)
@@ -118,20 +118,20 @@ public struct AttemptResult: Sendable, Equatable {
     /// Whether the attempt was accepted.
     public let accepted: Bool
     /// The state afterwards.
-    public let state: ActivationState
+    public let state: ProtocolActivationState
     /// Failed attempts afterwards.
     public let failedAttempts: Int
     /// The blocking limit.
     public let maxFailedAttempts: Int
 
     /// Creates a result, for stores that implement
-    /// ``ActivationStore/recordAttempt(activationId:outcome:now:failureBlockDuration:)`` themselves.
+    /// ``ServerActivationStore/recordAttempt(activationId:outcome:now:failureBlockDuration:)`` themselves.
     /// - Parameters:
     ///   - accepted: whether the attempt was accepted.
     ///   - state: the state afterwards.
     ///   - failedAttempts: failed attempts afterwards.
     ///   - maxFailedAttempts: the blocking limit.
-    public init(accepted: Bool, state: ActivationState, failedAttempts: Int, maxFailedAttempts: Int) {
+    public init(accepted: Bool, state: ProtocolActivationState, failedAttempts: Int, maxFailedAttempts: Int) {
         self.accepted = accepted
         self.state = state
         self.failedAttempts = failedAttempts

@@ -1,16 +1,20 @@
-import Activation
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
-/// The reference server: the activation registry (back-office operations),
-/// verification of authentication codes with failure counting, the status
-/// blob, and the API endpoints of `docs/activation-api.md` through
-/// ``handle(_:)``, which takes and returns transport-neutral requests so an
-/// HTTP front end can sit on top of it.
+/// The server's protocol logic, with no network and no database: the
+/// activation registry (back-office operations), verification of
+/// authentication codes with failure counting, the status blob, and the API
+/// endpoints of `docs/activation-api.md` through ``handle(_:)``, which takes
+/// and returns transport-neutral requests.
+///
+/// It keeps its state in any ``ServerActivationStore``. It is not the
+/// deployable server: `ReferenceServer` (in the module of that name) puts
+/// this logic behind HTTP and keeps the activations in SQLite.
 public final class ActivationServer: Sendable {
     /// The settings.
     public let configuration: ActivationServerConfiguration
-    let store: any ActivationStore
+    let store: any ServerActivationStore
     let clock: any ActivationClock
     let crypto: ActivationCrypto
     let applicationKey: String
@@ -23,7 +27,8 @@ public final class ActivationServer: Sendable {
     ///   - clock: the time source (temporary blocks).
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
     public init(
-        configuration: ActivationServerConfiguration, store: any ActivationStore = InMemoryActivationStore(),
+        configuration: ActivationServerConfiguration,
+        store: any ServerActivationStore = InMemoryServerActivationStore(),
         clock: any ActivationClock = SystemActivationClock()
     ) throws(ActivationServerError) {
         self.configuration = configuration
@@ -37,7 +42,7 @@ public final class ActivationServer: Sendable {
     // MARK: - Back office
 
     /// Prepares an activation for a user: a fresh server key pair, counter,
-    /// identifier and activation code. State ``ActivationState/created``.
+    /// identifier and activation code. State ``ProtocolActivationState/created``.
     /// - Parameter userId: the user.
     /// - Returns: the identifier and the code to hand to the device.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``, the store's errors.
@@ -91,7 +96,7 @@ public final class ActivationServer: Sendable {
         }
     }
 
-    /// Removes an activation for good (the record stays, in ``ActivationState/removed``).
+    /// Removes an activation for good (the record stays, in ``ProtocolActivationState/removed``).
     /// - Parameter activationId: the identifier.
     /// - Throws: ``ActivationServerError/activationNotFound``.
     public func removeActivation(_ activationId: String) throws(ActivationServerError) {
@@ -195,7 +200,7 @@ public struct ActivationDetail: Sendable, Equatable {
     /// The user.
     public let userId: String
     /// The state.
-    public let state: ActivationState
+    public let state: ProtocolActivationState
     /// Failed attempts in a row.
     public let failedAttempts: Int
     /// The blocking limit.

@@ -1,5 +1,5 @@
-import Activation
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 /// The server's settings for one application.

@@ -1,11 +1,11 @@
-import Activation
+import PowerAuthProtocol
 
 /// Errors of the reference server. None carries a key or a code.
 public enum ActivationServerError: Error, Equatable, Sendable {
     /// No activation with that identifier (or activation code).
     case activationNotFound
     /// The operation is not allowed in the activation's current state.
-    case invalidState(ActivationState)
+    case invalidState(ProtocolActivationState)
     /// The activation code is unknown or already used.
     case invalidActivationCode
     /// The authentication failed: bad header, unknown or inactive

@@ -1,4 +1,4 @@
-import Activation
+import PowerAuthProtocol
 
 /// A transport that hands each request to an ``ActivationServer`` in the
 /// same process. The request and the response still pass as JSON bytes, so

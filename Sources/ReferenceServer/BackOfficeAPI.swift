@@ -1,6 +1,6 @@
-import Activation
 import ActivationServer
 import Foundation
+import PowerAuthProtocol
 
 /// The back-office endpoints of the reference server. All are `POST` with
 /// the PowerAuth envelopes (`{"requestObject": …}` in,
@@ -102,7 +102,7 @@ public struct BackOfficeActivation: Codable, Sendable, Equatable {
     /// The wire name of a state.
     /// - Parameter state: the state.
     /// - Returns: for example `PENDING_COMMIT`.
-    public static func name(_ state: ActivationState) -> String {
+    public static func name(_ state: ProtocolActivationState) -> String {
         switch state {
         case .created: "CREATED"
         case .pendingCommit: "PENDING_COMMIT"

@@ -1,8 +1,8 @@
-import Activation
 import ActivationServer
 import Foundation
 import HTTPClient
 import HTTPServer
+import PowerAuthProtocol
 import SecureCore
 
 /// Calls the reference server's back office (``BackOfficeAPI``) over HTTP,

@@ -1,13 +1,14 @@
-import Activation
 import ActivationServer
 import Foundation
 import HTTPServer
+import PowerAuthProtocol
 import SecureCore
 
-/// The reference activation server over HTTP: ``ActivationServer`` for the
-/// API, ``SQLiteActivationStore`` for durable state, libmicrohttpd
-/// (``HTTPServer``) on loopback, and the back office of ``BackOfficeAPI``
-/// behind an admin token.
+/// The deployable reference activation server, HTTP and SQLite around the
+/// protocol logic: ``ActivationServer`` answers the API (it holds no socket
+/// and no database of its own), ``SQLiteActivationStore`` keeps the
+/// activations durably, libmicrohttpd (``HTTPServer``) listens on loopback,
+/// and the back office of ``BackOfficeAPI`` sits behind an admin token.
 ///
 /// **Threads.** libmicrohttpd calls the handler synchronously on a thread per
 /// connection. The handler answers on that thread through

@@ -1,10 +1,10 @@
-import Activation
 import ActivationServer
 import Foundation
+import PowerAuthProtocol
 import SQLiteStore
 import SecureCore
 
-/// ``ActivationStore`` in SQLite: WAL, `synchronous=FULL`, versioned schema.
+/// ``ServerActivationStore`` in SQLite: WAL, `synchronous=FULL`, versioned schema.
 ///
 /// - Every change runs in one `BEGIN IMMEDIATE` transaction, so a
 ///   read-modify-write never interleaves with another (in this process or
@@ -18,7 +18,7 @@ import SecureCore
 ///   the row's identifier), never in plaintext. The factor keys are not
 ///   stored at all: they are derived per request (ECDH with the device key)
 ///   and destroyed after use.
-public final class SQLiteActivationStore: ActivationStore {
+public final class SQLiteActivationStore: ServerActivationStore {
     /// The schema, one migration step per version (never edit a released step).
     static let migrations: [String] = [
         """
@@ -133,7 +133,7 @@ public final class SQLiteActivationStore: ActivationStore {
         }
     }
 
-    // MARK: - ActivationStore
+    // MARK: - ServerActivationStore
 
     /// Adds a new record, its private key sealed.
     public func insert(_ record: ActivationRecord) throws(ActivationServerError) {
@@ -291,7 +291,7 @@ public final class SQLiteActivationStore: ActivationStore {
 
     private func decode(_ row: SQLiteRow) throws(ReferenceServerError) -> ActivationRecord {
         guard let id = row[0].string, let code = row[1].string, let user = row[2].string, let name = row[3].string,
-            let stateValue = row[4].int64, let state = ActivationState(rawValue: UInt8(clamping: stateValue)),
+            let stateValue = row[4].int64, let state = ProtocolActivationState(rawValue: UInt8(clamping: stateValue)),
             let publicKey = row[5].bytes, let nonce = row[6].bytes, let sealed = row[7].bytes,
             let counterBytes = row[9].bytes, let index = row[10].int64, let failures = row[11].int64,
             let limit = row[12].int64, let biometry = row[14].int64

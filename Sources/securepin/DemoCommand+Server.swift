@@ -2,6 +2,7 @@ import Activation
 import ActivationHTTP
 import Foundation
 import PinVault
+import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
 

@@ -1,6 +1,7 @@
 import Activation
 import ActivationTestSupport
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 import Testing
 
@@ -163,7 +164,7 @@ struct RegistryAndEndpointTests {
 
     @Test("the in-memory store stores nothing when an update throws")
     func storeUpdateIsAtomic() throws {
-        let store = InMemoryActivationStore()
+        let store = InMemoryServerActivationStore()
         let crypto = try ActivationCrypto()
         let record = ActivationRecord(
             activationId: "a-1", activationCode: "C", userId: "u", serverKeyPair: try crypto.generateKeyPair(),
@@ -182,7 +183,7 @@ struct RegistryAndEndpointTests {
 
     @Test("recordAttempt counts concurrent failures exactly")
     func recordAttemptConcurrent() async throws {
-        let store = InMemoryActivationStore()
+        let store = InMemoryServerActivationStore()
         let crypto = try ActivationCrypto()
         var record = ActivationRecord(
             activationId: "a-2", activationCode: "D", userId: "u", serverKeyPair: try crypto.generateKeyPair(),

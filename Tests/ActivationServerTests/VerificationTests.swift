@@ -2,6 +2,7 @@ import Activation
 import ActivationServer
 import ActivationTestSupport
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 import Testing
 

@@ -3,6 +3,7 @@ import ActivationServer
 import ActivationTestSupport
 import Foundation
 import PinVault
+import PowerAuthProtocol
 import SecureCore
 import Testing
 

@@ -2,6 +2,7 @@ import Activation
 import ActivationServer
 import Foundation
 import PinVault
+import PowerAuthProtocol
 import SecureCore
 import Synchronization
 
@@ -59,7 +60,7 @@ package final class TestTransport: ActivationTransport, @unchecked Sendable {
 }
 
 /// Storage that can be told to refuse writes, over a real directory.
-package final class FlakyStorage: ActivationStorage, @unchecked Sendable {
+package final class FlakyStorage: DeviceActivationStorage, @unchecked Sendable {
     package let inner: FileActivationStorage
     private let failing = Mutex(false)
 

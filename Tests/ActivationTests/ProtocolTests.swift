@@ -1,4 +1,4 @@
-import Activation
+import PowerAuthProtocol
 import SecureCore
 import Testing
 

@@ -1,7 +1,7 @@
 // libFuzzer target: the configuration name parsers: ProtocolAlgorithm(name:),
 // ProtocolVersion(parsing:) and FactorSet(parsing:). Oracle: total, and a
 // name that parses is exactly the raw value it parses to.
-import Activation
+import PowerAuthProtocol
 
 /// libFuzzer's entry point: runs the name parsers on one input.
 /// - Parameters:

@@ -1,7 +1,7 @@
 // libFuzzer target: the X-PowerAuth-Authorization header parser,
 // AuthorizationHeader.parse. Oracle: total, and the value a parsed header
 // renders parses back to an equal header.
-import Activation
+import PowerAuthProtocol
 
 /// libFuzzer's entry point: runs the header parser on one input.
 /// - Parameters:

@@ -2,7 +2,7 @@
 // Oracle: total (a typed error or a configuration, never a trap), and what it
 // accepts is canonical: parsing is a function of the text, so a second parse
 // of the same text must agree.
-import Activation
+import PowerAuthProtocol
 
 /// libFuzzer's entry point: runs the configuration string parser on one input.
 /// - Parameters:

@@ -5,9 +5,9 @@
 // byte 1 the length of an X-PowerAuth-Authorization value that follows, the
 // rest is the body. Oracle: total, the status is 200 or an error status, and
 // every error carries PowerAuth's JSON error body.
-import Activation
 import ActivationServer
 import Foundation
+import PowerAuthProtocol
 
 let fuzzServer: ActivationServer = {
     do {

@@ -1,7 +1,7 @@
 // libFuzzer target: the activation status blob parser,
 // ActivationStatusBlob(plaintext:). Oracle: total, and whatever it accepts
 // renders back to the same 32 bytes.
-import Activation
+import PowerAuthProtocol
 
 /// libFuzzer's entry point: runs the status blob parser on one input.
 /// - Parameters:

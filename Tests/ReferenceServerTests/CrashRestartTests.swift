@@ -1,6 +1,7 @@
 import Activation
 import ActivationHTTP
 import Foundation
+import PowerAuthProtocol
 import ReferenceServer
 import SQLiteStore
 import SecureCore

@@ -1,6 +1,7 @@
 import Activation
 import Foundation
 import HTTPClient
+import PowerAuthProtocol
 import ReferenceServer
 import Testing
 

@@ -3,6 +3,7 @@ import ActivationHTTP
 import Foundation
 import HTTPClient
 import PinVault
+import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
 import TestSupport

@@ -2,6 +2,7 @@ import Activation
 import ActivationHTTP
 import Foundation
 import HTTPServer
+import PowerAuthProtocol
 import Testing
 
 @Suite("HTTP transport errors")

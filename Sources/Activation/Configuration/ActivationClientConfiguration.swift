@@ -1,5 +1,7 @@
-/// A hook that sees, and may change, every request before it is sent (the
-/// seed's request interceptors): add a header, log the path. It must not log
+import PowerAuthProtocol
+
+/// A hook that sees, and may change, every request before it is sent (request
+/// interceptors): add a header, log the path. It must not log
 /// the authorization header's value if the log is kept.
 public protocol ActivationRequestInterceptor: Sendable {
     /// Adjusts the request.
@@ -18,7 +20,7 @@ public enum TLSValidationStrategy: Sendable, Equatable {
     case pinnedPublicKeys([[UInt8]])
 }
 
-/// The HTTP client settings (the seed's `PowerAuthClientConfiguration`).
+/// The HTTP client settings (cf. `PowerAuthClientConfiguration`).
 public struct ActivationClientConfiguration: Sendable {
     /// The default request time-out.
     public static let defaultRequestTimeout: Duration = .seconds(20)

@@ -1,7 +1,8 @@
 import Biometry
+import PowerAuthProtocol
 
 /// Everything an ``ActivationService`` needs to know about its application
-/// and server (the seed's `PowerAuthConfiguration`), validated when made.
+/// and server (cf. `PowerAuthConfiguration`), validated when made.
 public struct ActivationConfiguration: Sendable {
     /// Default length of an offline authentication-code component.
     public static let defaultOfflineComponentLength = 8
@@ -19,7 +20,7 @@ public struct ActivationConfiguration: Sendable {
     public let offlineAuthenticationCodeComponentLength: Int
     /// The account under which the biometry key is stored (default: the instance id).
     public let biometryKeyAccount: String
-    /// How the biometry factor behaves (the seed's defaults).
+    /// How the biometry factor behaves.
     public let biometricConfiguration: BiometricConfiguration
     /// The HTTP client settings.
     public let clientConfiguration: ActivationClientConfiguration

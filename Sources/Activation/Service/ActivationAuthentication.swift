@@ -1,8 +1,9 @@
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 import Synchronization
 
-/// The factors one request is signed with (the seed's
+/// The factors one request is signed with (cf.
 /// `PowerAuthAuthentication`). The password is the caller's: the service
 /// reads it and never stores it. Once a request signed with these
 /// credentials is rejected with HTTP 401 they are marked rejected, and every

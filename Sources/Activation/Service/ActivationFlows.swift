@@ -1,7 +1,8 @@
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
-/// When the status is fetched (the seed's three moments).
+/// When the status is fetched (three moments).
 public enum StatusRefreshTrigger: String, Sendable, CaseIterable {
     /// After the application starts.
     case applicationStart
@@ -11,7 +12,7 @@ public enum StatusRefreshTrigger: String, Sendable, CaseIterable {
     case returnToForeground
 }
 
-/// The screen that matches the activation (the seed's `handleActivationStatus`).
+/// The screen that matches the activation (cf. `handleActivationStatus`).
 public enum ActivationRoute: Sendable, Equatable {
     /// No activation on the device: start the enrollment.
     case enrollment
@@ -23,29 +24,29 @@ public enum ActivationRoute: Sendable, Equatable {
     case blocked(until: Date?)
     /// Removed on the server or deadlocked: the activation was removed
     /// locally; offer to register again.
-    case reEnroll(ActivationStatusState)
+    case reEnroll(ClientActivationState)
     /// The status could not be fetched; nothing was removed. Let the user retry.
     case connectionError(ActivationError)
 }
 
-/// How a failed authentication ended (the seed's `handleAuthenticationFailure`).
+/// How a failed authentication ended (cf. `handleAuthenticationFailure`).
 public enum AuthenticationFailureOutcome: Sendable, Equatable {
     /// The PIN was wrong: keep the keyboard, show "N of M attempts remaining".
     case wrongPassword(remainingAttempts: Int, maximumAttempts: Int)
     /// The activation is blocked: dismiss the keyboard and explain.
     case blocked(until: Date?)
     /// Removed or deadlocked: removed locally; dismiss and offer enrollment.
-    case removed(ActivationStatusState)
+    case removed(ClientActivationState)
     /// Something else failed (the status fetch, or a non-PIN rejection).
     case error(ActivationError?)
 }
 
-/// The seed's flows as reusable pieces over one ``ActivationService``: what
+/// The usual flows as reusable pieces over one ``ActivationService``: what
 /// to do with a status, the pending-commit poll, the wrong-PIN handling. The
 /// rules they keep: a network or server error never removes the activation,
 /// and credentials rejected once are never sent again.
 public struct ActivationFlows: Sendable {
-    /// The seed's polling interval while the commit is pending.
+    /// The polling interval while the commit is pending.
     public static let pendingCommitPollInterval: Duration = .seconds(5)
 
     /// The service.

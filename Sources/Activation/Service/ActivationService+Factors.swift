@@ -1,5 +1,6 @@
 import Biometry
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 extension ActivationService {

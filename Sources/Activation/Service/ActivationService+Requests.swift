@@ -1,5 +1,6 @@
 import Biometry
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 extension ActivationService {
@@ -164,38 +165,5 @@ func copy(_ key: SecureBytes) throws(SecureCoreError) -> SecureBytes {
         throw error
     } catch {
         throw .destroyed
-    }
-}
-
-/// JSON coding of the API messages, in one place so the client and the
-/// server write the same bytes.
-public enum WireCoding {
-    /// Encodes a message with sorted keys.
-    /// - Parameter value: the message.
-    /// - Returns: UTF-8 JSON bytes.
-    /// - Throws: ``ActivationError/invalidResponse(reason:)`` if the value cannot be encoded.
-    public static func encode(_ value: some Encodable) throws(ActivationError) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        do {
-            return Array(try encoder.encode(value))
-        } catch {
-            throw .invalidResponse(reason: "a message could not be encoded")
-        }
-    }
-
-    /// Decodes a message; any malformed input is a typed error.
-    /// - Parameters:
-    ///   - type: the message type.
-    ///   - bytes: UTF-8 JSON bytes (at most 64 KiB).
-    /// - Returns: the message.
-    /// - Throws: ``ActivationError/invalidResponse(reason:)``.
-    public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(ActivationError) -> T {
-        guard bytes.count <= 1 << 16 else { throw .invalidResponse(reason: "the body is too large") }
-        do {
-            return try JSONDecoder().decode(type, from: Data(bytes))
-        } catch {
-            throw .invalidResponse(reason: "the body is not the expected JSON")
-        }
     }
 }

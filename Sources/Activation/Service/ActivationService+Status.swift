@@ -1,11 +1,12 @@
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 extension ActivationService {
     /// Fetches and decrypts the activation status. While the activation is
     /// active it also checks the counters: a server ahead of the device is
     /// caught up with, a gap the look-ahead window cannot bridge is reported
-    /// as ``ActivationStatusState/deadlock``. Never removes anything.
+    /// as ``ClientActivationState/deadlock``. Never removes anything.
     /// - Returns: the status.
     /// - Throws: ``ActivationError/missingActivation``, the network and server
     ///   errors, ``ActivationError/unknownActivationState(_:)`` for a state
@@ -30,7 +31,7 @@ extension ActivationService {
             if case .unknownActivationState = error { throw error }
             throw .invalidResponse(reason: "activation/status: the status blob does not open")
         }
-        var state = ActivationStatusState(blob.state)
+        var state = ClientActivationState(blob.state)
         if blob.state == .active, let current = record, current.activationId == before.activationId {
             state = try synchroniseCounter(current, blob: blob, transportKey: keys.transport) ? .active : .deadlock
         }

@@ -1,5 +1,6 @@
 import Biometry
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 /// The client side of an activation: the module's one entry type. It creates
@@ -12,7 +13,7 @@ import SecureCore
 public actor ActivationService {
     /// The validated configuration.
     public nonisolated let configuration: ActivationConfiguration
-    let storage: any ActivationStorage
+    let storage: any DeviceActivationStorage
     let transport: any ActivationTransport
     let authenticator: (any BiometricAuthenticator)?
     let clock: any ActivationClock
@@ -31,7 +32,8 @@ public actor ActivationService {
     ///   ``cleanupInstanceData(configuration:storage:authenticator:)``),
     ///   ``ActivationError/upgradeSDK(foundVersion:)``, ``ActivationError/storage(operation:errno:)``.
     public init(
-        configuration: ActivationConfiguration, storage: any ActivationStorage, transport: any ActivationTransport,
+        configuration: ActivationConfiguration, storage: any DeviceActivationStorage,
+        transport: any ActivationTransport,
         authenticator: (any BiometricAuthenticator)? = nil, clock: any ActivationClock = SystemActivationClock()
     ) throws(ActivationError) {
         self.configuration = configuration
@@ -68,7 +70,7 @@ public actor ActivationService {
     ///   - authenticator: its biometric key store.
     /// - Throws: ``ActivationError/storage(operation:errno:)``.
     public static func cleanupInstanceData(
-        configuration: ActivationConfiguration, storage: any ActivationStorage,
+        configuration: ActivationConfiguration, storage: any DeviceActivationStorage,
         authenticator: (any BiometricAuthenticator)? = nil
     ) throws(ActivationError) {
         try storage.remove(configuration.storageNames.state)

@@ -1,9 +1,11 @@
 import Biometry
 import Foundation
+import PowerAuthProtocol
 
-/// The state of the activation as the client concludes it: the server's
-/// five states plus ``deadlock``, a client-side conclusion.
-public enum ActivationStatusState: String, Sendable, Equatable, CaseIterable {
+/// The state of the activation as the client concludes it: the five states
+/// of `ProtocolActivationState` that the server reports, plus ``deadlock``,
+/// a client-side conclusion.
+public enum ClientActivationState: String, Sendable, Equatable, CaseIterable {
     /// Prepared on the server; the device has not exchanged keys yet.
     case created
     /// Keys exchanged; waiting for the commit (for example in the internet banking).
@@ -19,7 +21,7 @@ public enum ActivationStatusState: String, Sendable, Equatable, CaseIterable {
     /// more. Treat as ``removed``.
     case deadlock
 
-    init(_ state: ActivationState) {
+    init(_ state: ProtocolActivationState) {
         switch state {
         case .created: self = .created
         case .pendingCommit: self = .pendingCommit
@@ -33,7 +35,7 @@ public enum ActivationStatusState: String, Sendable, Equatable, CaseIterable {
 /// The result of ``ActivationService/fetchActivationStatus()``.
 public struct ActivationStatus: Sendable, Equatable {
     /// The state.
-    public let state: ActivationStatusState
+    public let state: ClientActivationState
     /// Failed attempts in a row.
     public let failCount: Int
     /// Failed attempts that block the activation.
@@ -53,7 +55,7 @@ public struct ActivationStatus: Sendable, Equatable {
     ///   - blockExpirationTime: end of a temporary block.
     ///   - counterLookAhead: the look-ahead window.
     public init(
-        state: ActivationStatusState, failCount: Int, maxFailCount: Int, blockExpirationTime: Date?,
+        state: ClientActivationState, failCount: Int, maxFailCount: Int, blockExpirationTime: Date?,
         counterLookAhead: Int = ProtocolConstants.defaultLookAhead
     ) {
         self.state = state
@@ -65,7 +67,7 @@ public struct ActivationStatus: Sendable, Equatable {
     }
 }
 
-/// Biometry on three levels (the seed's `PowerAuthBiometricStatus`).
+/// Biometry on three levels (cf. `PowerAuthBiometricStatus`).
 public struct ActivationBiometricStatus: Sendable, Equatable {
     /// System availability.
     public let systemStatus: BiometricSystemStatus

@@ -1,3 +1,4 @@
+import PowerAuthProtocol
 import SecureCore
 
 #if canImport(Glibc)
@@ -6,11 +7,11 @@ import SecureCore
     import Darwin
 #endif
 
-/// ``ActivationStorage`` in a directory: mode 0700, files 0600; every write
+/// ``DeviceActivationStorage`` in a directory: mode 0700, files 0600; every write
 /// goes to a temporary file that is fsynced, renamed over the old one, and
 /// followed by an fsync of the directory. Secret blobs are read into and
 /// written from secure memory directly.
-public struct FileActivationStorage: ActivationStorage {
+public struct FileActivationStorage: DeviceActivationStorage {
     /// Largest blob accepted; anything larger is damaged data.
     public static let maximumBlobSize = 1 << 16
     /// The name of the lock file.

@@ -1,4 +1,5 @@
 import Foundation
+import PowerAuthProtocol
 import SecureCore
 
 /// The public half of a stored activation: identifiers, public keys, the

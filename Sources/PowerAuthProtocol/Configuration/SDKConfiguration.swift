@@ -1,6 +1,6 @@
 import SecureCore
 
-/// The decoded configuration string (the seed's `MOBILE_SDK_CONFIG`): what
+/// The decoded configuration string (cf. `MOBILE_SDK_CONFIG`): what
 /// the server issues for one application. Nothing in it is secret — every
 /// copy of the application carries it.
 ///

@@ -1,15 +1,16 @@
-import Activation
 import Foundation
+import PowerAuthProtocol
 import Synchronization
 
-/// Where the server keeps activations. Every change goes through
+/// Where the server keeps activations (not the device's local copy, which
+/// the client keeps in its own storage). Every change goes through
 /// ``update(activationId:_:)``, which must be atomic: the closure sees the
 /// current record and its changes are stored only if it returns (a SQL
 /// store runs it inside one `BEGIN IMMEDIATE` transaction). Failure counting
 /// is the single operation
 /// ``recordAttempt(activationId:outcome:now:failureBlockDuration:)``, so
 /// concurrent requests count exactly.
-public protocol ActivationStore: Sendable {
+public protocol ServerActivationStore: Sendable {
     /// Adds a new record.
     /// - Parameter record: the record.
     /// - Throws: ``ActivationServerError/duplicate``, ``ActivationServerError/storage(reason:)``.
@@ -47,7 +48,7 @@ public protocol ActivationStore: Sendable {
     ) throws(ActivationServerError) -> AttemptResult
 }
 
-extension ActivationStore {
+extension ServerActivationStore {
     /// The default: one ``update(activationId:_:)``.
     public func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
@@ -61,8 +62,8 @@ extension ActivationStore {
     }
 }
 
-/// ``ActivationStore`` in memory, one lock around everything.
-public final class InMemoryActivationStore: ActivationStore {
+/// ``ServerActivationStore`` in memory, one lock around everything.
+public final class InMemoryServerActivationStore: ServerActivationStore {
     private struct Tables {
         var records: [String: ActivationRecord] = [:]
         var codes: [String: String] = [:]

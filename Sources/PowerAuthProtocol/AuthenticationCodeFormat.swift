@@ -13,7 +13,7 @@ public enum AuthenticationCodeFormat: Sendable, Equatable {
 
     /// Checks the component length.
     /// - Throws: ``ActivationError/invalidComponentLength(_:)``.
-    func validate() throws(ActivationError) {
+    package func validate() throws(ActivationError) {
         if case .decimal(let length) = self, !ProtocolConstants.offlineComponentLengths.contains(length) {
             throw .invalidComponentLength(length)
         }

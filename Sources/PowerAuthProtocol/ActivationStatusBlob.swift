@@ -1,5 +1,8 @@
-/// The state of an activation as the server reports it.
-public enum ActivationState: UInt8, Sendable, CaseIterable {
+/// The state of an activation as the protocol carries it: the server's
+/// record and the state byte of the status blob. The client's own
+/// conclusion, which adds states the server never sends, is the client
+/// module's `ClientActivationState`.
+public enum ProtocolActivationState: UInt8, Sendable, CaseIterable {
     /// Created; the client has not yet sent its public key.
     case created = 1
     /// Keys exchanged; waiting for the server-side commit.
@@ -20,7 +23,7 @@ public enum ActivationState: UInt8, Sendable, CaseIterable {
 /// look-ahead, 16–31 counter hash.
 public struct ActivationStatusBlob: Sendable, Equatable {
     /// The activation's state.
-    public var state: ActivationState
+    public var state: ProtocolActivationState
     /// Protocol major version the activation currently uses.
     public var currentVersion: UInt8
     /// Protocol major version the server could upgrade the activation to.
@@ -51,7 +54,7 @@ public struct ActivationStatusBlob: Sendable, Equatable {
     ///   - counterDataHash: 16 bytes, from ``ActivationCrypto/counterHash(_:transportKey:)``.
     /// - Throws: ``ActivationError/invalidLength(field:expected:actual:)``.
     public init(
-        state: ActivationState, currentVersion: UInt8 = 3, upgradeVersion: UInt8 = 3,
+        state: ProtocolActivationState, currentVersion: UInt8 = 3, upgradeVersion: UInt8 = 3,
         reserved: [UInt8] = [0, 0, 0, 0, 0], counterByte: UInt8, failedAttempts: UInt8,
         maxFailedAttempts: UInt8, counterLookAhead: UInt8, counterDataHash: [UInt8]
     ) throws(ActivationError) {
@@ -78,7 +81,7 @@ public struct ActivationStatusBlob: Sendable, Equatable {
         let size = ProtocolConstants.statusBlobByteCount
         guard p.count == size else { throw .invalidLength(field: "status blob", expected: size, actual: p.count) }
         guard Array(p[0..<4]) == ProtocolConstants.statusBlobMagic else { throw .invalidStatusBlobMagic }
-        guard let state = ActivationState(rawValue: p[4]) else { throw .unknownActivationState(p[4]) }
+        guard let state = ProtocolActivationState(rawValue: p[4]) else { throw .unknownActivationState(p[4]) }
         try self.init(
             state: state, currentVersion: p[5], upgradeVersion: p[6], reserved: Array(p[7..<12]),
             counterByte: p[12], failedAttempts: p[13], maxFailedAttempts: p[14], counterLookAhead: p[15],

@@ -25,7 +25,7 @@ public struct PINKeyDerivationParameters: Sendable, Equatable, Codable {
 
     /// Checks the bounds.
     /// - Throws: ``ActivationError/invalidKDFParameters(memoryKiB:iterations:)``.
-    func validate() throws(ActivationError) {
+    package func validate() throws(ActivationError) {
         guard KnowledgeKeyWrap.memoryKiBRange.contains(memoryKiB), KnowledgeKeyWrap.iterationsRange.contains(iterations)
         else { throw .invalidKDFParameters(memoryKiB: memoryKiB, iterations: iterations) }
     }
@@ -56,7 +56,7 @@ public struct WrappedKnowledgeKey: Sendable, Equatable, Codable {
     }
 
     /// Checks sizes and parameters before any work is done.
-    func validate() throws(ActivationError) {
+    package func validate() throws(ActivationError) {
         guard salt.count == KnowledgeKeyWrap.saltByteCount else {
             throw .invalidLength(field: "salt", expected: KnowledgeKeyWrap.saltByteCount, actual: salt.count)
         }

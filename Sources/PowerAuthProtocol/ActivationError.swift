@@ -1,7 +1,8 @@
 import Biometry
 import SecureCore
 
-/// Errors raised by the Activation module. None carries secret content: a
+/// Errors raised by the PowerAuth protocol (this module) and, for now, by the
+/// activation client built on it, whose cases are marked below. None carries secret content: a
 /// rejected field is named, and echoed input is public protocol text,
 /// shortened to at most 64 characters.
 public enum ActivationError: Error, Equatable, Sendable {
@@ -59,17 +60,16 @@ public enum ActivationError: Error, Equatable, Sendable {
 
     // MARK: Configuration and local data (the service)
 
-    /// A configuration value or an argument is invalid (the seed's
-    /// `wrongParameter`): a malformed configuration string, an instance
+    /// A configuration value or an argument is invalid: a malformed configuration string, an instance
     /// identifier with forbidden characters, an offline component length
     /// outside 4 ... 8. `reason` names the value, never a secret.
     case wrongParameter(reason: String)
-    /// The stored activation data is damaged or inconsistent (the seed's
-    /// `invalidActivationData`). ``ActivationService/cleanupInstanceData(configuration:storage:authenticator:)``
-    /// removes it so a new activation can be created.
+    /// The stored activation data is damaged or inconsistent.
+    /// `ActivationService.cleanupInstanceData(configuration:storage:authenticator:)`
+    /// (in the client module) removes it so a new activation can be created.
     case invalidActivationData(reason: String)
     /// The stored activation data was written by a newer format this
-    /// library does not read (the seed's `upgradeSDK`); nothing was changed.
+    /// library does not read; nothing was changed.
     case upgradeSDK(foundVersion: Int)
     /// There is no activation on this device.
     case missingActivation

@@ -1,10 +1,12 @@
+import PowerAuthProtocol
 import SecureCore
 
-/// Where a service keeps its activation: named blobs, each replaced
+/// Where the client, on the device, keeps its activation (not the server's
+/// registry): named blobs, each replaced
 /// atomically (a crash leaves the old or the new content, never a mix).
 /// Public blobs are ordinary bytes; secret blobs travel only in
 /// ``SecureCore/SecureBytes``.
-public protocol ActivationStorage: Sendable {
+public protocol DeviceActivationStorage: Sendable {
     /// Reads a public blob.
     /// - Parameter name: the blob's name.
     /// - Returns: the bytes, or `nil` when absent.
