@@ -24,17 +24,17 @@ public enum BiometryType: String, Sendable, Codable, Equatable {
     case faceID
 }
 
-/// How the biometric factor behaves (the seed's `PowerAuthBiometricConfiguration`).
+/// How the biometric factor behaves (the settings of PowerAuth's `PowerAuthBiometricConfiguration`).
 public struct BiometricConfiguration: Sendable, Equatable {
     /// When the enrolled fingers or faces change, the biometric slot is
-    /// removed and the PIN is required (default false, as in the seed).
+    /// removed and the PIN is required (default false).
     public var invalidateBiometricFactorAfterChange: Bool
     /// The system may fall back to its own device passcode (default false).
     public var allowFallbackToDevicePasscode: Bool
     /// A successful evaluation is good for one use only (default true).
     public var invalidateLocalAuthenticationContextAfterUse: Bool
 
-    /// Creates a configuration with the seed's defaults.
+    /// Creates a configuration; the defaults are PowerAuth's.
     public init(
         invalidateBiometricFactorAfterChange: Bool = false, allowFallbackToDevicePasscode: Bool = false,
         invalidateLocalAuthenticationContextAfterUse: Bool = true

@@ -1,7 +1,6 @@
 import SecureCore
 
-/// Unlocks a vault the way the seed's `LocalAuthService.unlock()` does:
-/// biometry first when it is available and configured, the app PIN as the
+/// Unlocks a vault with biometry first when it is available and configured, the app PIN as the
 /// fallback. The app PIN works whatever the state of system biometry (a
 /// biometric lockout asks the system for *its* passcode, not for ours).
 public struct LocalAuthService: Sendable {
