@@ -74,8 +74,10 @@ enum VaultCommand {
         checkNewVaultPath(directory, args: args)
         try PinVault.checkCanCreate(at: directory)  // an existing directory must be empty, yours and 0700
         input.checkAvailable(command: "vault init")
-        if isatty(0) == 1 { CLI.printError("Type the secret, then Ctrl-D (or pipe it in):") }
-        let (buffer, count) = try SecureIO.readAll(from: 0, maximum: PinVault.maximumSecretByteCount)
+        let (buffer, count) =
+            try isatty(0) == 1
+            ? TerminalSecret.read(maximum: PinVault.maximumSecretByteCount)
+            : SecureIO.readAll(from: 0, maximum: PinVault.maximumSecretByteCount)
         defer { buffer.destroy() }
         guard count > 0 else { args.fail("the secret on standard input is empty: pipe it in, as in printf 'x' |") }
         let secret = try SecureBytes(count: count)

@@ -295,6 +295,23 @@ if command -v tmux >/dev/null; then
     wait_for again "PAD-EXIT="
     screen_of again | grep -q "PAD-EXIT=0"
     check "mismatched PINs: the second try creates the vault" 0 0 $?
+    # vault init with the secret typed on the terminal: echo off, told how to end it and what
+    # happens to the last newline (dropped: it is the Enter before Ctrl-D).
+    printf '2468\n' >"$work/pin2468"
+    pad typed "$B vault init --vault $work/typed -t 2 -k 19456"
+    wait_for typed "then Enter and Ctrl-D; the last newline is not kept"
+    check "vault init on a terminal says how to end the secret and what happens to the newline" 0 0 $?
+    tmux -S "$sock" send-keys -t typed -l "typed-secret"
+    tmux -S "$sock" send-keys -t typed Enter C-d
+    wait_for typed "New PIN:"
+    ! screen_of typed | grep -q "typed-secret"
+    check "vault init on a terminal: the secret is not echoed" 0 0 $?
+    tmux -S "$sock" send-keys -t typed 2 4 6 8 Enter
+    wait_for typed "Repeat PIN:"
+    tmux -S "$sock" send-keys -t typed 2 4 6 8 Enter
+    wait_for typed "PAD-EXIT="
+    [[ $("$B" vault unlock --vault "$work/typed" --pin-fd 3 3<"$work/pin2468" | od -An -c | tr -s ' ') == " t y p e d - s e c r e t" ]]
+    check "vault init on a terminal: the typed secret is kept without the last newline" 0 0 $?
     tmux -S "$sock" kill-server 2>/dev/null
 else
     echo "skipped: demo --interactive and the vault on the pad (tmux is not installed)"
