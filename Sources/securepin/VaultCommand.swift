@@ -218,6 +218,12 @@ enum VaultCommand {
         let pin = input.read(format: PinFormat(state.pinFormat), command: "vault unlock")
         defer { pin.destroy() }
         try vault.unlock(pin: pin) { secret in try SecureIO.writeRaw(secret, to: 1) }
+        // On a terminal the prompt must not run on after the secret; into a pipe or a file the
+        // secret's bytes stay exact.
+        if isatty(1) == 1 {
+            var newline: UInt8 = 0x0A
+            _ = write(1, &newline, 1)
+        }
         return ExitCode.ok
     }
 

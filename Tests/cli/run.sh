@@ -312,6 +312,15 @@ if command -v tmux >/dev/null; then
     wait_for typed "PAD-EXIT="
     [[ $("$B" vault unlock --vault "$work/typed" --pin-fd 3 3<"$work/pin2468" | od -An -c | tr -s ' ') == " t y p e d - s e c r e t" ]]
     check "vault init on a terminal: the typed secret is kept without the last newline" 0 0 $?
+    # vault unlock on a terminal ends with a newline; into a file, the secret's bytes exactly.
+    printf 'no-newline' | "$B" vault init --vault "$work/shown" --pin-fd 3 -t 2 -k 19456 3<"$work/pin2468" 2>/dev/null >&2
+    pad shown "$B vault unlock --vault $work/shown --pin-fd 3 3<$work/pin2468; echo AFTER"
+    wait_for shown "PAD-EXIT="
+    screen_of shown | grep -q '^no-newline$' && screen_of shown | grep -q '^AFTER$'
+    check "vault unlock on a terminal ends its output with a newline" 0 0 $?
+    "$B" vault unlock --vault "$work/shown" --pin-fd 3 3<"$work/pin2468" >"$work/piped"
+    [[ $(wc -c <"$work/piped") == 10 ]]
+    check "vault unlock into a file: the secret's bytes exactly, no newline added" 0 0 $?
     tmux -S "$sock" kill-server 2>/dev/null
 else
     echo "skipped: demo --interactive and the vault on the pad (tmux is not installed)"
