@@ -162,7 +162,12 @@ enum VaultCommand {
     /// Calibrates for `target` ms, never below the vault's floor (raised, and said so).
     static func calibrated(target: Int?) throws -> Argon2id.Parameters {
         guard let target else { return .interactive }
-        let found = try KDFCalibrator(targetMilliseconds: Double(target)).calibrate().parameters
+        // Calibrating takes seconds: on a terminal, a progress bar says something is happening.
+        let showProgress = isatty(2) == 1
+        let found = try KDFCalibrator(targetMilliseconds: Double(target)).calibrate { fraction in
+            if showProgress { KDFCommand.drawProgress(fraction) }
+        }.parameters
+        if showProgress { CLI.printError("") }
         let raised = KDFCommand.raisedToFloor(found)
         if raised != found {
             CLI.printError(

@@ -321,6 +321,11 @@ if command -v tmux >/dev/null; then
     "$B" vault unlock --vault "$work/shown" --pin-fd 3 3<"$work/pin2468" >"$work/piped"
     [[ $(wc -c <"$work/piped") == 10 ]]
     check "vault unlock into a file: the secret's bytes exactly, no newline added" 0 0 $?
+    # vault init --target-ms on a terminal: calibrating takes seconds, and a progress bar says so.
+    pad tuned "printf s | $B vault init --vault $work/tuned-tty --pin-fd 3 --target-ms 200 3<$work/pin2468"
+    wait_for tuned "PAD-EXIT="
+    screen_of tuned | grep -q "PAD-EXIT=0" && screen_of tuned | grep -q 'calibrating \[#\{30\}\] 100 %'
+    check "vault init --target-ms shows calibration progress on a terminal" 0 0 $?
     tmux -S "$sock" kill-server 2>/dev/null
 else
     echo "skipped: demo --interactive and the vault on the pad (tmux is not installed)"
