@@ -321,6 +321,17 @@ if command -v tmux >/dev/null; then
     "$B" vault unlock --vault "$work/shown" --pin-fd 3 3<"$work/pin2468" >"$work/piped"
     [[ $(wc -c <"$work/piped") == 10 ]]
     check "vault unlock into a file: the secret's bytes exactly, no newline added" 0 0 $?
+    # A long passphrase on a narrow terminal: the pad redraws its one line in place (the dots give
+    # way to their count), never one more row per keystroke.
+    tmux -S "$sock" new-session -d -s narrow -x 40 -y 20 \
+        "printf s | $B vault init --vault $work/narrow --complexity alphanumeric -t 2 -k 19456; sleep 60"
+    wait_for narrow "New PIN:"
+    tmux -S "$sock" send-keys -t narrow -l "a-long-passphrase-typed-on-a-narrow-terminal-of-forty-columns"
+    wait_for narrow "(61)"
+    [[ $(screen_of narrow | grep -c 'New PIN') == 1 && $(screen_of narrow | grep -c '•') == 1 ]]
+    check "the pad redraws a long passphrase in place on a narrow terminal" 0 0 $?
+    screen_of narrow | grep -q '^New PIN: •*…(61)  (Enter to confirm)$'
+    check "past the width the dots give way to their count" 0 0 $?
     # vault init --target-ms on a terminal: calibrating takes seconds, and a progress bar says so.
     pad tuned "printf s | $B vault init --vault $work/tuned-tty --pin-fd 3 --target-ms 200 3<$work/pin2468"
     wait_for tuned "PAD-EXIT="
