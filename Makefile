@@ -29,7 +29,7 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 
 # Debian packages the build and the tests need.
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
-                libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount
+                libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit audit-quick \
@@ -118,12 +118,13 @@ test-swift: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test 2>&1 | tee $(BUILD_DIR)/test-logs/swift.log
 
-## test-cli: the securepin command as a user runs it, and the end-to-end demo.
+## test-cli: the securepin command as a user runs it; then every console block of README.md (the
+## end-to-end demo among them) run, with its output compared to what the README shows.
 test-cli: deps
 	@mkdir -p $(BUILD_DIR)/test-logs
 	$(SWIFT) build --product securepin
 	Tests/cli/run.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/cli.log
-	$(BUILD_DIR)/debug/securepin demo
+	Tests/cli/readme.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/readme.log
 
 lint:
 	swift-format lint --strict -r Sources Tests Benchmarks Package.swift

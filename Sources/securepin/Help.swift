@@ -137,7 +137,9 @@ enum Help {
 
             Creates a vault in DIR holding the secret read from standard input, under a new
             PIN typed twice on the terminal pad (or read once from --pin-fd). Every option is
-            checked before anything is read or asked.
+            checked before anything is read or asked. A secret typed on the terminal is not
+            shown; end it with Enter and Ctrl-D (that last newline is not kept). A piped secret
+            is kept byte for byte.
 
             options:
               --vault DIR          the vault directory: created 0700, or an existing empty one of

@@ -74,8 +74,10 @@ enum VaultCommand {
         checkNewVaultPath(directory, args: args)
         try PinVault.checkCanCreate(at: directory)  // an existing directory must be empty, yours and 0700
         input.checkAvailable(command: "vault init")
-        if isatty(0) == 1 { CLI.printError("Type the secret, then Ctrl-D (or pipe it in):") }
-        let (buffer, count) = try SecureIO.readAll(from: 0, maximum: PinVault.maximumSecretByteCount)
+        let (buffer, count) =
+            try isatty(0) == 1
+            ? TerminalSecret.read(maximum: PinVault.maximumSecretByteCount)
+            : SecureIO.readAll(from: 0, maximum: PinVault.maximumSecretByteCount)
         defer { buffer.destroy() }
         guard count > 0 else { args.fail("the secret on standard input is empty: pipe it in, as in printf 'x' |") }
         let secret = try SecureBytes(count: count)
@@ -160,7 +162,12 @@ enum VaultCommand {
     /// Calibrates for `target` ms, never below the vault's floor (raised, and said so).
     static func calibrated(target: Int?) throws -> Argon2id.Parameters {
         guard let target else { return .interactive }
-        let found = try KDFCalibrator(targetMilliseconds: Double(target)).calibrate().parameters
+        // Calibrating takes seconds: on a terminal, a progress bar says something is happening.
+        let showProgress = isatty(2) == 1
+        let found = try KDFCalibrator(targetMilliseconds: Double(target)).calibrate { fraction in
+            if showProgress { KDFCommand.drawProgress(fraction) }
+        }.parameters
+        if showProgress { CLI.printError("") }
         let raised = KDFCommand.raisedToFloor(found)
         if raised != found {
             CLI.printError(
@@ -216,6 +223,12 @@ enum VaultCommand {
         let pin = input.read(format: PinFormat(state.pinFormat), command: "vault unlock")
         defer { pin.destroy() }
         try vault.unlock(pin: pin) { secret in try SecureIO.writeRaw(secret, to: 1) }
+        // On a terminal the prompt must not run on after the secret; into a pipe or a file the
+        // secret's bytes stay exact.
+        if isatty(1) == 1 {
+            var newline: UInt8 = 0x0A
+            _ = write(1, &newline, 1)
+        }
         return ExitCode.ok
     }
 

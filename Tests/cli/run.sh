@@ -295,6 +295,48 @@ if command -v tmux >/dev/null; then
     wait_for again "PAD-EXIT="
     screen_of again | grep -q "PAD-EXIT=0"
     check "mismatched PINs: the second try creates the vault" 0 0 $?
+    # vault init with the secret typed on the terminal: echo off, told how to end it and what
+    # happens to the last newline (dropped: it is the Enter before Ctrl-D).
+    printf '2468\n' >"$work/pin2468"
+    pad typed "$B vault init --vault $work/typed -t 2 -k 19456"
+    wait_for typed "then Enter and Ctrl-D; the last newline is not kept"
+    check "vault init on a terminal says how to end the secret and what happens to the newline" 0 0 $?
+    tmux -S "$sock" send-keys -t typed -l "typed-secret"
+    tmux -S "$sock" send-keys -t typed Enter C-d
+    wait_for typed "New PIN:"
+    ! screen_of typed | grep -q "typed-secret"
+    check "vault init on a terminal: the secret is not echoed" 0 0 $?
+    tmux -S "$sock" send-keys -t typed 2 4 6 8 Enter
+    wait_for typed "Repeat PIN:"
+    tmux -S "$sock" send-keys -t typed 2 4 6 8 Enter
+    wait_for typed "PAD-EXIT="
+    [[ $("$B" vault unlock --vault "$work/typed" --pin-fd 3 3<"$work/pin2468" | od -An -c | tr -s ' ') == " t y p e d - s e c r e t" ]]
+    check "vault init on a terminal: the typed secret is kept without the last newline" 0 0 $?
+    # vault unlock on a terminal ends with a newline; into a file, the secret's bytes exactly.
+    printf 'no-newline' | "$B" vault init --vault "$work/shown" --pin-fd 3 -t 2 -k 19456 3<"$work/pin2468" 2>/dev/null >&2
+    pad shown "$B vault unlock --vault $work/shown --pin-fd 3 3<$work/pin2468; echo AFTER"
+    wait_for shown "PAD-EXIT="
+    screen_of shown | grep -q '^no-newline$' && screen_of shown | grep -q '^AFTER$'
+    check "vault unlock on a terminal ends its output with a newline" 0 0 $?
+    "$B" vault unlock --vault "$work/shown" --pin-fd 3 3<"$work/pin2468" >"$work/piped"
+    [[ $(wc -c <"$work/piped") == 10 ]]
+    check "vault unlock into a file: the secret's bytes exactly, no newline added" 0 0 $?
+    # A long passphrase on a narrow terminal: the pad redraws its one line in place (the dots give
+    # way to their count), never one more row per keystroke.
+    tmux -S "$sock" new-session -d -s narrow -x 40 -y 20 \
+        "printf s | $B vault init --vault $work/narrow --complexity alphanumeric -t 2 -k 19456; sleep 60"
+    wait_for narrow "New PIN:"
+    tmux -S "$sock" send-keys -t narrow -l "a-long-passphrase-typed-on-a-narrow-terminal-of-forty-columns"
+    wait_for narrow "(61)"
+    [[ $(screen_of narrow | grep -c 'New PIN') == 1 && $(screen_of narrow | grep -c '•') == 1 ]]
+    check "the pad redraws a long passphrase in place on a narrow terminal" 0 0 $?
+    screen_of narrow | grep -q '^New PIN: •*…(61)  (Enter to confirm)$'
+    check "past the width the dots give way to their count" 0 0 $?
+    # vault init --target-ms on a terminal: calibrating takes seconds, and a progress bar says so.
+    pad tuned "printf s | $B vault init --vault $work/tuned-tty --pin-fd 3 --target-ms 200 3<$work/pin2468"
+    wait_for tuned "PAD-EXIT="
+    screen_of tuned | grep -q "PAD-EXIT=0" && screen_of tuned | grep -q 'calibrating \[#\{30\}\] 100 %'
+    check "vault init --target-ms shows calibration progress on a terminal" 0 0 $?
     tmux -S "$sock" kill-server 2>/dev/null
 else
     echo "skipped: demo --interactive and the vault on the pad (tmux is not installed)"

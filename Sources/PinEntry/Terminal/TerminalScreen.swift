@@ -58,17 +58,34 @@ final class TerminalScreen {
     private func promptLine(_ controller: PinEntryController) -> String {
         let state = controller.state
         let policy = state.lengthPolicy
-        var line = options.prompt + ": " + String(repeating: "•", count: state.enteredLength)
+        let head = options.prompt + ": "
+        var dots = String(repeating: "•", count: state.enteredLength)
         if policy.isFixed {
-            line += String(repeating: "·", count: max(0, policy.maximum - state.enteredLength))
+            dots += String(repeating: "·", count: max(0, policy.maximum - state.enteredLength))
         }
+        var tail = ""
         if state.showsConfirmButton && state.phase == .entering {
-            line += state.isConfirmEnabled ? "  (Enter to confirm)" : ""
+            tail += state.isConfirmEnabled ? "  (Enter to confirm)" : ""
         }
-        if options.showsProgressText { line += "  " + controller.indicatorText }
-        if let attempts = controller.attemptsText { line += "  " + attempts }
-        if let notice, state.phase == .entering { line += "  ! " + notice }
-        return line
+        if options.showsProgressText { tail += "  " + controller.indicatorText }
+        if let attempts = controller.attemptsText { tail += "  " + attempts }
+        if let notice, state.phase == .entering { tail += "  ! " + notice }
+        guard let room = columns.map({ $0 - 1 }), head.count + dots.count + tail.count > room else {
+            return head + dots + tail
+        }
+        // Wider than the terminal, the line would wrap, and the next redraw (which starts at the
+        // beginning of the cursor's row) would leave the wrapped rows behind: one more row per
+        // keystroke. So the line stays within the width: the dots give way to their count.
+        let count = "…(\(state.enteredLength))"
+        let kept = max(0, room - head.count - tail.count - count.count)
+        return String((head + String(repeating: "•", count: kept) + count + tail).prefix(max(0, room)))
+    }
+
+    /// The terminal's width in columns, or nil when the output is not a terminal that says.
+    private var columns: Int? {
+        var size = winsize()
+        guard ioctl(output, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
     }
 
     private static func center(_ title: String, width: Int) -> String {
