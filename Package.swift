@@ -211,7 +211,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "HTTPClientTests",
-            dependencies: ["HTTPClient", "HTTPServer"],
+            dependencies: ["HTTPClient", "HTTPServer", "TestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         // The reference activation server (HTTP + SQLite) and the client's HTTP transport.
         .target(

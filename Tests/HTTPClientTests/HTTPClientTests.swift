@@ -1,6 +1,8 @@
+import Dispatch
 import Foundation
 import HTTPClient
 import HTTPServer
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -140,14 +142,26 @@ struct HTTPClientTests {
 
     @Test("cancelling the task gives .cancelled")
     func cancelled() async throws {
-        let (server, url) = try testServer()
-        let client = try HTTPClient(configuration: .init(baseURL: url))
-        let task = Task { () async throws(HTTPClientError) -> Int in
-            try await client.post(path: "/slow", body: Data()).status
+        // The handler holds the request until the test lets it go, so the cancellation always
+        // comes while the request is in flight, however late a loaded machine runs the test.
+        let arrived = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let server = HTTPServer { _ in
+            arrived.signal()
+            _ = release.wait(timeout: .now() + 60)
+            return .text(status: 200, "late")
         }
-        try await Task.sleep(for: .milliseconds(200))
+        try server.start()
+        let client = try HTTPClient(
+            configuration: .init(baseURL: URL(string: "http://127.0.0.1:\(try #require(server.port))")!))
+        let task = Task { () async throws(HTTPClientError) -> Int in
+            try await client.post(path: "/held", body: Data()).status
+        }
+        let reached = try await offPool { arrived.wait(timeout: .now() + 60) == .success }
+        #expect(reached, "the request reached the server")
         task.cancel()
         await #expect(throws: HTTPClientError.cancelled) { try await task.value }
+        release.signal()
         await server.shutdown()
     }
 
