@@ -97,7 +97,7 @@ let package = Package(
         .executableTarget(
             name: "securepin",
             dependencies: [
-                "SecureCore", "BenchmarkKit", "PinVault", "PinEntry", "PowerAuthProtocol", "Activation",
+                "SecureCore", "PinVault", "PinEntry", "PowerAuthProtocol", "Activation",
                 "ActivationServer",
                 "ReferenceServer", "ActivationHTTP", "HTTPServer", "COpenSSL",
             ],

@@ -36,7 +36,7 @@ enum Help {
         ("demo", "the end-to-end story, one line per step"),
         ("server", "the reference activation server over HTTP"),
         ("doctor", "what protection this machine gives to secrets"),
-        ("kdf", "Argon2id: hash standard input, calibrate the cost, benchmark"),
+        ("kdf", "Argon2id: hash standard input, calibrate the cost"),
         ("vault", "a secret sealed under a PIN"),
         ("pin", "strength flags and verdict for a PIN"),
         ("help", "help for a command: securepin help vault init"),
@@ -53,7 +53,6 @@ enum Help {
         "kdf": [
             ("hash", "Argon2id of standard input (like Debian's argon2 tool)"),
             ("tune", "find Argon2id parameters for a target time on this machine"),
-            ("bench", "a quick grid of Argon2id timings"),
         ],
         "pin": [("check", "strength flags and the warn/reject verdict for a PIN")],
     ]
@@ -247,19 +246,6 @@ enum Help {
 
             example:
               securepin kdf tune --target-ms 250
-            """,
-            "kdf bench": """
-            usage: securepin kdf bench [--json] [--plot FILE.svg] [--target-ms N]
-
-            A quick grid of Argon2id timings on this machine.
-
-            options:
-              --json            rows as JSON
-              --plot FILE.svg   also draw them
-              --target-ms N     the target line of the plot (default 500)
-
-            example:
-              securepin kdf bench --plot kdf.svg
             """,
             "pin check": """
             usage: securepin pin check [--complexity C] [--pin-fd N] [--reject] [--json]

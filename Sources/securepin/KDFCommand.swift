@@ -1,8 +1,7 @@
-import BenchmarkKit
 import Foundation
 import SecureCore
 
-/// `securepin kdf hash|tune|bench`.
+/// `securepin kdf hash|tune` (the benchmark grid is `securepin-bench kdf`, not shipped).
 enum KDFCommand {
     static func run(_ arguments: [String]) -> Int32 {
         guard let sub = arguments.first else { CLI.fail("kdf: missing command", usage: Help.briefGroup("kdf")) }
@@ -14,7 +13,6 @@ enum KDFCommand {
         switch sub {
         case "hash": return hash(rest)
         case "tune": return tune(rest)
-        case "bench": return bench(rest)
         default: CLI.unknownSubcommand("kdf", sub)
         }
     }
@@ -144,33 +142,6 @@ enum KDFCommand {
         let filled = Int((fraction * Double(width)).rounded())
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
         FileHandle.standardError.write(Data("\r  calibrating [\(bar)] \(Int(fraction * 100)) %".utf8))
-    }
-
-    static func bench(_ parsed: Arguments) -> Int32 {
-        var args = parsed
-        let json = args.flag("--json")
-        let plot = args.value("--plot")
-        let target = args.integer("--target-ms", range: 1...600_000) ?? 500
-        args.finish()
-        do {
-            let (rows, bandwidth) = try KDFBenchmark.quick.run { row in
-                if !json {
-                    CLI.printError("  measured m=\(row.memoryMiB) MiB t=\(row.iterations) p=\(row.parallelism)")
-                }
-            }
-            print(json ? try kdfJSON(rows, memcpyGiBps: bandwidth) : kdfTable(rows, memcpyGiBps: bandwidth))
-            if let plot {
-                try kdfSVG(rows, targetMs: Double(target)).write(toFile: plot, atomically: true, encoding: .utf8)
-                if !json { print("plot written to \(plot)") }
-            }
-            return 0
-        } catch let error as SecureCoreError {
-            CLI.printError("securepin: kdf bench: \(describe(error))")
-            return ExitCode.refused
-        } catch {
-            CLI.printError("securepin: kdf bench: failed: \(error.localizedDescription)")
-            return ExitCode.refused
-        }
     }
 
     /// One line saying what is wrong with the input.

@@ -385,6 +385,12 @@ else
     echo "skipped: non-dumpable check (needs root and setpriv)"
 fi
 
+# The shipped tool links no benchmark code (the KDF grid is securepin-bench kdf).
+if command -v nm >/dev/null; then
+    ! nm "$B" | grep -q BenchmarkKit
+    check "securepin links no BenchmarkKit symbol" 0 0 $?
+fi
+
 # usage errors.
 "$B" bogus >/dev/null 2>&1
 check "unknown command -> 2" 2 $?
