@@ -17,6 +17,200 @@ let linkHardening: [LinkerSetting] = [
         ["-Xlinker", "-z", "-Xlinker", "relro", "-Xlinker", "-z", "-Xlinker", "now"], .when(platforms: [.linux]))
 ]
 
+/// System libraries, found with pkg-config and installed from Debian.
+let systemLibraries: [Target] = [
+    .systemLibrary(
+        name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
+        providers: [.apt(["libsodium-dev"])]),
+    .systemLibrary(
+        name: "CArgon2", path: "Sources/CArgon2", pkgConfig: "libargon2",
+        providers: [.apt(["libargon2-dev"])]),
+    .systemLibrary(
+        name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
+        providers: [.apt(["libssl-dev"])]),
+    .systemLibrary(
+        name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+        providers: [.apt(["libmicrohttpd-dev"])]),
+    .systemLibrary(
+        name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+        providers: [.apt(["libsqlite3-dev"])]),
+]
+
+/// The audited C core and its Swift face: secure memory, passwords, KDFs, AEAD; the protocol
+/// primitives in their own C target, the only one that links libcrypto.
+let core: [Target] = [
+    .target(
+        name: "CSecureCore",
+        dependencies: ["CSodium", "CArgon2"],
+        path: "CSecureCore",
+        exclude: ["tests"],
+        publicHeadersPath: "include",
+        cSettings: cHardening,
+        linkerSettings: linkHardening),
+    // The PowerAuth protocol primitives: the only target that links OpenSSL libcrypto.
+    .target(
+        name: "CProtocolCrypto",
+        dependencies: ["CSecureCore", "CSodium", "COpenSSL"],
+        path: "CProtocolCrypto",
+        exclude: ["tests"],
+        publicHeadersPath: "include",
+        cSettings: cHardening,
+        linkerSettings: linkHardening),
+    .target(
+        name: "SecureCore",
+        dependencies: ["CSecureCore", "CProtocolCrypto"]),
+]
+
+/// On the device: biometry, the PIN vault and PIN entry.
+let device: [Target] = [
+    .target(
+        name: "Biometry",
+        dependencies: ["SecureCore"]),
+    .target(
+        name: "PinVault",
+        dependencies: ["SecureCore", "Biometry"]),
+    .target(
+        name: "PinEntry",
+        dependencies: ["SecureCore"]),
+]
+
+/// PowerAuth: what client and server share, the client, and the server's protocol logic.
+let powerAuth: [Target] = [
+    // What the PowerAuth client and server share: the protocol crypto, the wire
+    // types, the authorization header, the status blob and the configuration string.
+    .target(
+        name: "PowerAuthProtocol",
+        dependencies: ["SecureCore", "Biometry"]),
+    // The client: the activation service, its flows, local storage and configuration.
+    .target(
+        name: "Activation",
+        dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry"]),
+    // The server's protocol logic; it never sees the client or the vault.
+    .target(
+        name: "ActivationServer",
+        dependencies: ["PowerAuthProtocol", "SecureCore"]),
+]
+
+/// HTTP (libmicrohttpd through a C shim), SQLite storage, the HTTP client, and what is built
+/// on them: the reference server and the client's HTTP transport.
+let network: [Target] = [
+    .target(
+        name: "CHTTPShim",
+        dependencies: ["CMicroHTTPD"],
+        publicHeadersPath: "include",
+        cSettings: cHardening,
+        linkerSettings: [.linkedLibrary("microhttpd")]),
+    .target(
+        name: "HTTPServer",
+        dependencies: ["CHTTPShim", "SecureCore"]),
+    .target(
+        name: "SQLiteStore",
+        dependencies: ["CSQLite"]),
+    .target(
+        name: "HTTPClient"),
+    .target(
+        name: "ReferenceServer",
+        dependencies: [
+            "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore",
+            "HTTPClient",
+        ]),
+    .target(
+        name: "ActivationHTTP",
+        dependencies: ["PowerAuthProtocol", "Activation", "HTTPClient"]),
+]
+
+/// The shipped tool, the demo of the PIN pad, and the benchmarks (not shipped).
+let tools: [Target] = [
+    .executableTarget(
+        name: "securepin",
+        dependencies: [
+            "SecureCore", "PinVault", "PinEntry", "PowerAuthProtocol", "Activation",
+            "ActivationServer",
+            "ReferenceServer", "ActivationHTTP", "HTTPServer", "COpenSSL",
+        ],
+        linkerSettings: linkHardening),
+    .executableTarget(
+        name: "pinpad-demo",
+        dependencies: ["PinEntry"],
+        linkerSettings: linkHardening),
+    .target(
+        name: "BenchmarkKit",
+        dependencies: ["SecureCore", "CSodium", "CArgon2"],
+        path: "Benchmarks/BenchmarkKit"),
+    .executableTarget(
+        name: "securepin-bench",
+        dependencies: [
+            "SecureCore", "BenchmarkKit", "CSodium", "PinVault", "PowerAuthProtocol", "Activation",
+            "ReferenceServer",
+            "ActivationHTTP",
+        ],
+        path: "Benchmarks/securepin-bench",
+        linkerSettings: linkHardening),
+    .executableTarget(
+        name: "activation-bench",
+        dependencies: ["PowerAuthProtocol", "Activation", "SecureCore"],
+        path: "Benchmarks/activation-bench",
+        linkerSettings: linkHardening),
+]
+
+/// Tests, their helper executables and shared support.
+let testing: [Target] = [
+    .target(
+        name: "TestSupport",
+        path: "Tests/TestSupport"),
+    .target(
+        name: "ActivationTestSupport",
+        dependencies: ["PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore"],
+        path: "Tests/ActivationTestSupport"),
+    .executableTarget(
+        name: "spc-test-helper",
+        dependencies: ["SecureCore", "PinVault"],
+        path: "Tests/Helpers/spc-test-helper"),
+    .executableTarget(
+        name: "sqlite-crash-helper",
+        dependencies: ["SQLiteStore"],
+        path: "Tests/Helpers/sqlite-crash-helper"),
+    .testTarget(
+        name: "SecureCoreTests",
+        dependencies: ["SecureCore", "spc-test-helper", "TestSupport"]),
+    .testTarget(
+        name: "PinVaultTests",
+        dependencies: ["PinVault", "SecureCore", "spc-test-helper", "TestSupport"]),
+    .testTarget(
+        name: "PinEntryTests",
+        dependencies: ["PinEntry", "SecureCore", "pinpad-demo", "TestSupport"]),
+    .testTarget(
+        name: "ActivationTests",
+        dependencies: ["PowerAuthProtocol", "SecureCore"]),
+    .testTarget(
+        name: "ActivationServiceTests",
+        dependencies: [
+            "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore",
+            "ActivationTestSupport",
+        ]),
+    .testTarget(
+        name: "ActivationServerTests",
+        dependencies: [
+            "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore",
+            "ActivationTestSupport",
+        ]),
+    .testTarget(
+        name: "HTTPServerTests",
+        dependencies: ["HTTPServer", "TestSupport"]),
+    .testTarget(
+        name: "SQLiteTests",
+        dependencies: ["SQLiteStore", "sqlite-crash-helper", "TestSupport"]),
+    .testTarget(
+        name: "HTTPClientTests",
+        dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
+    .testTarget(
+        name: "ReferenceServerTests",
+        dependencies: [
+            "ReferenceServer", "ActivationHTTP", "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault",
+            "SecureCore", "SQLiteStore", "HTTPServer", "securepin", "TestSupport",
+        ]),
+]
+
 let package = Package(
     name: "SecurePIN",
     products: [
@@ -34,203 +228,5 @@ let package = Package(
         .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
         .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),
     ],
-    targets: [
-        .systemLibrary(
-            name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
-            providers: [.apt(["libsodium-dev"])]),
-        .systemLibrary(
-            name: "CArgon2", path: "Sources/CArgon2", pkgConfig: "libargon2",
-            providers: [.apt(["libargon2-dev"])]),
-        .systemLibrary(
-            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]),
-        .target(
-            name: "CSecureCore",
-            dependencies: ["CSodium", "CArgon2"],
-            path: "CSecureCore",
-            exclude: ["tests"],
-            publicHeadersPath: "include",
-            cSettings: cHardening,
-            linkerSettings: linkHardening),
-        // The PowerAuth protocol primitives: the only target that links OpenSSL libcrypto.
-        .target(
-            name: "CProtocolCrypto",
-            dependencies: ["CSecureCore", "CSodium", "COpenSSL"],
-            path: "CProtocolCrypto",
-            exclude: ["tests"],
-            publicHeadersPath: "include",
-            cSettings: cHardening,
-            linkerSettings: linkHardening),
-        .target(
-            name: "SecureCore",
-            dependencies: ["CSecureCore", "CProtocolCrypto"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(
-            name: "BenchmarkKit",
-            dependencies: ["SecureCore", "CSodium", "CArgon2"],
-            path: "Benchmarks/BenchmarkKit",
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(
-            name: "Biometry",
-            dependencies: ["SecureCore"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(
-            name: "PinVault",
-            dependencies: ["SecureCore", "Biometry"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        // What the PowerAuth client and server share: the protocol crypto, the wire
-        // types, the authorization header, the status blob and the configuration string.
-        .target(
-            name: "PowerAuthProtocol",
-            dependencies: ["SecureCore", "Biometry"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        // The client: the activation service, its flows, local storage and configuration.
-        .target(
-            name: "Activation",
-            dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        // The server's protocol logic; it never sees the client or the vault.
-        .target(
-            name: "ActivationServer",
-            dependencies: ["PowerAuthProtocol", "SecureCore"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(
-            name: "securepin",
-            dependencies: [
-                "SecureCore", "PinVault", "PinEntry", "PowerAuthProtocol", "Activation",
-                "ActivationServer",
-                "ReferenceServer", "ActivationHTTP", "HTTPServer", "COpenSSL",
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)],
-            linkerSettings: linkHardening),
-        .executableTarget(
-            name: "spc-test-helper",
-            dependencies: ["SecureCore", "PinVault"],
-            path: "Tests/Helpers/spc-test-helper",
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(
-            name: "securepin-bench",
-            dependencies: [
-                "SecureCore", "BenchmarkKit", "CSodium", "PinVault", "PowerAuthProtocol", "Activation",
-                "ReferenceServer",
-                "ActivationHTTP",
-            ],
-            path: "Benchmarks/securepin-bench",
-            swiftSettings: [.swiftLanguageMode(.v6)],
-            linkerSettings: linkHardening),
-        .executableTarget(
-            name: "activation-bench",
-            dependencies: ["PowerAuthProtocol", "Activation", "SecureCore"],
-            path: "Benchmarks/activation-bench",
-            swiftSettings: [.swiftLanguageMode(.v6)],
-            linkerSettings: linkHardening),
-        .target(
-            name: "TestSupport",
-            path: "Tests/TestSupport",
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(
-            name: "PinVaultTests",
-            dependencies: ["PinVault", "SecureCore", "spc-test-helper", "TestSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(
-            name: "ActivationTests",
-            dependencies: ["PowerAuthProtocol", "SecureCore"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(
-            name: "ActivationTestSupport",
-            dependencies: ["PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore"],
-            path: "Tests/ActivationTestSupport",
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(
-            name: "ActivationServiceTests",
-            dependencies: [
-                "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore",
-                "ActivationTestSupport",
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(
-            name: "ActivationServerTests",
-            dependencies: [
-                "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore",
-                "ActivationTestSupport",
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(
-            name: "SecureCoreTests",
-            dependencies: ["SecureCore", "spc-test-helper", "TestSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(
-            name: "PinEntry",
-            dependencies: ["SecureCore"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(
-            name: "pinpad-demo",
-            dependencies: ["PinEntry"],
-            swiftSettings: [.swiftLanguageMode(.v6)],
-            linkerSettings: linkHardening),
-        .testTarget(
-            name: "PinEntryTests",
-            dependencies: ["PinEntry", "SecureCore", "pinpad-demo", "TestSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        // HTTP server (libmicrohttpd through a C shim), SQLite storage and the HTTP client.
-        .systemLibrary(
-            name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]),
-        .systemLibrary(
-            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"])]),
-        .target(
-            name: "CHTTPShim",
-            dependencies: ["CMicroHTTPD"],
-            publicHeadersPath: "include",
-            cSettings: cHardening,
-            linkerSettings: [.linkedLibrary("microhttpd")]),
-        .target(
-            name: "HTTPServer",
-            dependencies: ["CHTTPShim", "SecureCore"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(
-            name: "SQLiteStore",
-            dependencies: ["CSQLite"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(
-            name: "HTTPClient",
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(
-            name: "sqlite-crash-helper",
-            dependencies: ["SQLiteStore"],
-            path: "Tests/Helpers/sqlite-crash-helper",
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(
-            name: "HTTPServerTests",
-            dependencies: ["HTTPServer", "TestSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(
-            name: "SQLiteTests",
-            dependencies: ["SQLiteStore", "sqlite-crash-helper", "TestSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(
-            name: "HTTPClientTests",
-            dependencies: ["HTTPClient", "HTTPServer", "TestSupport"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        // The reference activation server (HTTP + SQLite) and the client's HTTP transport.
-        .target(
-            name: "ReferenceServer",
-            dependencies: [
-                "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore",
-                "HTTPClient",
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(
-            name: "ActivationHTTP",
-            dependencies: ["PowerAuthProtocol", "Activation", "HTTPClient"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(
-            name: "ReferenceServerTests",
-            dependencies: [
-                "ReferenceServer", "ActivationHTTP", "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault",
-                "SecureCore", "SQLiteStore", "HTTPServer", "securepin", "TestSupport",
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-    ]
+    targets: systemLibraries + core + device + powerAuth + network + tools + testing
 )
