@@ -79,6 +79,9 @@ final class AdminGate: Sendable {
                 let wait = limit.refillInterval * (1 - state.available)
                 return Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0)
             }
+            // Reserve the attempt now, under the lock, so concurrent failures cannot overdraw
+            // the budget; a right token gives it back below.
+            state.available -= 1
             return nil
         }
         if let waiting { return .limited(retryAfterSeconds: max(1, waiting)) }
@@ -93,7 +96,7 @@ final class AdminGate: Sendable {
         } else {
             verdict = .missing
         }
-        if verdict != .allowed { budget.withLock { $0.available = max(0, $0.available - 1) } }
+        if verdict == .allowed { budget.withLock { $0.available = min(Double(limit.burst), $0.available + 1) } }
         return verdict
     }
 }

@@ -103,8 +103,8 @@ func withOpenBytes<R>(
     return try withOpenBytes(secret, nil) { (bytes, _) throws(SecureCoreError) -> R in try body(bytes) }
 }
 
-/// Opens a buffer whose lock the caller holds; the caller closes it.
-private func openForReading(_ buffer: OpaquePointer) throws(SecureCoreError) -> UnsafeMutablePointer<UInt8> {
+/// Opens a buffer whose lock the caller holds; the caller closes it (read-write access).
+func openForReading(_ buffer: OpaquePointer) throws(SecureCoreError) -> UnsafeMutablePointer<UInt8> {
     var data: UnsafeMutablePointer<UInt8>?
     try check(spc_buffer_open(buffer, &data))
     guard let data else {

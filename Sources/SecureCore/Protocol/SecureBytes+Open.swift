@@ -10,10 +10,8 @@ extension SecureBytes {
         _ body: (UnsafeMutablePointer<UInt8>) throws(SecureCoreError) -> R
     ) throws(SecureCoreError) -> R {
         try withHandle { (buffer) throws(SecureCoreError) -> R in
-            var data: UnsafeMutablePointer<UInt8>?
-            try check(spc_buffer_open(buffer, &data))
+            let data = try openForReading(buffer)
             defer { spc_buffer_close(buffer) }
-            guard let data else { throw .outOfMemory }
             return try body(data)
         }
     }
