@@ -7,9 +7,6 @@ import SecureCore
 #elseif canImport(Darwin)
     import Darwin
 #endif
-#if canImport(Dispatch)
-    import Dispatch
-#endif
 
 /// A secret (a refresh token, a data key) sealed under a PIN.
 ///
@@ -619,18 +616,4 @@ func core<R>(_ body: () throws(SecureCoreError) -> R) throws(VaultError) -> R {
     } catch {
         throw .secureCore(error)
     }
-}
-
-/// Blocking work on a Dispatch queue, resuming the caller when done.
-func offExecutor<R: Sendable>(_ work: @escaping @Sendable () throws(VaultError) -> R) async throws(VaultError) -> R {
-    let result: Result<R, VaultError> = await withCheckedContinuation { continuation in
-        DispatchQueue.global(qos: .userInitiated).async {
-            do throws(VaultError) {
-                continuation.resume(returning: .success(try work()))
-            } catch {
-                continuation.resume(returning: .failure(error))
-            }
-        }
-    }
-    return try result.get()
 }

@@ -224,13 +224,14 @@ public enum Argon2id {
 }
 
 /// Runs blocking work on a Dispatch queue and resumes the caller when done,
-/// so CPU-heavy derivations never occupy the cooperative thread pool.
-func offExecutor<R: Sendable>(
-    _ work: @escaping @Sendable () throws(SecureCoreError) -> R
-) async throws(SecureCoreError) -> R {
-    let result: Result<R, SecureCoreError> = await withCheckedContinuation { continuation in
+/// so CPU-heavy derivations never occupy the cooperative thread pool. The
+/// work's own error arrives with its own type.
+package func offExecutor<R: Sendable, E: Error>(
+    _ work: @escaping @Sendable () throws(E) -> R
+) async throws(E) -> R {
+    let result: Result<R, E> = await withCheckedContinuation { continuation in
         DispatchQueue.global(qos: .userInitiated).async {
-            do throws(SecureCoreError) {
+            do throws(E) {
                 continuation.resume(returning: .success(try work()))
             } catch {
                 continuation.resume(returning: .failure(error))
