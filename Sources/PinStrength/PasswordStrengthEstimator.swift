@@ -121,8 +121,8 @@ public struct PasswordStrengthEstimator: Sendable {
     /// Estimates an immutable password.
     /// - Parameter password: the password; it is only read.
     /// - Returns: the estimate.
-    /// - Throws: ``PinEntryError/secureMemory(_:)``.
-    public func estimate(_ password: Password) throws(PinEntryError) -> PasswordStrengthEstimate {
+    /// - Throws: ``PinStrengthError/secureMemory(_:)``.
+    public func estimate(_ password: Password) throws(PinStrengthError) -> PasswordStrengthEstimate {
         do {
             return try password.withUnsafeUTF8Bytes { buffer in Self.estimate(buffer: buffer) }
         } catch let error as SecureCoreError {
