@@ -19,7 +19,9 @@ public enum PinEntryError: Error, Equatable, Sendable {
 }
 
 /// Why an entry ended without a PIN. Reported to the flow that asked for it,
-/// which treats every case as a cancellation.
+/// which treats every case as a cancellation. The controller reports the
+/// user's and the application's reasons; PinEntryTerminal's pad reports the
+/// terminal's (keys, signals, a closed terminal) with the same type.
 public enum CancellationReason: String, Equatable, Sendable {
     /// The user cancelled: delete on an empty PIN, or Escape on a terminal.
     case userCancelled
