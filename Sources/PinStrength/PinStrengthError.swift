@@ -3,8 +3,8 @@ import SecureCore
 /// Errors raised by the strength rules. None of them carries secret content:
 /// a rejected character, for instance, is reported without its value.
 public enum PinStrengthError: Error, Equatable, Sendable {
-    /// Secure memory failed underneath (copying or revealing the PIN); the
-    /// wrapped SecureCore error says why.
+    /// Secure memory failed underneath (the short-lived copy of a PIN still
+    /// being edited); the wrapped SecureCore error says why.
     case secureMemory(SecureCoreError)
     /// The numeric meter was given something other than the ASCII digits 0–9.
     case characterNotAllowed

@@ -40,21 +40,12 @@ public struct PinStrengthMeter: Sendable {
     /// - Parameter pin: the PIN; it is only read.
     /// - Returns: the length and the weaknesses.
     /// - Throws: ``PinStrengthError/characterNotAllowed`` if the PIN holds
-    ///   anything but ASCII digits, ``PinStrengthError/empty`` for an empty
-    ///   PIN, ``PinStrengthError/secureMemory(_:)``.
+    ///   anything but ASCII digits, ``PinStrengthError/empty`` for an empty PIN.
     public func evaluate(_ pin: Password) throws(PinStrengthError) -> PinStrengthReport {
         let day = today.today()
         let years = yearWindow
-        do {
-            return try pin.withUnsafeUTF8Bytes { buffer throws(PinStrengthError) in
-                try Self.evaluate(buffer: buffer, today: day, years: years)
-            }
-        } catch let error as PinStrengthError {
-            throw error
-        } catch let error as SecureCoreError {
-            throw .secureMemory(error)
-        } catch {
-            throw .secureMemory(.internalFailure(status: 0))
+        return try pin.withUnsafeUTF8Bytes { (buffer) throws(PinStrengthError) in
+            try Self.evaluate(buffer: buffer, today: day, years: years)
         }
     }
 
@@ -62,7 +53,8 @@ public struct PinStrengthMeter: Sendable {
     /// copy that is destroyed before returning.
     /// - Parameter pin: the PIN; it is only read.
     /// - Returns: the length and the weaknesses.
-    /// - Throws: as ``evaluate(_:)-(Password)``.
+    /// - Throws: as ``evaluate(_:)-(Password)``, and
+    ///   ``PinStrengthError/secureMemory(_:)`` if the copy cannot be made.
     public func evaluate(_ pin: MutablePassword) throws(PinStrengthError) -> PinStrengthReport {
         let copy: Password
         do { copy = try pin.copyToImmutable() } catch { throw PinStrengthError(error) }
