@@ -33,7 +33,8 @@ APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-li
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit audit-quick \
-        audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-sloc \
+        audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-modules \
+        audit-sloc \
         fuzz fuzz-smoke fuzz-build format clean
 
 run: deps build
@@ -174,9 +175,9 @@ VALGRIND         := valgrind --error-exitcode=1 --leak-check=full --show-leak-ki
 CTGRIND_SUPP     := CSecureCore/tests/ctgrind.supp
 HARDEN_CFLAGS    := -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 
-audit: audit-valgrind audit-ctgrind audit-coverage audit-hardening-release audit-wipes audit-sloc
+audit: audit-valgrind audit-ctgrind audit-coverage audit-hardening-release audit-wipes audit-modules audit-sloc
 
-audit-quick: audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-wipes audit-sloc
+audit-quick: audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-wipes audit-modules audit-sloc
 
 ## audit-valgrind: the C tests under valgrind memcheck, with and without secret memory.
 audit-valgrind: deps $(foreach t,$(C_TESTS),$(C_TEST_DIR)/test_$(t))
@@ -277,6 +278,14 @@ audit-wipes: deps
 	$(SWIFT) build -c release --product securepin
 	@mkdir -p $(BUILD_DIR)/test-logs
 	Tests/Audit/check-wipes.sh $(SWIFT_BUILD_PATH)/release/securepin | tee $(BUILD_DIR)/test-logs/audit-wipes.log
+
+## audit-modules: an app that imports PinEntry (the entry model) or PinStrength links no terminal
+## driver and no signal handler: their dependency closures hold no PinEntryTerminal, and no object in
+## them calls sigaction, tcsetattr, isatty or the like (a control run must find those in PinEntryTerminal).
+audit-modules: deps
+	$(SWIFT) build --product pinpad-demo
+	@mkdir -p $(BUILD_DIR)/test-logs
+	Tests/Audit/check-module-deps.sh $(SWIFT_BUILD_PATH)/debug | tee $(BUILD_DIR)/test-logs/audit-modules.log
 
 ## audit-sloc: size of each audited C target against its own budget (reported honestly, not a gate).
 audit-sloc:

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import PinEntry
+@testable import PinStrength
 
 @Suite("PasswordStrengthEstimator")
 struct PasswordStrengthEstimatorTests {
