@@ -88,13 +88,15 @@ struct LocalActivationRecord: Codable, Equatable {
     }
 
     var currentCounter: HashCounter {
-        get throws(ActivationError) { try HashCounter(base64: counter) }
+        get throws(ActivationError) {
+            try protocolStep { () throws(ProtocolError) in try HashCounter(base64: counter) }
+        }
     }
 
     /// Moves the counter one step, remembering the old value.
     mutating func advanceCounter() throws(ActivationError) {
         let old = try currentCounter
-        counter = try old.next().base64
+        counter = try protocolStep { () throws(ProtocolError) in try old.next().base64 }
         counterIndex &+= 1
         counterHistory = Array(([old.base64] + counterHistory).prefix(Self.counterHistoryLength))
     }
@@ -118,14 +120,14 @@ struct LocalActivationKeys {
 
     /// `foldedHMAC(possession, label) ‖ foldedHMAC(transport, label)` (public).
     func keyCheck() throws(ActivationError) -> [UInt8] {
-        try lift { () throws(SecureCoreError) in
+        try coreStep { () throws(SecureCoreError) in
             try HMACSHA256.foldedTag(Self.keyCheckLabel, key: possession)
                 + HMACSHA256.foldedTag(Self.keyCheckLabel, key: transport)
         }
     }
 
     func serialized() throws(ActivationError) -> SecureBytes {
-        let out = try lift { () throws(SecureCoreError) in try SecureBytes(count: Self.byteCount) }
+        let out = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: Self.byteCount) }
         do {
             try out.withUnsafeMutableBytes { buffer in
                 buffer.copyBytes(from: Self.magic + [Self.version])
