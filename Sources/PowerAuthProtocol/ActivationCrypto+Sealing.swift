@@ -14,17 +14,12 @@ extension ActivationCrypto {
         let second = try deriveKey(key, index: index + 1)
         defer { second.destroy() }
         let out = try lift { () throws(SecureCoreError) in try SecureBytes(count: 2 * ProtocolConstants.keyByteCount) }
-        do {
-            try out.withUnsafeMutableBytes { destination in
-                try first.withUnsafeBytes { destination.copyMemory(from: $0) }
-                try second.withUnsafeBytes {
-                    UnsafeMutableRawBufferPointer(rebasing: destination[ProtocolConstants.keyByteCount...])
-                        .copyMemory(from: $0)
-                }
+        out.withUnsafeMutableBytes { destination in
+            first.withUnsafeBytes { destination.copyMemory(from: $0) }
+            second.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: destination[ProtocolConstants.keyByteCount...])
+                    .copyMemory(from: $0)
             }
-        } catch {
-            out.destroy()
-            throw .core(.destroyed)
         }
         return out
     }

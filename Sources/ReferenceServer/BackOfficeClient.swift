@@ -113,10 +113,7 @@ public struct BackOfficeClient: Sendable {
         } catch {
             throw .invalidResponse
         }
-        guard let text = try? token.withUnsafeBytes({ String(decoding: $0, as: UTF8.self) }) else {
-            throw .invalidResponse
-        }
-        header = text
+        header = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         let status: Int
         let data: Data
         do throws(HTTPClientError) {

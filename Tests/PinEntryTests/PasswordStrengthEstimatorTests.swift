@@ -9,7 +9,7 @@ struct PasswordStrengthEstimatorTests {
     func estimate(_ text: String) throws -> PasswordStrengthEstimate {
         let candidate = try password(text)
         defer { candidate.destroy() }
-        return try estimator.estimate(candidate)
+        return estimator.estimate(candidate)
     }
 
     struct Case: Sendable, CustomTestStringConvertible {

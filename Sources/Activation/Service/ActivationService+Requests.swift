@@ -181,11 +181,5 @@ extension ActivationService {
 
 /// A copy of a secret in new secure memory.
 func copy(_ key: SecureBytes) throws(SecureCoreError) -> SecureBytes {
-    do {
-        return try key.withUnsafeBytes { try SecureBytes(copying: $0) }
-    } catch let error as SecureCoreError {
-        throw error
-    } catch {
-        throw .destroyed
-    }
+    try key.copy()
 }

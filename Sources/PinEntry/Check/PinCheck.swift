@@ -165,7 +165,7 @@ public enum PinCheck {
                 format: request.format, length: report.length, flags: report.weaknesses.names,
                 relevantFlags: relevant.names, verdict: outcome, estimatedBits: nil, rating: nil)
         }
-        let estimate = try PasswordStrengthEstimator().estimate(password)
+        let estimate = PasswordStrengthEstimator().estimate(password)
         let weak = estimate.rating < request.minimumPasswordRating
         let outcome: PinCheckOutcome.Verdict = weak ? (request.policy.action == .warn ? .warn : .reject) : .acceptable
         return PinCheckOutcome(

@@ -41,20 +41,12 @@ public struct PinStrengthMeter: Sendable {
     /// - Returns: the length and the weaknesses.
     /// - Throws: ``PinEntryError/characterNotAllowed`` if the PIN holds
     ///   anything but ASCII digits, ``PinEntryError/tooShort(minimum:)`` for
-    ///   an empty PIN, ``PinEntryError/secureMemory(_:)``.
+    ///   an empty PIN.
     public func evaluate(_ pin: Password) throws(PinEntryError) -> PinStrengthReport {
         let day = today.today()
         let years = yearWindow
-        do {
-            return try pin.withUnsafeUTF8Bytes { buffer throws(PinEntryError) in
-                try Self.evaluate(buffer: buffer, today: day, years: years)
-            }
-        } catch let error as PinEntryError {
-            throw error
-        } catch let error as SecureCoreError {
-            throw .secureMemory(error)
-        } catch {
-            throw .secureMemory(.internalFailure(status: 0))
+        return try pin.withUnsafeUTF8Bytes { (buffer) throws(PinEntryError) in
+            try Self.evaluate(buffer: buffer, today: day, years: years)
         }
     }
 
