@@ -10,6 +10,14 @@ import SecureCore
 /// status, changes the PIN in two steps and adds or removes the biometry
 /// factor. Calls are serialised by the actor; the counter moves and is
 /// stored before any signed request leaves.
+///
+/// Every method throws ``ActivationError``. In the method documentation, "the network
+/// errors" are ``ActivationError/network(reason:)`` and ``ActivationError/cancelled`` (what
+/// the transport reported); "the server errors" are ``ActivationError/authentication``,
+/// ``ActivationError/server(statusCode:code:)`` and ``ActivationError/invalidResponse(reason:)``;
+/// "the signing errors" are those of ``signRequest(method:uriIdentifier:body:authentication:)``.
+/// A method that signs, encodes or decrypts can also throw ``ActivationError/protocolError(_:)``
+/// (what the protocol layer refused) and ``ActivationError/core(_:)``.
 public actor ActivationService {
     /// The validated configuration.
     public nonisolated let configuration: ActivationConfiguration
