@@ -323,11 +323,11 @@ FUZZ_PROTO_OBJS    := $(patsubst CProtocolCrypto/%.c,$(FUZZ_DIR)/protocol/%.o,$(
 # The Swift target each fuzzer's entry point lives in, and the module objects it links.
 fuzz_swift_file     = Tests/Fuzz/$(subst $(eval) ,,$(foreach w,$(subst _, ,$(1)),$(shell echo $(w) | sed 's/./\U&/')))Fuzz.swift
 FUZZ_MODULES_vault_file           := SecureCore Biometry PinVault
-FUZZ_MODULES_status_blob          := SecureCore Biometry PowerAuthProtocol
-FUZZ_MODULES_authorization_header := SecureCore Biometry PowerAuthProtocol
-FUZZ_MODULES_algorithm_name       := SecureCore Biometry PowerAuthProtocol
-FUZZ_MODULES_configuration_string := SecureCore Biometry PowerAuthProtocol
-FUZZ_MODULES_server_request       := SecureCore Biometry PowerAuthProtocol ActivationServer
+FUZZ_MODULES_status_blob          := SecureCore PowerAuthProtocol
+FUZZ_MODULES_authorization_header := SecureCore PowerAuthProtocol
+FUZZ_MODULES_algorithm_name       := SecureCore PowerAuthProtocol
+FUZZ_MODULES_configuration_string := SecureCore PowerAuthProtocol
+FUZZ_MODULES_server_request       := SecureCore PowerAuthProtocol ActivationServer
 
 $(FUZZ_DIR)/module.modulemap: Makefile
 	@mkdir -p $(FUZZ_DIR)
@@ -351,9 +351,9 @@ $(FUZZ_DIR)/Biometry.o: $(BIOMETRY_SWIFT) $(FUZZ_DIR)/SecureCore.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name Biometry -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/Biometry.swiftmodule $(BIOMETRY_SWIFT) -o $@
 
-# The protocol module imports Biometry (the status its error still names), not PinVault
-# and not the client module; every fuzz target parses protocol input only.
-$(FUZZ_DIR)/PowerAuthProtocol.o: $(PROTOCOL_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o
+# The protocol module imports only SecureCore: not Biometry, not PinVault and not the
+# client module; every fuzz target parses protocol input only.
+$(FUZZ_DIR)/PowerAuthProtocol.o: $(PROTOCOL_SWIFT) $(FUZZ_DIR)/SecureCore.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name PowerAuthProtocol -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/PowerAuthProtocol.swiftmodule $(PROTOCOL_SWIFT) -o $@
 

@@ -92,7 +92,7 @@ let powerAuth: [Target] = [
     // types, the authorization header, the status blob and the configuration string.
     .target(
         name: "PowerAuthProtocol",
-        dependencies: ["SecureCore", "Biometry"]),
+        dependencies: ["SecureCore"]),
     // The client: the activation service, its flows, local storage and configuration.
     .target(
         name: "Activation",

@@ -8,7 +8,7 @@ extension ActivationCrypto {
     ///   - index: the first `KDF` index (see ``ProtocolConstants``).
     /// - Returns: 32 bytes in secure memory.
     /// - Throws: as ``deriveKey(_:index:)``.
-    package func aeadKey(from key: SecureBytes, index: UInt64) throws(ActivationError) -> SecureBytes {
+    package func aeadKey(from key: SecureBytes, index: UInt64) throws(ProtocolError) -> SecureBytes {
         let first = try deriveKey(key, index: index)
         defer { first.destroy() }
         let second = try deriveKey(key, index: index + 1)

@@ -108,7 +108,7 @@ public struct BackOfficeClient: Sendable {
     {
         let bytes: [UInt8]
         let header: String
-        do throws(ActivationError) {
+        do throws(ProtocolError) {
             bytes = try WireCoding.encode(RequestEnvelope(requestObject: body))
         } catch {
             throw .invalidResponse
@@ -126,7 +126,7 @@ public struct BackOfficeClient: Sendable {
             let code = try? WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, Array(data)).responseObject.code
             throw .refused(status: status, code: code ?? "UNKNOWN")
         }
-        do throws(ActivationError) {
+        do throws(ProtocolError) {
             return try WireCoding.decode(ResponseEnvelope<Response>.self, Array(data)).responseObject
         } catch {
             throw .invalidResponse

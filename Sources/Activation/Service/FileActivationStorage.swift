@@ -56,7 +56,7 @@ public struct FileActivationStorage: DeviceActivationStorage {
     public func readSecret(_ name: String) throws(ActivationError) -> SecureBytes? {
         guard let (fd, size) = try openForReading(name) else { return nil }
         defer { close(fd) }
-        let out = try lift { () throws(SecureCoreError) in try SecureBytes(count: max(size, 1)) }
+        let out = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: max(size, 1)) }
         let n = out.withUnsafeMutableBytes { readFully(fd, UnsafeMutableRawBufferPointer(rebasing: $0[0..<size])) }
         guard n == size, size > 0 else {
             out.destroy()

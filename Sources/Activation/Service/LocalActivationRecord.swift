@@ -88,13 +88,15 @@ struct LocalActivationRecord: Codable, Equatable {
     }
 
     var currentCounter: HashCounter {
-        get throws(ActivationError) { try HashCounter(base64: counter) }
+        get throws(ActivationError) {
+            try protocolStep { () throws(ProtocolError) in try HashCounter(base64: counter) }
+        }
     }
 
     /// Moves the counter one step, remembering the old value.
     mutating func advanceCounter() throws(ActivationError) {
         let old = try currentCounter
-        counter = try old.next().base64
+        counter = try protocolStep { () throws(ProtocolError) in try old.next().base64 }
         counterIndex &+= 1
         counterHistory = Array(([old.base64] + counterHistory).prefix(Self.counterHistoryLength))
     }
@@ -118,14 +120,14 @@ struct LocalActivationKeys {
 
     /// `foldedHMAC(possession, label) ‖ foldedHMAC(transport, label)` (public).
     func keyCheck() throws(ActivationError) -> [UInt8] {
-        try lift { () throws(SecureCoreError) in
+        try coreStep { () throws(SecureCoreError) in
             try HMACSHA256.foldedTag(Self.keyCheckLabel, key: possession)
                 + HMACSHA256.foldedTag(Self.keyCheckLabel, key: transport)
         }
     }
 
     func serialized() throws(ActivationError) -> SecureBytes {
-        let out = try lift { () throws(SecureCoreError) in try SecureBytes(count: Self.byteCount) }
+        let out = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: Self.byteCount) }
         out.withUnsafeMutableBytes { buffer in
             buffer.copyBytes(from: Self.magic + [Self.version])
             possession.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[5..<21]).copyMemory(from: $0) }
@@ -143,12 +145,12 @@ struct LocalActivationKeys {
             if header[4] > version { throw .upgradeSDK(foundVersion: Int(header[4])) }
             throw .invalidActivationData(reason: "the key file has an unknown version")
         }
-        let possession = try lift { () throws(SecureCoreError) in
+        let possession = try coreStep { () throws(SecureCoreError) in
             try blob.withUnsafeBytes { (bytes) throws(SecureCoreError) in
                 try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[5..<21]))
             }
         }
-        let transport = try lift { () throws(SecureCoreError) in
+        let transport = try coreStep { () throws(SecureCoreError) in
             try blob.withUnsafeBytes { (bytes) throws(SecureCoreError) in
                 try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[21..<37]))
             }
