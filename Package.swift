@@ -61,7 +61,8 @@ let core: [Target] = [
         dependencies: ["CSecureCore", "CProtocolCrypto"]),
 ]
 
-/// On the device: biometry, the PIN vault and PIN entry.
+/// On the device: biometry, the PIN vault, and PIN entry in three modules: the strength rules,
+/// the entry model a UI drives, and the terminal driver.
 let device: [Target] = [
     .target(
         name: "Biometry",
@@ -69,9 +70,20 @@ let device: [Target] = [
     .target(
         name: "PinVault",
         dependencies: ["SecureCore", "Biometry"]),
+    // The strength rules: pure functions of a PIN or password in secure memory.
+    .target(
+        name: "PinStrength",
+        dependencies: ["SecureCore"]),
+    // The entry model a UI drives: keypad, controller, length and complexity policy. No terminal
+    // code and no signal handlers (`make audit-modules` checks its objects).
     .target(
         name: "PinEntry",
         dependencies: ["SecureCore"]),
+    // The terminal driver: raw mode, signal handlers, the terminal pad, the descriptor reader,
+    // and the command-line check built on them.
+    .target(
+        name: "PinEntryTerminal",
+        dependencies: ["PinEntry", "PinStrength", "SecureCore"]),
 ]
 
 /// PowerAuth: what client and server share, the client, and the server's protocol logic.
@@ -80,7 +92,7 @@ let powerAuth: [Target] = [
     // types, the authorization header, the status blob and the configuration string.
     .target(
         name: "PowerAuthProtocol",
-        dependencies: ["SecureCore", "Biometry"]),
+        dependencies: ["SecureCore"]),
     // The client: the activation service, its flows, local storage and configuration.
     .target(
         name: "Activation",
@@ -124,14 +136,14 @@ let tools: [Target] = [
     .executableTarget(
         name: "securepin",
         dependencies: [
-            "SecureCore", "PinVault", "PinEntry", "PowerAuthProtocol", "Activation",
+            "SecureCore", "PinVault", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol", "Activation",
             "ActivationServer",
             "ReferenceServer", "ActivationHTTP", "HTTPServer", "COpenSSL",
         ],
         linkerSettings: linkHardening),
     .executableTarget(
         name: "pinpad-demo",
-        dependencies: ["PinEntry"],
+        dependencies: ["PinEntry", "PinStrength", "PinEntryTerminal"],
         linkerSettings: linkHardening),
     .target(
         name: "BenchmarkKit",
@@ -177,8 +189,14 @@ let testing: [Target] = [
         name: "PinVaultTests",
         dependencies: ["PinVault", "SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
+        name: "PinStrengthTests",
+        dependencies: ["PinStrength", "SecureCore"]),
+    .testTarget(
         name: "PinEntryTests",
-        dependencies: ["PinEntry", "SecureCore", "pinpad-demo", "TestSupport"]),
+        dependencies: ["PinEntry", "PinStrength", "SecureCore"]),
+    .testTarget(
+        name: "PinEntryTerminalTests",
+        dependencies: ["PinEntryTerminal", "PinEntry", "PinStrength", "SecureCore", "pinpad-demo", "TestSupport"]),
     .testTarget(
         name: "ActivationTests",
         dependencies: ["PowerAuthProtocol", "SecureCore"]),
@@ -221,7 +239,9 @@ let package = Package(
         .library(name: "Activation", targets: ["Activation"]),
         .library(name: "ActivationServer", targets: ["ActivationServer"]),
         .executable(name: "securepin", targets: ["securepin"]),
+        .library(name: "PinStrength", targets: ["PinStrength"]),
         .library(name: "PinEntry", targets: ["PinEntry"]),
+        .library(name: "PinEntryTerminal", targets: ["PinEntryTerminal"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
         .library(name: "HTTPClient", targets: ["HTTPClient"]),

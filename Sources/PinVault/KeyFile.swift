@@ -33,13 +33,11 @@ struct KeyFile {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io(operation: "create key file", errno: errno) }
         defer { close(fd) }
-        let random = try core { try SecureBytes.random(count: 2 * KeyFile.partSize) }
+        let random = try core { () throws(SecureCoreError) in try SecureBytes.random(count: 2 * KeyFile.partSize) }
         defer { random.destroy() }
         try pwriteAll(fd, KeyFile.magic, at: 0)
-        try core {
-            try random.withUnsafeBytes { bytes in
-                try pwriteAll(fd, bytes, at: KeyFile.recordKeyOffset)
-            }
+        try random.withUnsafeBytes { (bytes) throws(VaultError) in
+            try pwriteAll(fd, bytes, at: KeyFile.recordKeyOffset)
         }
         try pwriteAll(fd, [UInt8](repeating: 0, count: KeyFile.partSize), at: KeyFile.halfOffset(1))
         guard fsync(fd) == 0 else { throw .io(operation: "fsync key file", errno: errno) }
@@ -69,8 +67,10 @@ struct KeyFile {
     func renewHalf(_ index: UInt8) throws(VaultError) -> SecureBytes {
         let fd = try openForWriting()
         defer { close(fd) }
-        let fresh = try core { try SecureBytes.random(count: KeyFile.partSize) }
-        try core { try fresh.withUnsafeBytes { try pwriteAll(fd, $0, at: KeyFile.halfOffset(index)) } }
+        let fresh = try core { () throws(SecureCoreError) in try SecureBytes.random(count: KeyFile.partSize) }
+        try fresh.withUnsafeBytes { (bytes) throws(VaultError) in
+            try pwriteAll(fd, bytes, at: KeyFile.halfOffset(index))
+        }
         guard fsync(fd) == 0 else { throw .io(operation: "fsync key file", errno: errno) }
         return fresh
     }
@@ -98,7 +98,7 @@ struct KeyFile {
 
     static func overwrite(_ fd: Int32, offset: Int, count: Int, name: String) throws(VaultError) {
         guard count > 0 else { return }
-        let random = try core { try SecureRandom.bytes(count: count) }
+        let random = try core { () throws(SecureCoreError) in try SecureRandom.bytes(count: count) }
         try pwriteAll(fd, random, at: offset)
         guard fsync(fd) == 0 else { throw .io(operation: "fsync \(name)", errno: errno) }
         try pwriteAll(fd, [UInt8](repeating: 0, count: count), at: offset)
@@ -128,12 +128,10 @@ struct KeyFile {
         guard st.st_size == KeyFile.size, pread(fd, &head, head.count, 0) == head.count, head == KeyFile.magic else {
             throw .damaged(reason: "the key file is damaged or was destroyed: the vault cannot be opened")
         }
-        let out = try core { try SecureBytes(count: KeyFile.partSize) }
-        let (n, allZero): (Int, Bool) = try core {
-            try out.withUnsafeMutableBytes { buffer in
-                let n = pread(fd, buffer.baseAddress, KeyFile.partSize, off_t(offset))
-                return (n, buffer.reduce(0) { $0 | $1 } == 0)
-            }
+        let out = try core { () throws(SecureCoreError) in try SecureBytes(count: KeyFile.partSize) }
+        let (n, allZero): (Int, Bool) = out.withUnsafeMutableBytes { buffer in
+            let n = pread(fd, buffer.baseAddress, KeyFile.partSize, off_t(offset))
+            return (n, buffer.reduce(0) { $0 | $1 } == 0)
         }
         guard n == KeyFile.partSize else { throw .io(operation: "read key file", errno: errno) }
         guard !allZero else { throw .damaged(reason: "the key file was destroyed: the vault cannot be opened") }

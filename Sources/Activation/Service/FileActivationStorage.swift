@@ -56,14 +56,8 @@ public struct FileActivationStorage: DeviceActivationStorage {
     public func readSecret(_ name: String) throws(ActivationError) -> SecureBytes? {
         guard let (fd, size) = try openForReading(name) else { return nil }
         defer { close(fd) }
-        let out = try lift { () throws(SecureCoreError) in try SecureBytes(count: max(size, 1)) }
-        let n: Int
-        do {
-            n = try out.withUnsafeMutableBytes { readFully(fd, UnsafeMutableRawBufferPointer(rebasing: $0[0..<size])) }
-        } catch {
-            out.destroy()
-            throw .core(.destroyed)
-        }
+        let out = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: max(size, 1)) }
+        let n = out.withUnsafeMutableBytes { readFully(fd, UnsafeMutableRawBufferPointer(rebasing: $0[0..<size])) }
         guard n == size, size > 0 else {
             out.destroy()
             throw .invalidActivationData(reason: "\(name) is empty or changed while it was read")
@@ -73,15 +67,7 @@ public struct FileActivationStorage: DeviceActivationStorage {
 
     /// Replaces a secret blob atomically from secure memory.
     public func writeSecret(_ name: String, _ bytes: SecureBytes) throws(ActivationError) {
-        var failure: ActivationError?
-        do {
-            try bytes.withUnsafeBytes { buffer in
-                do throws(ActivationError) { try replace(name, buffer) } catch { failure = error }
-            }
-        } catch {
-            throw .core(.destroyed)
-        }
-        if let failure { throw failure }
+        try bytes.withUnsafeBytes { (buffer) throws(ActivationError) in try replace(name, buffer) }
     }
 
     /// Overwrites with zeros, deletes, and syncs the directory.
