@@ -28,7 +28,7 @@ struct ECIESTests {
 
     static func reveal(_ value: SecureBytes?) throws -> String {
         guard let value else { return "" }
-        return try value.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        return value.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
     /// A full exchange, client and server, for every version and every SHARED_INFO_1 value.

@@ -53,7 +53,7 @@ enum ECIESVectors {
 
     static func reveal(_ value: SecureBytes?) throws -> [UInt8] {
         guard let value else { return [] }
-        return try value.withUnsafeBytes { Array($0) }
+        return value.withUnsafeBytes { Array($0) }
     }
 
     /// Upstream's `EncryptorId` names.

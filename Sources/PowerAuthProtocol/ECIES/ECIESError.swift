@@ -2,7 +2,8 @@ import SecureCore
 
 /// Errors of PowerAuth's ECIES (``ECIESEncryptor``, ``ECIESDecryptor``,
 /// ``ECIESEnvelope``). None carries secret content: a field is named, never
-/// its value. A protocol-wide error type can wrap this one as it stands.
+/// its value. ``ProtocolError/ecies(_:)`` carries it where protocol code
+/// reports one error type.
 public enum ECIESError: Error, Equatable, Sendable {
     /// The MAC does not verify (wrong key, shared info, nonce, timestamp or
     /// associated data, or altered data), or a verified message has invalid
