@@ -86,11 +86,11 @@ static int aes128_block(int encrypt, spc_buffer *key, const uint8_t in[SPC_AES_B
     return rc;
 }
 
-int spc_aes128_encrypt_block(spc_buffer *key, const uint8_t in[SPC_AES_BLOCK_BYTES], spc_buffer *out) {
+spc_status spc_aes128_encrypt_block(spc_buffer *key, const uint8_t in[SPC_AES_BLOCK_BYTES], spc_buffer *out) {
     return aes128_block(1, key, in, out);
 }
 
-int spc_aes128_decrypt_block(spc_buffer *key, const uint8_t in[SPC_AES_BLOCK_BYTES], spc_buffer *out) {
+spc_status spc_aes128_decrypt_block(spc_buffer *key, const uint8_t in[SPC_AES_BLOCK_BYTES], spc_buffer *out) {
     return aes128_block(0, key, in, out);
 }
 
@@ -110,12 +110,12 @@ static int aes128_cbc(int encrypt, spc_buffer *key, const uint8_t iv[SPC_AES_BLO
     return rc;
 }
 
-int spc_aes128_cbc_nopad_encrypt(spc_buffer *key, const uint8_t iv[SPC_AES_BLOCK_BYTES], const uint8_t *in,
+spc_status spc_aes128_cbc_nopad_encrypt(spc_buffer *key, const uint8_t iv[SPC_AES_BLOCK_BYTES], const uint8_t *in,
                                  size_t len, uint8_t *out) {
     return aes128_cbc(1, key, iv, in, len, out);
 }
 
-int spc_aes128_cbc_nopad_decrypt(spc_buffer *key, const uint8_t iv[SPC_AES_BLOCK_BYTES], const uint8_t *in,
+spc_status spc_aes128_cbc_nopad_decrypt(spc_buffer *key, const uint8_t iv[SPC_AES_BLOCK_BYTES], const uint8_t *in,
                                  size_t len, uint8_t *out) {
     return aes128_cbc(0, key, iv, in, len, out);
 }
@@ -124,7 +124,7 @@ int spc_aes128_cbc_nopad_decrypt(spc_buffer *key, const uint8_t iv[SPC_AES_BLOCK
 /* SHA-256 and HMAC-SHA256 (libsodium)                                       */
 /* ------------------------------------------------------------------------ */
 
-int spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]) {
+spc_status spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]) {
     static const uint8_t empty[1] = {0};
     memset(out, 0, SPC_SHA256_BYTES);
     if (!spc_initialized()) return SPC_E_INIT;
@@ -146,7 +146,7 @@ static int hmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t l
     return SPC_E_CRYPTO;
 }
 
-int spc_hmac_sha256(spc_buffer *key, const uint8_t *msg, size_t len, uint8_t out[SPC_HMAC_SHA256_BYTES]) {
+spc_status spc_hmac_sha256(spc_buffer *key, const uint8_t *msg, size_t len, uint8_t out[SPC_HMAC_SHA256_BYTES]) {
     memset(out, 0, SPC_HMAC_SHA256_BYTES);
     if (!spc_initialized()) return SPC_E_INIT;
     if (msg == NULL && len != 0) return SPC_E_ARGUMENT;
@@ -158,7 +158,7 @@ int spc_hmac_sha256(spc_buffer *key, const uint8_t *msg, size_t len, uint8_t out
     return rc;
 }
 
-int spc_hmac_sha256_derive(spc_buffer *const parts[], size_t part_count, const uint8_t *msg, size_t len,
+spc_status spc_hmac_sha256_derive(spc_buffer *const parts[], size_t part_count, const uint8_t *msg, size_t len,
                            spc_buffer *out) {
     if (!spc_initialized()) return SPC_E_INIT;
     if (part_count < 1 || part_count > SPC_HMAC_KEY_PARTS_MAX || (msg == NULL && len != 0)) return SPC_E_ARGUMENT;
@@ -216,7 +216,7 @@ static int authcode_component(const uint8_t *const keys[], size_t i, const uint8
     return rc;
 }
 
-int spc_authcode_compute(spc_buffer *const keys[], size_t key_count, const uint8_t ctr[SPC_COUNTER_BYTES],
+spc_status spc_authcode_compute(spc_buffer *const keys[], size_t key_count, const uint8_t ctr[SPC_COUNTER_BYTES],
                          const uint8_t *data, size_t len, uint8_t *out, size_t out_len) {
     memset(out, 0, out_len);
     if (!spc_initialized()) return SPC_E_INIT;
@@ -321,7 +321,7 @@ static int p256_public_key(const uint8_t *pub, size_t len, EVP_PKEY **out) {
     return ok;
 }
 
-int spc_p256_public_check(const uint8_t *pub, size_t len) {
+spc_status spc_p256_public_check(const uint8_t *pub, size_t len) {
     if (!spc_initialized()) return SPC_E_INIT;
     if (pub == NULL) return SPC_E_ARGUMENT;
     EVP_PKEY *key = NULL;
@@ -349,7 +349,7 @@ static int keypair_generate(uint8_t priv[SPC_P256_SCALAR_BYTES], uint8_t pub[SPC
     return SPC_E_CRYPTO;
 }
 
-int spc_p256_keypair_generate(spc_buffer *priv, uint8_t pub[SPC_P256_PUBLIC_BYTES]) {
+spc_status spc_p256_keypair_generate(spc_buffer *priv, uint8_t pub[SPC_P256_PUBLIC_BYTES]) {
     memset(pub, 0, SPC_P256_PUBLIC_BYTES);
     if (!spc_initialized()) return SPC_E_INIT;
     uint8_t *d;
@@ -377,7 +377,7 @@ static int p256_load(spc_buffer *priv, EVP_PKEY **key) {
     return rc;
 }
 
-int spc_p256_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len, spc_buffer *shared) {
+spc_status spc_p256_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len, spc_buffer *shared) {
     if (!spc_initialized()) return SPC_E_INIT;
     if (priv == shared) return SPC_E_ARGUMENT;
     uint8_t *shared_x;
@@ -401,7 +401,7 @@ int spc_p256_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len, spc_buff
     return rc;
 }
 
-int spc_p256_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len, uint8_t sig[SPC_P256_SIGNATURE_MAX],
+spc_status spc_p256_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len, uint8_t sig[SPC_P256_SIGNATURE_MAX],
                         size_t *sig_len) {
     memset(sig, 0, SPC_P256_SIGNATURE_MAX);
     *sig_len = 0;
@@ -424,7 +424,7 @@ int spc_p256_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len, uint8_
     return rc;
 }
 
-int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg, size_t len, const uint8_t *sig,
+spc_status spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg, size_t len, const uint8_t *sig,
                           size_t sig_len, int *valid) {
     *valid = 0;
     if (!spc_initialized()) return SPC_E_INIT;
@@ -504,7 +504,7 @@ static int knowledge_apply(int encrypt, spc_password *pin, const uint8_t salt[SP
     return rc;
 }
 
-int spc_knowledge_key_wrap(spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES], uint32_t memory_kib,
+spc_status spc_knowledge_key_wrap(spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES], uint32_t memory_kib,
                            uint32_t iterations, spc_buffer *key, uint8_t wrapped[SPC_FACTOR_KEY_BYTES]) {
     memset(wrapped, 0, SPC_FACTOR_KEY_BYTES);
     if (!spc_initialized()) return SPC_E_INIT;
@@ -516,7 +516,7 @@ int spc_knowledge_key_wrap(spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_S
     return rc;
 }
 
-int spc_knowledge_key_unwrap(spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES], uint32_t memory_kib,
+spc_status spc_knowledge_key_unwrap(spc_password *pin, const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES], uint32_t memory_kib,
                              uint32_t iterations, const uint8_t wrapped[SPC_FACTOR_KEY_BYTES], spc_buffer *key) {
     if (!spc_initialized()) return SPC_E_INIT;
     uint8_t *k;
@@ -566,7 +566,7 @@ static int kdf_x963(const uint8_t *secret, size_t secret_len, const uint8_t *inf
     return rc;
 }
 
-int spc_kdf_x963_sha256(spc_buffer *secret, const uint8_t *info, size_t info_len, spc_buffer *out) {
+spc_status spc_kdf_x963_sha256(spc_buffer *secret, const uint8_t *info, size_t info_len, spc_buffer *out) {
     if (!spc_initialized()) return SPC_E_INIT;
     if (secret == NULL || secret == out || (info == NULL && info_len != 0) || spc_buffer_size(out) > SPC_X963_MAX)
         return SPC_E_ARGUMENT;
@@ -605,7 +605,7 @@ static int envelope_derive(spc_buffer *priv, const uint8_t *pub, size_t pub_len,
     return rc;
 }
 
-int spc_ecies_envelope_from_public(const uint8_t *server_pub, size_t pub_len, const uint8_t *sh1, size_t sh1_len,
+spc_status spc_ecies_envelope_from_public(const uint8_t *server_pub, size_t pub_len, const uint8_t *sh1, size_t sh1_len,
                                    spc_buffer *envelope, uint8_t eph_pub[SPC_P256_COMPRESSED_BYTES]) {
     memset(eph_pub, 0, SPC_P256_COMPRESSED_BYTES);
     if (!spc_initialized()) return SPC_E_INIT;
@@ -624,7 +624,7 @@ int spc_ecies_envelope_from_public(const uint8_t *server_pub, size_t pub_len, co
     return rc;
 }
 
-int spc_ecies_envelope_from_private(spc_buffer *priv, const uint8_t *eph_pub, size_t eph_len, const uint8_t *sh1,
+spc_status spc_ecies_envelope_from_private(spc_buffer *priv, const uint8_t *eph_pub, size_t eph_len, const uint8_t *sh1,
                                     size_t sh1_len, spc_buffer *envelope) {
     if (!spc_initialized()) return SPC_E_INIT;
     if (eph_pub == NULL) return SPC_E_KEY;
@@ -674,7 +674,7 @@ static int ecies_cbc_encrypt(const uint8_t *env, const uint8_t iv[16], const uin
     return SPC_E_CRYPTO;
 }
 
-int spc_ecies_encrypt(spc_buffer *envelope, const uint8_t *nonce, spc_buffer *plain, const uint8_t *sh2,
+spc_status spc_ecies_encrypt(spc_buffer *envelope, const uint8_t *nonce, spc_buffer *plain, const uint8_t *sh2,
                       size_t sh2_len, uint8_t *out, size_t out_len, uint8_t mac[SPC_ECIES_MAC_BYTES]) {
     memset(out, 0, out_len);
     memset(mac, 0, SPC_ECIES_MAC_BYTES);
@@ -711,7 +711,7 @@ static size_t pkcs7_pad_length(const uint8_t last[SPC_AES_BLOCK_BYTES]) {
     return (size_t)(pad & ((bad & 1u) - 1u));
 }
 
-int spc_ecies_decrypt(spc_buffer *envelope, const uint8_t *nonce, const uint8_t *in, size_t len, const uint8_t *sh2,
+spc_status spc_ecies_decrypt(spc_buffer *envelope, const uint8_t *nonce, const uint8_t *in, size_t len, const uint8_t *sh2,
                       size_t sh2_len, const uint8_t mac[SPC_ECIES_MAC_BYTES], spc_buffer *plain, size_t *plain_len) {
     *plain_len = 0;
     if (!spc_initialized()) return SPC_E_INIT;

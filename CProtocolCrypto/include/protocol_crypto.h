@@ -67,7 +67,7 @@ extern "C" {
  * Security: the result is treated as a secret (a derived key) and written
  *           into `out` only. The cipher context is cleansed by OpenSSL when freed.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_encrypt_block(spc_buffer *key,
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) spc_status spc_aes128_encrypt_block(spc_buffer *key,
                                                                  const uint8_t in[SPC_AES_BLOCK_BYTES],
                                                                  spc_buffer *out);
 
@@ -76,7 +76,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_encrypt_block(spc_buffer *key
  * Returns: as spc_aes128_encrypt_block.
  * Security: as spc_aes128_encrypt_block.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_decrypt_block(spc_buffer *key,
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) spc_status spc_aes128_decrypt_block(spc_buffer *key,
                                                                  const uint8_t in[SPC_AES_BLOCK_BYTES],
                                                                  spc_buffer *out);
 
@@ -90,7 +90,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_decrypt_block(spc_buffer *key
  * Security: no padding and no MAC: this mode has no integrity. Use it only
  *           where the protocol mandates it and validate the plaintext.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_encrypt(spc_buffer *key,
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) spc_status spc_aes128_cbc_nopad_encrypt(spc_buffer *key,
                                                                        const uint8_t iv[SPC_AES_BLOCK_BYTES],
                                                                        const uint8_t *in, size_t len, uint8_t *out);
 
@@ -100,7 +100,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_encrypt(spc_buff
  * Security: never reports a padding error (there is no padding), so it is
  *           no padding oracle; the plaintext is unauthenticated.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_decrypt(spc_buffer *key,
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) spc_status spc_aes128_cbc_nopad_decrypt(spc_buffer *key,
                                                                        const uint8_t iv[SPC_AES_BLOCK_BYTES],
                                                                        const uint8_t *in, size_t len, uint8_t *out);
 
@@ -109,7 +109,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_decrypt(spc_buff
  * Returns: SPC_OK; SPC_E_ARGUMENT (NULL with a length); SPC_E_INIT.
  * Security: for public data (counters, fingerprints); no secret handling.
  */
-SPC_MUST_CHECK SPC_NONNULL(3) int spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]);
+SPC_MUST_CHECK SPC_NONNULL(3) spc_status spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]);
 
 /**
  * HMAC-SHA256 (libsodium) keyed with the whole of `key` (any size), into
@@ -119,7 +119,7 @@ SPC_MUST_CHECK SPC_NONNULL(3) int spc_sha256(const uint8_t *msg, size_t len, uin
  *          SPC_E_CRYPTO; SPC_E_INIT.
  * Security: the hash state holding the padded key is wiped before return.
  */
-SPC_MUST_CHECK SPC_NONNULL(4) int spc_hmac_sha256(spc_buffer *key, const uint8_t *msg, size_t len,
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_hmac_sha256(spc_buffer *key, const uint8_t *msg, size_t len,
                                                   uint8_t out[SPC_HMAC_SHA256_BYTES]);
 
 /**
@@ -133,7 +133,7 @@ SPC_MUST_CHECK SPC_NONNULL(4) int spc_hmac_sha256(spc_buffer *key, const uint8_t
  * Security: the concatenated key lives in a secure buffer of the core, freed
  *           (wiped) before return; the result is written into `out` only.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 5) int spc_hmac_sha256_derive(spc_buffer *const parts[], size_t part_count,
+SPC_MUST_CHECK SPC_NONNULL(1, 5) spc_status spc_hmac_sha256_derive(spc_buffer *const parts[], size_t part_count,
                                                             const uint8_t *msg, size_t len, spc_buffer *out);
 
 /**
@@ -150,7 +150,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 5) int spc_hmac_sha256_derive(spc_buffer *const pa
  *           K are stack locals wiped before return; the components are the
  *           public authentication code.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 3, 6) int spc_authcode_compute(spc_buffer *const keys[], size_t key_count,
+SPC_MUST_CHECK SPC_NONNULL(1, 3, 6) spc_status spc_authcode_compute(spc_buffer *const keys[], size_t key_count,
                                                           const uint8_t ctr[SPC_COUNTER_BYTES], const uint8_t *data,
                                                           size_t len, uint8_t *out, size_t out_len);
 
@@ -160,7 +160,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 3, 6) int spc_authcode_compute(spc_buffer *const k
  * Returns: SPC_OK; SPC_E_KEY; SPC_E_ARGUMENT (NULL); SPC_E_INIT.
  * Security: public data only.
  */
-SPC_MUST_CHECK int spc_p256_public_check(const uint8_t *pub, size_t len);
+SPC_MUST_CHECK spc_status spc_p256_public_check(const uint8_t *pub, size_t len);
 
 /**
  * Generate a P-256 key pair: the private scalar (32 bytes, big-endian) into
@@ -171,7 +171,7 @@ SPC_MUST_CHECK int spc_p256_public_check(const uint8_t *pub, size_t len);
  * Security: OpenSSL's copy of the scalar is cleared when its key object is
  *           freed.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_p256_keypair_generate(spc_buffer *priv, uint8_t pub[SPC_P256_PUBLIC_BYTES]);
+SPC_MUST_CHECK SPC_NONNULL(1, 2) spc_status spc_p256_keypair_generate(spc_buffer *priv, uint8_t pub[SPC_P256_PUBLIC_BYTES]);
 
 /**
  * ECDH on P-256: the 32-byte x-coordinate of priv * pub, into the buffer
@@ -184,7 +184,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_p256_keypair_generate(spc_buffer *priv,
  * Security: the scalar's range check does not branch on its bytes; the
  *           byte-reversed copy OpenSSL needs is wiped.
  */
-SPC_MUST_CHECK SPC_NONNULL(4) int spc_p256_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len,
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_p256_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len,
                                                 spc_buffer *shared);
 
 /**
@@ -195,7 +195,7 @@ SPC_MUST_CHECK SPC_NONNULL(4) int spc_p256_ecdh(spc_buffer *priv, const uint8_t 
  * Security: the scalar is handled as in spc_p256_ecdh; the per-signature
  *           nonce is OpenSSL's.
  */
-SPC_MUST_CHECK SPC_NONNULL(4, 5) int spc_p256_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len,
+SPC_MUST_CHECK SPC_NONNULL(4, 5) spc_status spc_p256_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len,
                                                          uint8_t sig[SPC_P256_SIGNATURE_MAX], size_t *sig_len);
 
 /**
@@ -205,7 +205,7 @@ SPC_MUST_CHECK SPC_NONNULL(4, 5) int spc_p256_ecdsa_sign(spc_buffer *priv, const
  *          SPC_E_ARGUMENT; SPC_E_CRYPTO; SPC_E_INIT.
  * Security: public data only.
  */
-SPC_MUST_CHECK SPC_NONNULL(7) int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg,
+SPC_MUST_CHECK SPC_NONNULL(7) spc_status spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg,
                                                         size_t len, const uint8_t *sig, size_t sig_len, int *valid);
 
 /**
@@ -223,7 +223,7 @@ SPC_MUST_CHECK SPC_NONNULL(7) int spc_p256_ecdsa_verify(const uint8_t *pub, size
  *           (the one Argon2 path) into a secure buffer, freed before return.
  *           Use a fresh random salt for every wrap.
  */
-SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_wrap(spc_password *pin,
+SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) spc_status spc_knowledge_key_wrap(spc_password *pin,
                                                                const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
                                                                uint32_t memory_kib, uint32_t iterations,
                                                                spc_buffer *key, uint8_t wrapped[SPC_FACTOR_KEY_BYTES]);
@@ -238,7 +238,7 @@ SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_wrap(spc_password *pin
  *           codes made with the key, can tell a wrong PIN. The PIN and the
  *           derived key are handled as in the wrap.
  */
-SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_unwrap(spc_password *pin,
+SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) spc_status spc_knowledge_key_unwrap(spc_password *pin,
                                                                  const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
                                                                  uint32_t memory_kib, uint32_t iterations,
                                                                  const uint8_t wrapped[SPC_FACTOR_KEY_BYTES],
@@ -261,7 +261,7 @@ SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_unwrap(spc_password *p
  * Security: the hash state and each block are wiped; the result is written
  *           into `out` only.
  */
-SPC_MUST_CHECK SPC_NONNULL(4) int spc_kdf_x963_sha256(spc_buffer *secret, const uint8_t *info, size_t info_len,
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_kdf_x963_sha256(spc_buffer *secret, const uint8_t *info, size_t info_len,
                                                       spc_buffer *out);
 
 /**
@@ -277,7 +277,7 @@ SPC_MUST_CHECK SPC_NONNULL(4) int spc_kdf_x963_sha256(spc_buffer *secret, const 
  * Security: the ephemeral private key and Z live in secure buffers of the
  *           core, freed (wiped) before return.
  */
-SPC_MUST_CHECK SPC_NONNULL(5, 6) int spc_ecies_envelope_from_public(const uint8_t *server_pub, size_t pub_len,
+SPC_MUST_CHECK SPC_NONNULL(5, 6) spc_status spc_ecies_envelope_from_public(const uint8_t *server_pub, size_t pub_len,
                                                                     const uint8_t *sh1, size_t sh1_len,
                                                                     spc_buffer *envelope,
                                                                     uint8_t eph_pub[SPC_P256_COMPRESSED_BYTES]);
@@ -292,7 +292,7 @@ SPC_MUST_CHECK SPC_NONNULL(5, 6) int spc_ecies_envelope_from_public(const uint8_
  *          SPC_E_INIT.
  * Security: Z lives in a secure buffer freed (wiped) before return.
  */
-SPC_MUST_CHECK SPC_NONNULL(6) int spc_ecies_envelope_from_private(spc_buffer *priv, const uint8_t *eph_pub,
+SPC_MUST_CHECK SPC_NONNULL(6) spc_status spc_ecies_envelope_from_private(spc_buffer *priv, const uint8_t *eph_pub,
                                                                   size_t eph_len, const uint8_t *sh1, size_t sh1_len,
                                                                   spc_buffer *envelope);
 
@@ -310,7 +310,7 @@ SPC_MUST_CHECK SPC_NONNULL(6) int spc_ecies_envelope_from_private(spc_buffer *pr
  *           padded last block is copied, into a stack local wiped before
  *           return. Never use one envelope key for two requests.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 6, 8) int spc_ecies_encrypt(spc_buffer *envelope, const uint8_t *nonce,
+SPC_MUST_CHECK SPC_NONNULL(1, 6, 8) spc_status spc_ecies_encrypt(spc_buffer *envelope, const uint8_t *nonce,
                                                           spc_buffer *plain, const uint8_t *sh2, size_t sh2_len,
                                                           uint8_t *out, size_t out_len,
                                                           uint8_t mac[SPC_ECIES_MAC_BYTES]);
@@ -331,7 +331,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 6, 8) int spc_ecies_encrypt(spc_buffer *envelope, 
  *           plaintext length are the only values derived from the secrets
  *           that are revealed.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 3, 7, 8, 9) int spc_ecies_decrypt(spc_buffer *envelope, const uint8_t *nonce,
+SPC_MUST_CHECK SPC_NONNULL(1, 3, 7, 8, 9) spc_status spc_ecies_decrypt(spc_buffer *envelope, const uint8_t *nonce,
                                                                 const uint8_t *in, size_t len, const uint8_t *sh2,
                                                                 size_t sh2_len, const uint8_t mac[SPC_ECIES_MAC_BYTES],
                                                                 spc_buffer *plain, size_t *plain_len);
