@@ -61,6 +61,13 @@ let core: [Target] = [
         dependencies: ["CSecureCore", "CProtocolCrypto"]),
 ]
 
+/// Plain POSIX durability, holding no secret: private directories, bounded reads, atomic
+/// replacement, overwrite in place, advisory locks. The vault and the activation store build on it.
+let storage: [Target] = [
+    .target(
+        name: "DurableStorage")
+]
+
 /// On the device: biometry, the PIN vault and PIN entry.
 let device: [Target] = [
     .target(
@@ -174,6 +181,9 @@ let testing: [Target] = [
         name: "SecureCoreTests",
         dependencies: ["SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
+        name: "DurableStorageTests",
+        dependencies: ["DurableStorage"]),
+    .testTarget(
         name: "PinVaultTests",
         dependencies: ["PinVault", "SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
@@ -228,5 +238,5 @@ let package = Package(
         .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
         .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),
     ],
-    targets: systemLibraries + core + device + powerAuth + network + tools + testing
+    targets: systemLibraries + core + storage + device + powerAuth + network + tools + testing
 )
