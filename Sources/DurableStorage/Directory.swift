@@ -23,7 +23,7 @@ extension DurableFile {
     /// Creates `directory` with mode 0700. Returns false when it already exists (whatever
     /// it is: the caller checks it).
     package static func makeDirectory(_ directory: String) throws(StorageError) -> Bool {
-        if Platform.mkdir(directory, 0o700) == 0 { return true }
+        if Platform.makeDirectory(directory, 0o700) == 0 { return true }
         guard errno == EEXIST else { throw .system(operation: "mkdir", errno: errno) }
         return false
     }
@@ -42,30 +42,43 @@ extension DurableFile {
     ///   ``StorageError/system(operation:errno:)``.
     package static func preparePrivateDirectory(_ directory: String) throws(StorageError) {
         if try makeDirectory(directory) { return }
-        let fd = Platform.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
+        let fd = Platform.openFile(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
         guard fd >= 0 else {
             guard errno == ENOTDIR || errno == ELOOP else { throw .system(operation: "open directory", errno: errno) }
             throw .unsuitableDirectory(reason: "\(directory) exists and is not a directory (a link is not followed)")
         }
         defer { close(fd) }
         guard let status = Platform.status(of: fd) else { throw .system(operation: "fstat directory", errno: errno) }
+        try checkOwnDirectory(directory, status, forbidding: 0o022)
+        if status.permissions & 0o077 != 0 && Platform.changeMode(fd, status.permissions & ~0o077) != 0 {
+            throw .system(operation: "chmod directory", errno: errno)
+        }
+    }
+
+    /// Checks that `status` (of `directory`) is a directory that this user owns and whose mode
+    /// has none of the `forbidden` bits.
+    /// - Throws: ``StorageError/unsuitableDirectory(reason:)``, its reason naming the directory.
+    package static func checkOwnDirectory(
+        _ directory: String, _ status: FileStatus, forbidding forbidden: UInt32
+    ) throws(StorageError) {
+        guard status.isDirectory else {
+            throw .unsuitableDirectory(reason: "\(directory) exists and is not a directory")
+        }
         guard status.isOwnedByCurrentUser else {
             throw .unsuitableDirectory(reason: "\(directory) belongs to another user")
         }
-        guard status.permissions & 0o022 == 0 else {
+        guard status.permissions & forbidden == 0 else {
+            let access = forbidden & 0o055 == 0 ? "writable by" : "open to"
             throw .unsuitableDirectory(
-                reason: "\(directory) is writable by the group or others (mode "
+                reason: "\(directory) is \(access) the group or others (mode "
                     + "\(String(status.permissions & 0o777, radix: 8))); use a new directory, or one with mode 0700")
-        }
-        if status.permissions & 0o077 != 0 && Platform.fchmod(fd, status.permissions & ~0o077) != 0 {
-            throw .system(operation: "chmod directory", errno: errno)
         }
     }
 
     /// Removes the empty directory `directory`. Returns false when it is gone or not empty.
     package static func removeDirectory(_ directory: String) throws(StorageError) -> Bool {
         // By absolute name: rmdir(".") fails with EINVAL even when "." is empty.
-        guard rmdir(Platform.realpath(directory) ?? directory) == 0 else {
+        guard rmdir(Platform.resolvedPath(directory) ?? directory) == 0 else {
             guard errno == ENOENT || errno == ENOTEMPTY || errno == EEXIST else {
                 throw .system(operation: "rmdir", errno: errno)
             }
@@ -94,10 +107,10 @@ extension DurableFile {
         _ path: String, failure: (StorageError) -> E, _ body: (_ held: Bool) throws(E) -> R
     ) throws(E) -> R {
         while true {
-            var fd = Platform.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            var fd = Platform.openFile(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if fd < 0 && (errno == EROFS || errno == EACCES) {
                 let refused = errno
-                fd = Platform.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0)
+                fd = Platform.openFile(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0)
                 if fd < 0 && errno == ENOENT && refused == EROFS { return try body(false) }
             }
             guard fd >= 0 else { throw failure(.system(operation: "open lock", errno: errno)) }

@@ -17,15 +17,15 @@ package protocol DurableFileSystem: Sendable {
 
 extension DurableFileSystem {
     /// The real `write(2)`.
-    package func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int { Platform.write(fd, bytes) }
+    package func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int { Platform.writeBytes(fd, bytes) }
     /// The real `pwrite(2)`.
     package func pwrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int) -> Int {
-        Platform.pwrite(fd, bytes, offset)
+        Platform.writeBytes(fd, bytes, at: offset)
     }
     /// The real `fsync(2)` (on Darwin, `F_FULLFSYNC`).
-    package func fsync(_ fd: Int32, isDirectory: Bool) -> Int32 { Platform.fsync(fd) }
+    package func fsync(_ fd: Int32, isDirectory: Bool) -> Int32 { Platform.synchronize(fd) }
     /// The real `rename(2)`.
-    package func rename(_ from: String, _ to: String) -> Int32 { Platform.rename(from, to) }
+    package func rename(_ from: String, _ to: String) -> Int32 { Platform.renameFile(from, to) }
 }
 
 /// The real system calls.

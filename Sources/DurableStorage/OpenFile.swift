@@ -20,7 +20,8 @@ package struct OpenFile {
     package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(StorageError) -> Int {
         var done = 0
         while done < buffer.count {
-            let n = Platform.pread(descriptor, UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), offset + done)
+            let n = Platform.readBytes(
+                descriptor, UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + done)
             if n < 0 {
                 if errno == EINTR { continue }
                 throw .system(operation: "read \(name)", errno: errno)
@@ -141,7 +142,7 @@ extension DurableFile {
             case .createNew: O_RDWR | O_CREAT | O_EXCL
             }
         // O_NONBLOCK: opening a pipe planted under the name returns at once, and is refused below.
-        let fd = Platform.open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        let fd = Platform.openFile(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             if errno == ENOENT && mode != .createNew { return nil }
             throw failure(.system(operation: mode == .createNew ? "create \(name)" : "open \(name)", errno: errno))

@@ -1,6 +1,6 @@
-// The one file of the module that names the C library: every call whose name a method of
-// this module shadows (`read`, `write`, `fsync`, `rename`), and every use of `struct stat`
-// or `struct dirent`, whose field types differ between glibc and Darwin, lives here.
+// The one file of the module that deals with the C library's differences: every call whose
+// name a method of this module shadows (`read`, `write`, `fsync`, `rename`), and every use of
+// `struct stat` or `struct dirent`, whose field types differ between glibc and Darwin.
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -34,58 +34,33 @@ package struct FileStatus: Sendable {
     }
 }
 
-/// The system calls, by their platform names.
+/// The system calls the module makes whose names its own methods shadow, or whose types differ
+/// between glibc and Darwin. (Each wrapper has a name of its own, so the call inside it reaches
+/// the C library without naming the module.)
 enum Platform {
-    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
-        #if canImport(Glibc)
-            Glibc.read(fd, buffer.baseAddress, buffer.count)
-        #else
-            Darwin.read(fd, buffer.baseAddress, buffer.count)
-        #endif
+    static func readBytes(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
     }
 
-    static func pread(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ offset: Int) -> Int {
-        #if canImport(Glibc)
-            Glibc.pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
-        #else
-            Darwin.pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
-        #endif
+    static func writeBytes(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int {
+        write(fd, buffer.baseAddress, buffer.count)
     }
 
-    static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int {
-        #if canImport(Glibc)
-            Glibc.write(fd, buffer.baseAddress, buffer.count)
-        #else
-            Darwin.write(fd, buffer.baseAddress, buffer.count)
-        #endif
-    }
-
-    static func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, _ offset: Int) -> Int {
-        #if canImport(Glibc)
-            Glibc.pwrite(fd, buffer.baseAddress, buffer.count, off_t(offset))
-        #else
-            Darwin.pwrite(fd, buffer.baseAddress, buffer.count, off_t(offset))
-        #endif
+    static func writeBytes(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int) -> Int {
+        pwrite(fd, buffer.baseAddress, buffer.count, off_t(offset))
     }
 
     /// `fsync(2)`. On Darwin `fsync` only hands the data to the drive, which may keep it in a
     /// volatile cache; `F_FULLFSYNC` asks the drive to write it (`fsync` when the file system
     /// does not support it).
-    static func fsync(_ fd: Int32) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.fsync(fd)
-        #else
-            Darwin.fcntl(fd, F_FULLFSYNC) == 0 ? 0 : Darwin.fsync(fd)
+    static func synchronize(_ fd: Int32) -> Int32 {
+        #if canImport(Darwin)
+            if fcntl(fd, F_FULLFSYNC) == 0 { return 0 }
         #endif
+        return fsync(fd)
     }
 
-    static func rename(_ from: String, _ to: String) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.rename(from, to)
-        #else
-            Darwin.rename(from, to)
-        #endif
-    }
+    static func renameFile(_ from: String, _ to: String) -> Int32 { rename(from, to) }
 
     static func status(of fd: Int32) -> FileStatus? {
         var st = stat()
@@ -107,29 +82,13 @@ enum Platform {
         return FileStatus(st)
     }
 
-    static func fchmod(_ fd: Int32, _ permissions: UInt32) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.fchmod(fd, mode_t(permissions))
-        #else
-            Darwin.fchmod(fd, mode_t(permissions))
-        #endif
-    }
+    static func changeMode(_ fd: Int32, _ permissions: UInt32) -> Int32 { fchmod(fd, mode_t(permissions)) }
 
-    static func mkdir(_ path: String, _ permissions: UInt32) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.mkdir(path, mode_t(permissions))
-        #else
-            Darwin.mkdir(path, mode_t(permissions))
-        #endif
-    }
+    static func makeDirectory(_ path: String, _ permissions: UInt32) -> Int32 { mkdir(path, mode_t(permissions)) }
 
     /// `open(2)` with a mode for a file it creates.
-    static func open(_ path: String, _ flags: Int32, _ permissions: UInt32) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.open(path, flags, mode_t(permissions))
-        #else
-            Darwin.open(path, flags, mode_t(permissions))
-        #endif
+    static func openFile(_ path: String, _ flags: Int32, _ permissions: UInt32) -> Int32 {
+        open(path, flags, mode_t(permissions))
     }
 
     /// The names in a directory except `.` and `..`, or nil (and `errno`) when it cannot be opened.
@@ -147,13 +106,8 @@ enum Platform {
     }
 
     /// The absolute path with every link resolved, or nil.
-    static func realpath(_ path: String) -> String? {
-        #if canImport(Glibc)
-            let resolved = Glibc.realpath(path, nil)
-        #else
-            let resolved = Darwin.realpath(path, nil)
-        #endif
-        return resolved.map { pointer in
+    static func resolvedPath(_ path: String) -> String? {
+        realpath(path, nil).map { pointer in
             defer { free(pointer) }
             return String(cString: pointer)
         }
