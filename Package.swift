@@ -75,7 +75,7 @@ let device: [Target] = [
         dependencies: ["SecureCore"]),
     .target(
         name: "PinVault",
-        dependencies: ["SecureCore", "Biometry"]),
+        dependencies: ["SecureCore", "Biometry", "DurableStorage"]),
     .target(
         name: "PinEntry",
         dependencies: ["SecureCore"]),
@@ -91,7 +91,7 @@ let powerAuth: [Target] = [
     // The client: the activation service, its flows, local storage and configuration.
     .target(
         name: "Activation",
-        dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry"]),
+        dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry", "DurableStorage"]),
     // The server's protocol logic; it never sees the client or the vault.
     .target(
         name: "ActivationServer",
@@ -185,7 +185,7 @@ let testing: [Target] = [
         dependencies: ["DurableStorage"]),
     .testTarget(
         name: "PinVaultTests",
-        dependencies: ["PinVault", "SecureCore", "spc-test-helper", "TestSupport"]),
+        dependencies: ["PinVault", "SecureCore", "DurableStorage", "spc-test-helper", "TestSupport"]),
     .testTarget(
         name: "PinEntryTests",
         dependencies: ["PinEntry", "SecureCore", "pinpad-demo", "TestSupport"]),
