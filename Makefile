@@ -33,7 +33,8 @@ APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-li
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit audit-quick \
-        audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-sloc \
+        audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-modules \
+        audit-sloc \
         fuzz fuzz-smoke fuzz-build format clean
 
 run: deps build
@@ -174,9 +175,9 @@ VALGRIND         := valgrind --error-exitcode=1 --leak-check=full --show-leak-ki
 CTGRIND_SUPP     := CSecureCore/tests/ctgrind.supp
 HARDEN_CFLAGS    := -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 
-audit: audit-valgrind audit-ctgrind audit-coverage audit-hardening-release audit-wipes audit-sloc
+audit: audit-valgrind audit-ctgrind audit-coverage audit-hardening-release audit-wipes audit-modules audit-sloc
 
-audit-quick: audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-wipes audit-sloc
+audit-quick: audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-wipes audit-modules audit-sloc
 
 ## audit-valgrind: the C tests under valgrind memcheck, with and without secret memory.
 audit-valgrind: deps $(foreach t,$(C_TESTS),$(C_TEST_DIR)/test_$(t))
@@ -278,6 +279,14 @@ audit-wipes: deps
 	@mkdir -p $(BUILD_DIR)/test-logs
 	Tests/Audit/check-wipes.sh $(SWIFT_BUILD_PATH)/release/securepin | tee $(BUILD_DIR)/test-logs/audit-wipes.log
 
+## audit-modules: an app that imports PinEntry (the entry model) or PinStrength links no terminal
+## driver and no signal handler: their dependency closures hold no PinEntryTerminal, and no object in
+## them calls sigaction, tcsetattr, isatty or the like (a control run must find those in PinEntryTerminal).
+audit-modules: deps
+	$(SWIFT) build --product pinpad-demo
+	@mkdir -p $(BUILD_DIR)/test-logs
+	Tests/Audit/check-module-deps.sh $(SWIFT_BUILD_PATH)/debug | tee $(BUILD_DIR)/test-logs/audit-modules.log
+
 ## audit-sloc: size of each audited C target against its own budget (reported honestly, not a gate).
 audit-sloc:
 	@Tests/Audit/sloc.sh CSecureCore $(SLOC_BUDGET) $(CORE_SRCS) CSecureCore/internal.h CSecureCore/include/secure_core.h
@@ -315,11 +324,11 @@ FUZZ_PROTO_OBJS    := $(patsubst CProtocolCrypto/%.c,$(FUZZ_DIR)/protocol/%.o,$(
 # The Swift target each fuzzer's entry point lives in, and the module objects it links.
 fuzz_swift_file     = Tests/Fuzz/$(subst $(eval) ,,$(foreach w,$(subst _, ,$(1)),$(shell echo $(w) | sed 's/./\U&/')))Fuzz.swift
 FUZZ_MODULES_vault_file           := SecureCore Biometry DurableStorage PinVault
-FUZZ_MODULES_status_blob          := SecureCore Biometry PowerAuthProtocol
-FUZZ_MODULES_authorization_header := SecureCore Biometry PowerAuthProtocol
-FUZZ_MODULES_algorithm_name       := SecureCore Biometry PowerAuthProtocol
-FUZZ_MODULES_configuration_string := SecureCore Biometry PowerAuthProtocol
-FUZZ_MODULES_server_request       := SecureCore Biometry PowerAuthProtocol ActivationServer
+FUZZ_MODULES_status_blob          := SecureCore PowerAuthProtocol
+FUZZ_MODULES_authorization_header := SecureCore PowerAuthProtocol
+FUZZ_MODULES_algorithm_name       := SecureCore PowerAuthProtocol
+FUZZ_MODULES_configuration_string := SecureCore PowerAuthProtocol
+FUZZ_MODULES_server_request       := SecureCore PowerAuthProtocol ActivationServer
 
 $(FUZZ_DIR)/module.modulemap: Makefile
 	@mkdir -p $(FUZZ_DIR)
@@ -343,9 +352,9 @@ $(FUZZ_DIR)/Biometry.o: $(BIOMETRY_SWIFT) $(FUZZ_DIR)/SecureCore.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name Biometry -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/Biometry.swiftmodule $(BIOMETRY_SWIFT) -o $@
 
-# The protocol module imports Biometry (the status its error still names), not PinVault
-# and not the client module; every fuzz target parses protocol input only.
-$(FUZZ_DIR)/PowerAuthProtocol.o: $(PROTOCOL_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o
+# The protocol module imports only SecureCore: not Biometry, not PinVault and not the
+# client module; every fuzz target parses protocol input only.
+$(FUZZ_DIR)/PowerAuthProtocol.o: $(PROTOCOL_SWIFT) $(FUZZ_DIR)/SecureCore.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name PowerAuthProtocol -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/PowerAuthProtocol.swiftmodule $(PROTOCOL_SWIFT) -o $@
 

@@ -97,6 +97,26 @@ static void transfer(view *to, const view *from, size_t n, const uint32_t *r) {
     }
 }
 
+/* Copy the first src->length code points of `src` into `dst` (which holds at
+ * least that many) under a fresh pad: the two never share a scrambling. Both
+ * are opened and closed here; on failure nothing is written. */
+static int copy_rescrambled(spc_password *dst, spc_password *src) {
+    view from, to;
+    int rc = view_open(src, &from);
+    if (rc != SPC_OK) return rc;
+    if ((rc = view_open(dst, &to)) != SPC_OK) {
+        view_close(src);
+        return rc;
+    }
+    uint32_t r[SPC_PASSWORD_MAX];
+    randombytes_buf(r, src->length * 4);
+    transfer(&to, &from, src->length, r);
+    sodium_memzero(r, src->length * 4);
+    view_close(dst);
+    view_close(src);
+    return SPC_OK;
+}
+
 /* Move to storage that holds `cap` code points. */
 static int grow(spc_password *pw, size_t cap) {
     spc_buffer *nd, *np;
@@ -104,18 +124,7 @@ static int grow(spc_password *pw, size_t cap) {
     int rc = storage_new(cap, &nd, &np, &got);
     if (rc != SPC_OK) return rc;
     spc_password fresh = {nd, np, pw->length, got};
-    view from, to;
-    if ((rc = view_open(pw, &from)) != SPC_OK) goto fail;
-    if ((rc = view_open(&fresh, &to)) != SPC_OK) {
-        view_close(pw);
-        goto fail;
-    }
-    uint32_t r[SPC_PASSWORD_MAX];
-    randombytes_buf(r, pw->length * 4);
-    transfer(&to, &from, pw->length, r);
-    sodium_memzero(r, pw->length * 4);
-    view_close(&fresh);
-    view_close(pw);
+    if ((rc = copy_rescrambled(&fresh, pw)) != SPC_OK) goto fail;
     spc_buffer_free(pw->data);
     spc_buffer_free(pw->pad);
     pw->data = nd;
@@ -200,19 +209,8 @@ int spc_password_copy(spc_password *pw, spc_password **out) {
     if (rc != SPC_OK) return rc;
     spc_password *c = *out;
     if (pw->length > c->capacity && (rc = grow(c, pw->length)) != SPC_OK) goto fail;
-    view from, to;
-    if ((rc = view_open(pw, &from)) != SPC_OK) goto fail;
-    if ((rc = view_open(c, &to)) != SPC_OK) {
-        view_close(pw);
-        goto fail;
-    }
-    uint32_t r[SPC_PASSWORD_MAX];
-    randombytes_buf(r, pw->length * 4);
-    transfer(&to, &from, pw->length, r);
-    sodium_memzero(r, pw->length * 4);
+    if ((rc = copy_rescrambled(c, pw)) != SPC_OK) goto fail;
     c->length = pw->length;
-    view_close(c);
-    view_close(pw);
     return SPC_OK;
 fail:
     spc_password_free(c);

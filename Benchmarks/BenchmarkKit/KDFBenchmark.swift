@@ -130,7 +130,7 @@ struct RawFailure: Error {}
 
 func rawLibsodium(_ password: SecureBytes, _ salt: [UInt8], _ p: Argon2id.Parameters) throws {
     var out = [UInt8](repeating: 0, count: 32)
-    let rc = try password.withUnsafeBytes { pw in
+    let rc = password.withUnsafeBytes { pw in
         crypto_pwhash(
             &out, 32, pw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(pw.count), salt,
             UInt64(p.iterations), Int(p.memoryKiB) * 1024, crypto_pwhash_ALG_ARGON2ID13)
@@ -140,7 +140,7 @@ func rawLibsodium(_ password: SecureBytes, _ salt: [UInt8], _ p: Argon2id.Parame
 
 func rawLibargon2(_ password: SecureBytes, _ salt: [UInt8], _ p: Argon2id.Parameters) throws {
     var out = [UInt8](repeating: 0, count: 32)
-    let rc = try password.withUnsafeBytes { pw in
+    let rc = password.withUnsafeBytes { pw in
         argon2id_hash_raw(
             p.iterations, p.memoryKiB, p.parallelism, pw.baseAddress, pw.count, salt, salt.count, &out, 32)
     }

@@ -15,8 +15,10 @@ import Synchronization
 /// - A request that did not reach the server or whose answer did not come
 ///   back — connection refused, time-out, a broken connection — and a 5xx
 ///   (the server failed, the request may not have been handled) are
-///   ``ActivationError/network(reason:)``; task cancellation is
-///   ``ActivationError/cancelled``. None of these ever removes an activation.
+///   ``PowerAuthProtocol/TransportError/network(reason:)``; task cancellation is
+///   ``PowerAuthProtocol/TransportError/cancelled``. The service maps them to
+///   ``Activation/ActivationError/network(reason:)`` and ``Activation/ActivationError/cancelled``;
+///   none of these ever removes an activation.
 /// - Every other HTTP answer (2xx, 4xx) is returned as a response, whose
 ///   PowerAuth error body the service reads.
 /// - ``TLSValidationStrategy/pinnedPublicKeys(_:)`` cannot be honoured by
@@ -32,7 +34,7 @@ public final class HTTPActivationTransport: ActivationTransport {
 
     /// Creates the transport for an application's configuration.
     /// - Parameter configuration: the activation configuration (base URL and client settings).
-    /// - Throws: ``ActivationError/wrongParameter(reason:)`` for a base URL or TLS strategy it cannot use.
+    /// - Throws: ``Activation/ActivationError/wrongParameter(reason:)`` for a base URL or TLS strategy it cannot use.
     public convenience init(configuration: ActivationConfiguration) throws(ActivationError) {
         try self.init(baseEndpointURL: configuration.baseEndpointURL, client: configuration.clientConfiguration)
     }
@@ -41,7 +43,7 @@ public final class HTTPActivationTransport: ActivationTransport {
     /// - Parameters:
     ///   - baseEndpointURL: the part of the URL before `/pa/`.
     ///   - client: time-out, user agent, TLS strategy.
-    /// - Throws: ``ActivationError/wrongParameter(reason:)``.
+    /// - Throws: ``Activation/ActivationError/wrongParameter(reason:)``.
     public init(baseEndpointURL: String, client: ActivationClientConfiguration) throws(ActivationError) {
         guard let url = URL(string: baseEndpointURL) else { throw .wrongParameter(reason: "baseEndpointURL") }
         switch client.tlsValidation {
@@ -53,7 +55,11 @@ public final class HTTPActivationTransport: ActivationTransport {
         baseURL = url
         settings = client
         clients = Mutex([:])
-        _ = try self.client(for: client.requestTimeout)
+        do throws(TransportError) {
+            _ = try self.client(for: client.requestTimeout)
+        } catch {
+            throw ActivationError(error)
+        }
     }
 
     /// Sends the request.
@@ -61,9 +67,9 @@ public final class HTTPActivationTransport: ActivationTransport {
     ///   - request: method, path, headers and body.
     ///   - timeout: the time allowed for the whole exchange.
     /// - Returns: the status and body of a 2xx or 4xx answer.
-    /// - Throws: ``ActivationError/network(reason:)``, ``ActivationError/cancelled``.
-    public func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
-    {
+    /// - Throws: ``PowerAuthProtocol/TransportError/network(reason:)``, ``PowerAuthProtocol/TransportError/cancelled``,
+    ///   ``PowerAuthProtocol/TransportError/invalidConfiguration(reason:)`` if no HTTP client can be made for `timeout`.
+    public func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError) -> TransportResponse {
         let client = try self.client(for: timeout)
         do throws(HTTPClientError) {
             let (status, body) = try await client.send(
@@ -77,13 +83,13 @@ public final class HTTPActivationTransport: ActivationTransport {
             case .timeout: throw .network(reason: "timed out")
             case .invalidResponse: throw .network(reason: "the answer was not an HTTP response")
             case .other(let reason): throw .network(reason: reason)
-            case .invalidConfiguration(let reason): throw .wrongParameter(reason: reason)
+            case .invalidConfiguration(let reason): throw .invalidConfiguration(reason: reason)
             }
         }
     }
 
     /// One URL session per time-out (normally just the configured one).
-    private func client(for timeout: Duration) throws(ActivationError) -> HTTPClient {
+    private func client(for timeout: Duration) throws(TransportError) -> HTTPClient {
         if let existing = clients.withLock({ $0[timeout] }) { return existing }
         let made: HTTPClient
         do throws(HTTPClientError) {
@@ -93,7 +99,7 @@ public final class HTTPActivationTransport: ActivationTransport {
                     userAgent: settings.userAgent ?? HTTPClient.defaultUserAgent, interceptors: [],
                     tlsValidation: tls))
         } catch {
-            throw .wrongParameter(reason: "\(error)")
+            throw .invalidConfiguration(reason: "\(error)")
         }
         return clients.withLock { all in
             if let raced = all[timeout] { return raced }

@@ -86,7 +86,7 @@ extension ActivationServer {
         let signed = CreateActivationResponse.signedBytes(
             activationId: record.activationId, serverPublicKey: record.serverKeyPair.publicKey,
             devicePublicKey: device, ctrData: record.counter.bytes)
-        let signature = try protocolStep { () throws(ActivationError) in
+        let signature = try protocolStep { () throws(ProtocolError) in
             try crypto.sign(signed, privateKey: configuration.masterKeyPair.privateKey)
         }
         return CreateActivationResponse(
@@ -106,7 +106,7 @@ extension ActivationServer {
         let keys = try factorKeys(record, devicePublicKey: device)
         defer { keys.destroy() }
         let lookAhead = configuration.lookAhead
-        return try protocolStep { () throws(ActivationError) in
+        return try protocolStep { () throws(ProtocolError) in
             let blob = try ActivationStatusBlob(
                 state: record.state, counterByte: UInt8(truncatingIfNeeded: record.counterIndex),
                 failedAttempts: UInt8(clamping: record.failedAttempts),
@@ -133,7 +133,7 @@ extension ActivationServer {
             request, ActivationAPI.unlockVault.uriIdentifier, allowed: [.possessionKnowledge])
         defer { keys.destroy() }
         try store.update(activationId: record.activationId) { $0.biometryEnabled = true }
-        return try protocolStep { () throws(ActivationError) in
+        return try protocolStep { () throws(ProtocolError) in
             let seal = try crypto.aeadKey(from: keys.transport, index: ProtocolConstants.vaultTransportKeyIndex)
             defer { seal.destroy() }
             let box = try lift { () throws(SecureCoreError) in
@@ -198,7 +198,7 @@ extension ActivationServer {
         var outcome = AttemptOutcome.rejected
         if let data, !factorSet.factors.contains(.biometry) || record.biometryEnabled {
             let lookAhead = configuration.lookAhead
-            let match = try? protocolStep { () throws(ActivationError) in
+            let match = try? protocolStep { () throws(ProtocolError) in
                 try crypto.verifyAuthenticationCode(
                     code, data: data, factors: factorSet, keys: keys.signingKeys, counter: record.counter,
                     format: format, lookAhead: lookAhead)
@@ -226,7 +226,7 @@ extension ActivationServer {
     }
 
     func factorKeys(_ record: ActivationRecord, devicePublicKey: [UInt8]) throws(ActivationServerError) -> FactorKeys {
-        try protocolStep { () throws(ActivationError) in
+        try protocolStep { () throws(ProtocolError) in
             let master = try crypto.masterSecret(
                 privateKey: record.serverKeyPair.privateKey, peerPublicKey: devicePublicKey)
             defer { master.destroy() }
@@ -239,7 +239,7 @@ extension ActivationServer {
     static func decode<T: Codable & Sendable>(_ request: TransportRequest, _ type: T.Type) throws(ActivationServerError)
         -> T
     {
-        do throws(ActivationError) {
+        do throws(ProtocolError) {
             return try WireCoding.decode(RequestEnvelope<T>.self, request.body).requestObject
         } catch {
             throw .malformedRequest(reason: "the body is not a \(T.self) request")
@@ -247,7 +247,7 @@ extension ActivationServer {
     }
 
     static func ok<T: Codable & Sendable>(_ object: T) throws(ActivationServerError) -> TransportResponse {
-        let body = try protocolStep { () throws(ActivationError) in
+        let body = try protocolStep { () throws(ProtocolError) in
             try WireCoding.encode(ResponseEnvelope(responseObject: object))
         }
         return TransportResponse(statusCode: 200, body: body)

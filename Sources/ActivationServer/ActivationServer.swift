@@ -34,7 +34,7 @@ public final class ActivationServer: Sendable {
         self.configuration = configuration
         self.store = store
         self.clock = clock
-        self.crypto = try protocolStep { () throws(ActivationError) in try ActivationCrypto() }
+        self.crypto = try protocolStep { () throws(ProtocolError) in try ActivationCrypto() }
         self.applicationKey = Base64.encode(configuration.applicationKey)
         self.applicationSecret = Base64.encode(configuration.applicationSecret)
     }
@@ -47,7 +47,7 @@ public final class ActivationServer: Sendable {
     /// - Returns: the identifier and the code to hand to the device.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``, the store's errors.
     public func initActivation(userId: String) throws(ActivationServerError) -> PreparedActivation {
-        let keyPair = try protocolStep { () throws(ActivationError) in try crypto.generateKeyPair() }
+        let keyPair = try protocolStep { () throws(ProtocolError) in try crypto.generateKeyPair() }
         let code = try Self.activationCode()
         let record = ActivationRecord(
             activationId: UUID().uuidString.lowercased(), activationCode: code, userId: userId,

@@ -39,8 +39,8 @@ public struct ActivationServerConfiguration: Sendable {
             throw .invalidConfiguration(reason: "maximum failed attempts must be 1 ... 255")
         }
         try UnixTime.validateBlockDuration(failureBlockDuration)
-        let crypto = try protocolStep { () throws(ActivationError) in try ActivationCrypto() }
-        let master = try protocolStep { () throws(ActivationError) in try crypto.generateKeyPair() }
+        let crypto = try protocolStep { () throws(ProtocolError) in try ActivationCrypto() }
+        let master = try protocolStep { () throws(ProtocolError) in try crypto.generateKeyPair() }
         do throws(SecureCoreError) {
             return ActivationServerConfiguration(
                 applicationKey: try SecureRandom.bytes(count: ProtocolConstants.applicationKeyByteCount),
@@ -56,7 +56,7 @@ public struct ActivationServerConfiguration: Sendable {
     /// - Returns: the string.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
     public func configurationString() throws(ActivationServerError) -> String {
-        try protocolStep { () throws(ActivationError) in
+        try protocolStep { () throws(ProtocolError) in
             try SDKConfiguration(
                 applicationKey: applicationKey, applicationSecret: applicationSecret,
                 masterServerPublicKey: masterKeyPair.publicKey

@@ -1,6 +1,8 @@
 import PowerAuthProtocol
 
-/// Errors of the reference server. None carries a key or a code.
+/// Errors of the activation server's protocol logic (``ActivationServer``, its store and
+/// configuration). None carries a key or a code. ``ActivationServer/response(for:)`` maps
+/// each case to the API's error answer.
 public enum ActivationServerError: Error, Equatable, Sendable {
     /// No activation with that identifier (or activation code).
     case activationNotFound
@@ -20,13 +22,14 @@ public enum ActivationServerError: Error, Equatable, Sendable {
     case storage(reason: String)
     /// A server configuration value is invalid.
     case invalidConfiguration(reason: String)
-    /// A protocol computation failed.
-    case protocolFailure(ActivationError)
+    /// A protocol computation failed (the cryptography, encoding a response); the
+    /// protocol layer's error says which. Answered with HTTP 500 `ERR_GENERIC`.
+    case protocolFailure(ProtocolError)
 }
 
-/// Runs protocol code, lifting its error.
-func protocolStep<R>(_ body: () throws(ActivationError) -> R) throws(ActivationServerError) -> R {
-    do throws(ActivationError) {
+/// Runs protocol code, wrapping its error in ``ActivationServerError/protocolFailure(_:)``.
+func protocolStep<R>(_ body: () throws(ProtocolError) -> R) throws(ActivationServerError) -> R {
+    do throws(ProtocolError) {
         return try body()
     } catch {
         throw .protocolFailure(error)

@@ -13,11 +13,10 @@ public struct InProcessTransport: ActivationTransport {
 
     /// Calls ``ActivationServer/handle(_:)``.
     /// - Returns: the server's 2xx or 4xx answer.
-    /// - Throws: ``ActivationError/cancelled`` when the task is cancelled,
-    ///   ``ActivationError/network(reason:)`` for a server failure (5xx), as
+    /// - Throws: ``PowerAuthProtocol/TransportError/cancelled`` when the task is cancelled,
+    ///   ``PowerAuthProtocol/TransportError/network(reason:)`` for a server failure (5xx), as
     ///   the transport contract asks of every transport.
-    public func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
-    {
+    public func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError) -> TransportResponse {
         guard !Task.isCancelled else { throw .cancelled }
         let response = await server.handle(request)
         if response.statusCode >= 500 { throw .network(reason: "the server failed (HTTP \(response.statusCode))") }

@@ -55,13 +55,7 @@ public final class SimulatedBiometricAuthenticator: BiometricAuthenticator, @unc
     /// Stores a copy of `key`.
     public func storeKey(_ key: SecureBytes, account: String) throws(BiometryError) {
         let copy: SecureBytes
-        do {
-            copy = try key.withUnsafeBytes { try SecureBytes(copying: $0) }
-        } catch let error as SecureCoreError {
-            throw .secureCore(error)
-        } catch {
-            throw .secureCore(.internalFailure(status: 0))
-        }
+        do throws(SecureCoreError) { copy = try key.copy() } catch { throw .secureCore(error) }
         state.withLock { $0.keys[account] = copy }
     }
 
@@ -84,11 +78,7 @@ public final class SimulatedBiometricAuthenticator: BiometricAuthenticator, @unc
                     s.cachedAccount = configuration.invalidateLocalAuthenticationContextAfterUse ? nil : account
                 }
             }
-            do {
-                return .success(try key.withUnsafeBytes { try SecureBytes(copying: $0) })
-            } catch {
-                return .failure(.secureCore(.outOfMemory))
-            }
+            do throws(SecureCoreError) { return .success(try key.copy()) } catch { return .failure(.secureCore(error)) }
         }
         return try result.get()
     }

@@ -1,7 +1,9 @@
 import SecureCore
 
-/// Errors raised by PinEntry. None of them carries secret content: a rejected
-/// character, for instance, is reported without its value.
+/// Errors raised by the PIN entry model (controller, keypad, length policy).
+/// None of them carries secret content. The terminal driver and the
+/// strength rules have their own error types (`PinEntryTerminalError` in
+/// PinEntryTerminal, `PinStrengthError` in PinStrength).
 public enum PinEntryError: Error, Equatable, Sendable {
     /// Secure memory failed underneath (creating, editing or revealing a
     /// password); the wrapped SecureCore error says why.
@@ -9,33 +11,17 @@ public enum PinEntryError: Error, Equatable, Sendable {
     /// The random source could not deliver bytes (the operating system's
     /// CSPRNG failed, or an injected source ran dry).
     case randomSourceFailed
-    /// The entry was cancelled by the user or the system; nothing was kept.
-    case cancelled(CancellationReason)
-    /// A character the format does not allow, for example a letter in a
-    /// numeric PIN. The input was not stored.
-    case characterNotAllowed
-    /// The input is longer than the format allows; the input was not stored.
-    case tooLong(maximum: Int)
-    /// The input is shorter than the format requires.
-    case tooShort(minimum: Int)
-    /// Bytes that are not well-formed UTF-8 (from a descriptor); nothing was kept.
-    case malformedInput
     /// A text-field edit whose range lies outside the current password.
     case editOutOfRange(location: Int, length: Int, passwordLength: Int)
     /// A length policy outside `1 ... PinLengthPolicy.absoluteMaximum`, or
     /// with the minimum above the maximum.
     case invalidLengthPolicy(minimum: Int, maximum: Int)
-    /// The descriptor given for terminal entry is not a terminal.
-    case notATerminal
-    /// A terminal call (`tcgetattr`, `tcsetattr`, `poll`, signal set-up)
-    /// failed with this `errno`.
-    case terminalFailure(errno: Int32)
-    /// Reading a descriptor failed with this `errno`; nothing was kept.
-    case readFailed(errno: Int32)
 }
 
 /// Why an entry ended without a PIN. Reported to the flow that asked for it,
-/// which treats every case as a cancellation.
+/// which treats every case as a cancellation. The controller reports the
+/// user's and the application's reasons; PinEntryTerminal's pad reports the
+/// terminal's (keys, signals, a closed terminal) with the same type.
 public enum CancellationReason: String, Equatable, Sendable {
     /// The user cancelled: delete on an empty PIN, or Escape on a terminal.
     case userCancelled

@@ -71,13 +71,11 @@ public final class SystemRandomSource: RandomSource {
             guard let bytes = pool.bytes else { throw .randomSourceFailed }
             let offset = pool.offset
             pool.offset += 8
-            do {
-                return try bytes.withUnsafeMutableBytes { raw in
-                    let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                    raw.baseAddress!.advanced(by: offset).initializeMemory(as: UInt8.self, repeating: 0, count: 8)
-                    return word
-                }
-            } catch { throw .randomSourceFailed }
+            return bytes.withUnsafeMutableBytes { raw in
+                let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                raw.baseAddress!.advanced(by: offset).initializeMemory(as: UInt8.self, repeating: 0, count: 8)
+                return word
+            }
         }
     }
 }

@@ -29,15 +29,13 @@ struct KeyFile {
     func create() throws(VaultError) {
         _ = try DurableFile.withFile(path, .createNew, fileSystem: fileSystem, failure: VaultError.init) {
             (file) throws(VaultError) in
-            let random = try core { try SecureBytes.random(count: 2 * KeyFile.partSize) }
+            let random = try core { () throws(SecureCoreError) in try SecureBytes.random(count: 2 * KeyFile.partSize) }
             defer { random.destroy() }
-            try storage { () throws(StorageError) in try file.write(KeyFile.magic, at: 0) }
-            try core {
-                try random.withUnsafeBytes { bytes in
-                    try storage { () throws(StorageError) in try file.write(bytes, at: KeyFile.recordKeyOffset) }
-                }
-            }
             try storage { () throws(StorageError) in
+                try file.write(KeyFile.magic, at: 0)
+                try random.withUnsafeBytes { (bytes) throws(StorageError) in
+                    try file.write(bytes, at: KeyFile.recordKeyOffset)
+                }
                 try file.fill(0, count: KeyFile.partSize, at: KeyFile.halfOffset(1))
                 try file.sync()
             }
@@ -67,13 +65,13 @@ struct KeyFile {
     /// Writes a new random half `index` in place and returns it.
     func renewHalf(_ index: UInt8) throws(VaultError) -> SecureBytes {
         try update { (file) throws(VaultError) in
-            let fresh = try core { try SecureBytes.random(count: KeyFile.partSize) }
-            try core {
-                try fresh.withUnsafeBytes { bytes in
-                    try storage { () throws(StorageError) in try file.write(bytes, at: KeyFile.halfOffset(index)) }
+            let fresh = try core { () throws(SecureCoreError) in try SecureBytes.random(count: KeyFile.partSize) }
+            try storage { () throws(StorageError) in
+                try fresh.withUnsafeBytes { (bytes) throws(StorageError) in
+                    try file.write(bytes, at: KeyFile.halfOffset(index))
                 }
+                try file.sync()
             }
-            try storage { () throws(StorageError) in try file.sync() }
             return fresh
         }
     }
@@ -106,10 +104,10 @@ struct KeyFile {
             else {
                 throw .damaged(reason: "the key file is damaged or was destroyed: the vault cannot be opened")
             }
-            let out = try core { try SecureBytes(count: KeyFile.partSize) }
-            let (n, allZero): (Int, Bool) = try core {
-                try out.withUnsafeMutableBytes { buffer in
-                    let n = try storage { () throws(StorageError) in try file.read(into: buffer, at: offset) }
+            let out = try core { () throws(SecureCoreError) in try SecureBytes(count: KeyFile.partSize) }
+            let (n, allZero) = try storage { () throws(StorageError) -> (Int, Bool) in
+                try out.withUnsafeMutableBytes { (buffer) throws(StorageError) -> (Int, Bool) in
+                    let n = try file.read(into: buffer, at: offset)
                     return (n, buffer.reduce(0) { $0 | $1 } == 0)
                 }
             }

@@ -39,24 +39,46 @@ public struct LocalAuthService: Sendable {
     ///   - body: runs with the secret, which is wiped afterwards.
     /// - Returns: how the vault was opened and what `body` returned.
     /// - Throws: ``VaultError/cancelled`` when the PIN entry is cancelled,
-    ///   the PIN errors of ``PinVault/unlock(pin:_:)``, or what `body` throws.
+    ///   ``VaultError/locked``, or the PIN errors of ``PinVault/unlock(pin:_:)``.
     public func unlock<R>(
-        prompt: String, pinProvider: () async -> Password?, _ body: (SecureBytes) throws -> R
-    ) async throws -> (Method, R) {
+        prompt: String, pinProvider: () async -> Password?, _ body: (SecureBytes) -> R
+    ) async throws(VaultError) -> (Method, R) {
+        let (method, secret) = try await open(prompt: prompt, pinProvider: pinProvider)
+        defer { secret.destroy() }
+        return (method, body(secret))
+    }
+
+    /// ``unlock(prompt:pinProvider:_:)`` for a `body` that can fail.
+    /// - Returns: how the vault was opened and what `body` returned.
+    /// - Throws: ``VaultUnlockError/vault(_:)`` with the errors of
+    ///   ``unlock(prompt:pinProvider:_:)``, or ``VaultUnlockError/body(_:)`` with what `body` threw.
+    public func unlock<R, E: Error>(
+        prompt: String, pinProvider: () async -> Password?, _ body: (SecureBytes) throws(E) -> R
+    ) async throws(VaultUnlockError<E>) -> (Method, R) {
+        let method: Method
+        let secret: SecureBytes
+        do throws(VaultError) {
+            (method, secret) = try await open(prompt: prompt, pinProvider: pinProvider)
+        } catch {
+            throw .vault(error)
+        }
+        defer { secret.destroy() }
+        return (method, try VaultUnlockError<E>.body { () throws(E) in try body(secret) })
+    }
+
+    /// Opens with biometry first when configured, then with the PIN.
+    func open(prompt: String, pinProvider: () async -> Password?) async throws(VaultError) -> (Method, SecureBytes) {
         if order == .biometryFirst && vault.canUnlockWithBiometry {
-            do {
-                let result = try await vault.unlockWithBiometry(prompt: prompt, body)
-                return (.biometry, result)
-            } catch VaultError.locked {
-                throw VaultError.locked
-            } catch let error as VaultError {
+            do throws(VaultError) {
+                return (.biometry, try await vault.openWithBiometry(prompt: prompt))
+            } catch .locked {
+                throw .locked
+            } catch {
                 // Cancelled, no match, lockout, invalidated: fall back to the PIN.
-                _ = error
             }
         }
-        guard let pin = await pinProvider() else { throw VaultError.cancelled }
+        guard let pin = await pinProvider() else { throw .cancelled }
         defer { pin.destroy() }
-        let result = try await vault.unlock(pin: pin, body)
-        return (.pin, result)
+        return (.pin, try await vault.openOffExecutor(pin: pin))
     }
 }

@@ -30,16 +30,19 @@ extension PinVault {
         fingerprint: [UInt8], dataKey: SecureBytes, file: VaultFile, half: SecureBytes,
         authenticator: any BiometricAuthenticator
     ) throws(VaultError) -> VaultFile.Slot {
-        let biometricKey = try core { try SecureBytes.random(count: 32) }
+        let biometricKey = try core { () throws(SecureCoreError) in try SecureBytes.random(count: 32) }
         defer { biometricKey.destroy() }
         var slot = VaultFile.Slot(
             type: .biometric, kdf: VaultFile.kdfNone,
             parameters: .init(memoryKiB: 0, iterations: 0, parallelism: 0),
-            flags: 0, salt: try core { try SecureRandom.bytes(count: VaultFile.saltSize) },
+            flags: 0,
+            salt: try core { () throws(SecureCoreError) in try SecureRandom.bytes(count: VaultFile.saltSize) },
             biometricFingerprint: fingerprint, nonce: [], wrappedKey: [])
         let wrapKey = try slotKey(biometricKey, half: half)
         defer { wrapKey.destroy() }
-        let box = try core { try AEAD.seal(dataKey, using: wrapKey, associatedData: file.slotAssociatedData(slot)) }
+        let box = try core { () throws(SecureCoreError) in
+            try AEAD.seal(dataKey, using: wrapKey, associatedData: file.slotAssociatedData(slot))
+        }
         slot.nonce = box.nonce
         slot.wrappedKey = box.ciphertext
         do throws(BiometryError) {
@@ -68,12 +71,24 @@ extension PinVault {
     /// - Returns: what `body` returns.
     /// - Throws: ``VaultError/biometryNotConfigured``, ``VaultError/biometryInvalidated``
     ///   (enrolled set changed and the configuration invalidates the factor),
-    ///   ``VaultError/biometryFailed(_:)``, ``VaultError/cancelled``, ``VaultError/locked``,
-    ///   or what `body` throws.
-    public func unlockWithBiometry<R>(prompt: String, _ body: (SecureBytes) throws -> R) async throws -> R {
+    ///   ``VaultError/biometryFailed(_:)``, ``VaultError/cancelled``, ``VaultError/locked``.
+    public func unlockWithBiometry<R>(prompt: String, _ body: (SecureBytes) -> R) async throws(VaultError) -> R {
         let secret = try await openWithBiometry(prompt: prompt)
         defer { secret.destroy() }
-        return try body(secret)
+        return body(secret)
+    }
+
+    /// ``unlockWithBiometry(prompt:_:)`` for a `body` that can fail.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``VaultUnlockError/vault(_:)`` with the errors of ``unlockWithBiometry(prompt:_:)``,
+    ///   or ``VaultUnlockError/body(_:)`` with what `body` threw.
+    public func unlockWithBiometry<R, E: Error>(
+        prompt: String, _ body: (SecureBytes) throws(E) -> R
+    ) async throws(VaultUnlockError<E>) -> R {
+        let secret: SecureBytes
+        do throws(VaultError) { secret = try await openWithBiometry(prompt: prompt) } catch { throw .vault(error) }
+        defer { secret.destroy() }
+        return try VaultUnlockError<E>.body { () throws(E) in try body(secret) }
     }
 
     /// Whether a biometric unlock can be attempted now (system available and a slot present).

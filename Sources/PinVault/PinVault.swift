@@ -8,9 +8,6 @@ import SecureCore
 #elseif canImport(Darwin)
     import Darwin
 #endif
-#if canImport(Dispatch)
-    import Dispatch
-#endif
 
 /// A secret (a refresh token, a data key) sealed under a PIN.
 ///
@@ -109,7 +106,7 @@ public struct PinVault: Sendable {
             throw .damaged(reason: "policy limit out of range")
         }
         try VaultFile.checkBounds(parameters, floor: options.floor, limits: options.limits)
-        guard try pinFormat.admits(pin) else { throw .pinOutsideFormat(pinFormat) }
+        guard pinFormat.admits(pin) else { throw .pinOutsideFormat(pinFormat) }
         guard !vault.directory.exists else { throw .alreadyExists }
         try vault.directory.prepare()
         try vault.directory.lockedCreatingDirectory { () throws(VaultError) in
@@ -124,8 +121,8 @@ public struct PinVault: Sendable {
             try vault.directory.syncDirectory()
             let half = try vault.directory.keyFile.half(0)
             defer { half.destroy() }
-            let vaultID = try core { try SecureRandom.bytes(count: 16) }
-            let dataKey = try core { try SecureBytes.random(count: 32) }
+            let vaultID = try core { () throws(SecureCoreError) in try SecureRandom.bytes(count: 16) }
+            let dataKey = try core { () throws(SecureCoreError) in try SecureBytes.random(count: 32) }
             defer { dataKey.destroy() }
             var file = VaultFile(
                 vaultID: vaultID, policy: policy, keyHalf: 0, slots: [], payloadNonce: [], payloadCiphertext: [],
@@ -145,22 +142,53 @@ public struct PinVault: Sendable {
     /// - Returns: what `body` returns.
     /// - Throws: ``VaultError/wrongPIN(remainingAttempts:)`` (counted), ``VaultError/throttled(retryAfterSeconds:)``
     ///   and ``VaultError/locked`` (not counted, no KDF run), ``VaultError/pinOutsideFormat(_:)`` (a PIN
-    ///   the vault's format does not admit: not counted, no KDF run), ``VaultError/wiped``, the file errors,
-    ///   or what `body` throws.
-    public func unlock<R>(pin: Password, _ body: (SecureBytes) throws -> R) throws -> R {
+    ///   the vault's format does not admit: not counted, no KDF run), ``VaultError/wiped``, or the file errors.
+    public func unlock<R>(pin: Password, _ body: (SecureBytes) -> R) throws(VaultError) -> R {
         let secret = try open(pin: pin)
         defer { secret.destroy() }
-        return try body(secret)
+        return body(secret)
+    }
+
+    /// ``unlock(pin:_:)`` for a `body` that can fail: the vault's errors and
+    /// the body's arrive apart, each with its own type.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``VaultUnlockError/vault(_:)`` with the errors of ``unlock(pin:_:)``, or
+    ///   ``VaultUnlockError/body(_:)`` with what `body` threw (the vault was opened; the attempt counted as a
+    ///   success).
+    public func unlock<R, E: Error>(
+        pin: Password, _ body: (SecureBytes) throws(E) -> R
+    ) throws(VaultUnlockError<E>) -> R {
+        let secret = try VaultUnlockError<E>.vault { () throws(VaultError) in try open(pin: pin) }
+        defer { secret.destroy() }
+        return try VaultUnlockError<E>.body { () throws(E) in try body(secret) }
     }
 
     /// ``unlock(pin:_:)`` with the key derivation off the caller's executor.
     /// - Returns: what `body` returns.
     /// - Throws: as ``unlock(pin:_:)``.
-    public func unlock<R>(pin: Password, _ body: (SecureBytes) throws -> R) async throws -> R {
-        let vault = self
-        let secret = try await offExecutor { () throws(VaultError) in try vault.open(pin: pin) }
+    public func unlock<R>(pin: Password, _ body: (SecureBytes) -> R) async throws(VaultError) -> R {
+        let secret = try await openOffExecutor(pin: pin)
         defer { secret.destroy() }
-        return try body(secret)
+        return body(secret)
+    }
+
+    /// ``unlock(pin:_:)`` for a `body` that can fail, with the key derivation
+    /// off the caller's executor.
+    /// - Returns: what `body` returns.
+    /// - Throws: as the synchronous form.
+    public func unlock<R, E: Error>(
+        pin: Password, _ body: (SecureBytes) throws(E) -> R
+    ) async throws(VaultUnlockError<E>) -> R {
+        let secret: SecureBytes
+        do throws(VaultError) { secret = try await openOffExecutor(pin: pin) } catch { throw .vault(error) }
+        defer { secret.destroy() }
+        return try VaultUnlockError<E>.body { () throws(E) in try body(secret) }
+    }
+
+    /// ``open(pin:)`` on a Dispatch queue, so Argon2id never occupies the cooperative pool.
+    func openOffExecutor(pin: Password) async throws(VaultError) -> SecureBytes {
+        let vault = self
+        return try await offExecutor { () throws(VaultError) in try vault.open(pin: pin) }
     }
 
     /// Changes the PIN and every key behind it: the old PIN opens the vault;
@@ -182,7 +210,7 @@ public struct PinVault: Sendable {
     public func changePIN(old: Password, new: Password, parameters: Argon2id.Parameters? = nil) throws(VaultError) {
         try directory.locked { () throws(VaultError) in
             let current = try loadFile()
-            guard try current.pinFormat.admits(new) else { throw .pinOutsideFormat(current.pinFormat) }
+            guard current.pinFormat.admits(new) else { throw .pinOutsideFormat(current.pinFormat) }
             let (file, oldDataKey, opened) = try openDataKey(pin: old)
             defer { oldDataKey.destroy() }
             let newParameters = parameters ?? opened.parameters
@@ -193,7 +221,7 @@ public struct PinVault: Sendable {
             let newHalfIndex: UInt8 = 1 - file.keyHalf
             let half = try directory.keyFile.renewHalf(newHalfIndex)
             defer { half.destroy() }
-            let dataKey = try core { try SecureBytes.random(count: 32) }
+            let dataKey = try core { () throws(SecureCoreError) in try SecureBytes.random(count: 32) }
             defer { dataKey.destroy() }
             var updated = file
             updated.keyHalf = newHalfIndex
@@ -209,7 +237,9 @@ public struct PinVault: Sendable {
                         authenticator: authenticator))
             }
             try seal(secret, into: &updated, dataKey: dataKey)
-            let newBytes = try core { try updated.encode(macKey: try macKey(half: half)) }
+            let newMACKey = try macKey(half: half)
+            defer { newMACKey.destroy() }
+            let newBytes = try core { () throws(SecureCoreError) in try updated.encode(macKey: newMACKey) }
             do throws(VaultDirectory.ReplaceFailure) {
                 try directory.replace(VaultDirectory.vaultName, newBytes)
             } catch {
@@ -226,15 +256,16 @@ public struct PinVault: Sendable {
             options.observer?(.pinChangeNewSlotWritten)
             // Verify from disk before the old half goes.
             let reread = try loadFile()
-            guard reread == updated, let check = try openPINSlot(newSlot, pin: new, file: reread, half: half),
-                try core({ try openPayload(reread, dataKey: check).isEqual(to: secret) })
-            else {
+            let check = reread == updated ? try openPINSlot(newSlot, pin: new, file: reread, half: half) : nil
+            defer { check?.destroy() }
+            let payload = try check.map { (key) throws(VaultError) in try openPayload(reread, dataKey: key) }
+            defer { payload?.destroy() }
+            guard let payload, try core({ () throws(SecureCoreError) in try payload.isEqual(to: secret) }) else {
                 let oldHalf = try directory.keyFile.half(file.keyHalf)
                 defer { oldHalf.destroy() }
                 try writeVault(file, half: oldHalf)
                 throw .damaged(reason: "the new PIN slot did not verify; the old PIN is kept")
             }
-            check.destroy()
             do throws(VaultError) { try directory.keyFile.destroyHalf(file.keyHalf) } catch {
                 // The PIN did change; say so, and that the old copies are not yet destroyed.
                 if case .io(let operation, let code) = error {
@@ -313,7 +344,7 @@ public struct PinVault: Sendable {
     /// Caller holds the lock.
     func openDataKey(pin: Password) throws(VaultError) -> (VaultFile, SecureBytes, VaultFile.Slot) {
         let file = try loadFile()
-        guard try file.pinFormat.admits(pin) else { throw .pinOutsideFormat(file.pinFormat) }
+        guard file.pinFormat.admits(pin) else { throw .pinOutsideFormat(file.pinFormat) }
         var record = try loadRecord(file)
         try checkAllowed(record, policy: file.policy)
         record.failures += 1
@@ -372,7 +403,7 @@ public struct PinVault: Sendable {
         defer { half.destroy() }
         let key = try macKey(half: half)
         defer { key.destroy() }
-        guard try core({ try file.verifyMAC(mac, macKey: key) }) else {
+        guard try core({ () throws(SecureCoreError) in try file.verifyMAC(mac, macKey: key) }) else {
             throw .damaged(reason: "the vault file does not authenticate under its key file (edited?)")
         }
         return file
@@ -389,21 +420,25 @@ public struct PinVault: Sendable {
             guard let pepper = options.pepper else { throw .pepperRequired }
             parts.append(pepper)
         }
-        return try core { try HMACSHA256.deriveKey(label: KeyFile.recordLabel, from: parts) }
+        return try core { () throws(SecureCoreError) in
+            try HMACSHA256.deriveKey(label: KeyFile.recordLabel, from: parts)
+        }
     }
 
     /// Writes the failure record with its MAC.
     func writeRecord(_ record: FailureRecord, _ file: VaultFile) throws(VaultError) {
         let key = try recordKey(file)
         defer { key.destroy() }
-        try directory.writeFile(VaultDirectory.recordName, try core { try record.encode(key: key) })
+        try directory.writeFile(
+            VaultDirectory.recordName, try core { () throws(SecureCoreError) in try record.encode(key: key) })
     }
 
     /// Writes the vault file with its MAC under `half`.
     func writeVault(_ file: VaultFile, half: SecureBytes) throws(VaultError) {
         let key = try macKey(half: half)
         defer { key.destroy() }
-        try directory.writeFile(VaultDirectory.vaultName, try core { try file.encode(macKey: key) })
+        try directory.writeFile(
+            VaultDirectory.vaultName, try core { () throws(SecureCoreError) in try file.encode(macKey: key) })
     }
 
     /// Writes the vault file with its MAC under the key-file half it names.
@@ -414,17 +449,21 @@ public struct PinVault: Sendable {
     }
 
     func macKey(half: SecureBytes) throws(VaultError) -> SecureBytes {
-        try core { try HMACSHA256.deriveKey(label: KeyFile.macLabel, from: [half]) }
+        try core { () throws(SecureCoreError) in try HMACSHA256.deriveKey(label: KeyFile.macLabel, from: [half]) }
     }
 
     /// A slot's wrapping key: the KDF output (or biometric key) bound to the key-file half.
     func slotKey(_ inner: SecureBytes, half: SecureBytes) throws(VaultError) -> SecureBytes {
-        try core { try HMACSHA256.deriveKey(label: KeyFile.slotLabel, from: [half, inner]) }
+        try core { () throws(SecureCoreError) in
+            try HMACSHA256.deriveKey(label: KeyFile.slotLabel, from: [half, inner])
+        }
     }
 
     /// Seals `secret` under `dataKey` into the file's payload.
     func seal(_ secret: SecureBytes, into file: inout VaultFile, dataKey: SecureBytes) throws(VaultError) {
-        let box = try core { try AEAD.seal(secret, using: dataKey, associatedData: file.payloadAssociatedData) }
+        let box = try core { () throws(SecureCoreError) in
+            try AEAD.seal(secret, using: dataKey, associatedData: file.payloadAssociatedData)
+        }
         file.payloadNonce = box.nonce
         file.payloadCiphertext = box.ciphertext
     }
@@ -440,7 +479,8 @@ public struct PinVault: Sendable {
         var record = try FailureRecord.decode(bytes, vaultID: file.vaultID, key: key)
         if record.reconcileClocks(options.clock) {
             do throws(VaultError) {
-                try directory.writeFile(VaultDirectory.recordName, try core { try record.encode(key: key) })
+                try directory.writeFile(
+                    VaultDirectory.recordName, try core { () throws(SecureCoreError) in try record.encode(key: key) })
             } catch {
                 // status() on a read-only file system reports the re-stamped record without keeping it.
                 guard persist == .ifPossible else { throw error }
@@ -459,19 +499,21 @@ public struct PinVault: Sendable {
     func makePINSlot(
         pin: Password, dataKey: SecureBytes, parameters: Argon2id.Parameters, file: VaultFile, half: SecureBytes
     ) throws(VaultError) -> VaultFile.Slot {
-        let salt = try core { try SecureRandom.bytes(count: VaultFile.saltSize) }
+        let salt = try core { () throws(SecureCoreError) in try SecureRandom.bytes(count: VaultFile.saltSize) }
         var slot = VaultFile.Slot(
             type: .pin, kdf: VaultFile.kdfArgon2id, parameters: parameters,
             flags: options.pepper == nil ? 0 : VaultFile.slotFlagPepper, salt: salt,
             biometricFingerprint: [UInt8](repeating: 0, count: VaultFile.fingerprintSize), nonce: [], wrappedKey: [])
-        let derived = try core {
+        let derived = try core { () throws(SecureCoreError) in
             try Argon2id.deriveKey(
                 from: pin, salt: salt, parameters: parameters, pepper: options.pepper, limits: options.limits)
         }
         defer { derived.destroy() }
         let wrapKey = try slotKey(derived, half: half)
         defer { wrapKey.destroy() }
-        let box = try core { try AEAD.seal(dataKey, using: wrapKey, associatedData: file.slotAssociatedData(slot)) }
+        let box = try core { () throws(SecureCoreError) in
+            try AEAD.seal(dataKey, using: wrapKey, associatedData: file.slotAssociatedData(slot))
+        }
         slot.nonce = box.nonce
         slot.wrappedKey = box.ciphertext
         return slot
@@ -483,7 +525,7 @@ public struct PinVault: Sendable {
     {
         let needsPepper = slot.flags & VaultFile.slotFlagPepper != 0
         guard needsPepper == (options.pepper != nil) else { throw .pepperRequired }
-        let derived = try core {
+        let derived = try core { () throws(SecureCoreError) in
             try Argon2id.deriveKey(
                 from: pin, salt: slot.salt, parameters: slot.parameters, pepper: options.pepper, limits: options.limits)
         }
@@ -570,29 +612,11 @@ public struct VaultStatus: Sendable, Equatable, Codable {
     public var pinFormat: VaultPinFormat
 }
 
-/// Narrows a SecureCore call to ``VaultError``.
-func core<R>(_ body: () throws -> R) throws(VaultError) -> R {
-    do {
+/// Runs a SecureCore call and reports its error as ``VaultError/secureCore(_:)``.
+func core<R>(_ body: () throws(SecureCoreError) -> R) throws(VaultError) -> R {
+    do throws(SecureCoreError) {
         return try body()
-    } catch let error as SecureCoreError {
-        throw .secureCore(error)
-    } catch let error as VaultError {
-        throw error
     } catch {
-        throw .secureCore(.internalFailure(status: 0))
+        throw .secureCore(error)
     }
-}
-
-/// Blocking work on a Dispatch queue, resuming the caller when done.
-func offExecutor<R: Sendable>(_ work: @escaping @Sendable () throws(VaultError) -> R) async throws(VaultError) -> R {
-    let result: Result<R, VaultError> = await withCheckedContinuation { continuation in
-        DispatchQueue.global(qos: .userInitiated).async {
-            do throws(VaultError) {
-                continuation.resume(returning: .success(try work()))
-            } catch {
-                continuation.resume(returning: .failure(error))
-            }
-        }
-    }
-    return try result.get()
 }

@@ -74,3 +74,27 @@ extension VaultError {
         }
     }
 }
+
+/// How an unlock whose closure can fail ended: the vault's own failure, or
+/// the closure's. Each arrives with its own type, so a caller can handle both
+/// exhaustively.
+public enum VaultUnlockError<BodyError: Error>: Error {
+    /// The vault did not open (wrong PIN, throttled, locked, file errors …);
+    /// the closure did not run.
+    case vault(VaultError)
+    /// The vault opened and the closure threw this; the secret was wiped.
+    case body(BodyError)
+
+    /// Runs the vault's part and reports its error as ``vault(_:)``.
+    static func vault<R>(_ work: () throws(VaultError) -> R) throws(VaultUnlockError) -> R {
+        do throws(VaultError) { return try work() } catch { throw .vault(error) }
+    }
+
+    /// Runs the caller's closure and reports its error as ``body(_:)``.
+    static func body<R>(_ work: () throws(BodyError) -> R) throws(VaultUnlockError) -> R {
+        do throws(BodyError) { return try work() } catch { throw .body(error) }
+    }
+}
+
+extension VaultUnlockError: Equatable where BodyError: Equatable {}
+extension VaultUnlockError: Sendable where BodyError: Sendable {}

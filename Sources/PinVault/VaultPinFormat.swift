@@ -49,29 +49,32 @@ public struct VaultPinFormat: Sendable, Hashable, Codable, CustomStringConvertib
     }
 
     /// Whether `pin` has an allowed length and only allowed characters. Only
-    /// the count and the character classes are examined.
+    /// the count and the character classes are examined, and every byte is
+    /// examined the same way: the time taken depends on the length alone.
     /// - Parameter pin: the PIN; only read.
     /// - Returns: `true` when the vault's format admits it.
-    /// - Throws: ``VaultError/secureCore(_:)`` when the PIN cannot be read.
-    public func admits(_ pin: Password) throws(VaultError) -> Bool {
+    public func admits(_ pin: Password) -> Bool {
         guard (minimumLength...maximumLength).contains(pin.length) else { return false }
         let digitsOnly = characters == .digits
-        return try core {
-            try pin.withUnsafeUTF8Bytes { bytes -> Bool in
-                var allowed = true
-                for i in 0..<bytes.count {
-                    let byte = bytes[i]
-                    if digitsOnly {
-                        allowed = allowed && byte >= 0x30 && byte <= 0x39
-                    } else {
-                        // C0 and DEL are single bytes; C1 (U+0080–U+009F) is 0xC2 0x80–0x9F.
-                        let c1 = byte == 0xC2 && i + 1 < bytes.count && (0x80...0x9F).contains(bytes[i + 1])
-                        allowed = allowed && byte >= 0x20 && byte != 0x7F && !c1
-                    }
+        let bad: Int32 = pin.withUnsafeUTF8Bytes { bytes in
+            // Each test is -1 (all bits) when true, 0 when false: no branch on a PIN byte.
+            func below(_ a: Int32, _ b: Int32) -> Int32 { (a - b) >> 31 }
+            func equal(_ a: Int32, _ b: Int32) -> Int32 { ((a ^ b) - 1) >> 31 }
+            var bad: Int32 = 0
+            for i in 0..<bytes.count {
+                let byte = Int32(bytes[i])
+                if digitsOnly {
+                    bad |= below(byte, 0x30) | below(0x39, byte)
+                } else {
+                    // C0 and DEL are single bytes; C1 (U+0080–U+009F) is 0xC2 0x80–0x9F.
+                    let next = Int32(i + 1 < bytes.count ? bytes[i + 1] : 0)
+                    let c1 = equal(byte, 0xC2) & ~(below(next, 0x80) | below(0x9F, next))
+                    bad |= below(byte, 0x20) | equal(byte, 0x7F) | c1
                 }
-                return allowed
             }
+            return bad
         }
+        return bad == 0
     }
 
     /// `digits 4...8` or `characters 8...64`.

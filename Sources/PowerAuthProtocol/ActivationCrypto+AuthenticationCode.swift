@@ -22,11 +22,11 @@ extension ActivationCrypto {
     ///   - counter: the current `CTR_DATA`.
     ///   - format: ``AuthenticationCodeFormat/base64`` for 3.1+, `.decimal` for 3.0 and offline codes.
     /// - Returns: the code text.
-    /// - Throws: ``ActivationError/missingFactorKey(_:)``, ``ActivationError/invalidComponentLength(_:)``,
-    ///   ``ActivationError/invalidLength(field:expected:actual:)``, ``ActivationError/core(_:)``.
+    /// - Throws: ``ProtocolError/missingFactorKey(_:)``, ``ProtocolError/invalidComponentLength(_:)``,
+    ///   ``ProtocolError/invalidLength(field:expected:actual:)``, ``ProtocolError/core(_:)``.
     public func authenticationCode(
         data: [UInt8], factors: FactorSet, keys: SigningKeys, counter: HashCounter, format: AuthenticationCodeFormat
-    ) throws(ActivationError) -> String {
+    ) throws(ProtocolError) -> String {
         try format.validate()
         let factorKeys = try keys.keys(for: factors)
         let components = try lift { () throws(SecureCoreError) in
@@ -47,12 +47,12 @@ extension ActivationCrypto {
     ///   - format: the format of `code`.
     ///   - lookAhead: window size, 1 ... 255.
     /// - Returns: the match, or `nil` when no counter in the window gives `code`.
-    /// - Throws: ``ActivationError/invalidLookAhead(_:)`` and the errors of
+    /// - Throws: ``ProtocolError/invalidLookAhead(_:)`` and the errors of
     ///   ``authenticationCode(data:factors:keys:counter:format:)``; never for a wrong code.
     public func verifyAuthenticationCode(
         _ code: String, data: [UInt8], factors: FactorSet, keys: SigningKeys, counter: HashCounter,
         format: AuthenticationCodeFormat, lookAhead: Int = ProtocolConstants.defaultLookAhead
-    ) throws(ActivationError) -> CounterMatch? {
+    ) throws(ProtocolError) -> CounterMatch? {
         guard (1...ProtocolConstants.maximumLookAhead).contains(lookAhead) else { throw .invalidLookAhead(lookAhead) }
         let presented = Array(code.utf8)
         var candidate = counter

@@ -10,9 +10,9 @@ extension ActivationCrypto {
     ///   - serverPublicKey: the server's SEC1 public key (validated).
     ///   - activationId: the activation identifier.
     /// - Returns: 8 decimal digits.
-    /// - Throws: ``ActivationError/invalidKey(field:)``, ``ActivationError/core(_:)``.
+    /// - Throws: ``ProtocolError/invalidKey(field:)``, ``ProtocolError/core(_:)``.
     public func fingerprint(devicePublicKey: [UInt8], serverPublicKey: [UInt8], activationId: String)
-        throws(ActivationError) -> String
+        throws(ProtocolError) -> String
     {
         try lift(keyField: "devicePublicKey") { () throws(SecureCoreError) in
             try P256.validate(publicKey: devicePublicKey)

@@ -3,8 +3,8 @@ import SecureCore
 extension ActivationCrypto {
     /// Generates a P-256 key pair (device or server).
     /// - Returns: the pair; the private key is in secure memory.
-    /// - Throws: ``ActivationError/core(_:)``.
-    public func generateKeyPair() throws(ActivationError) -> KeyPair {
+    /// - Throws: ``ProtocolError/core(_:)``.
+    public func generateKeyPair() throws(ProtocolError) -> KeyPair {
         let pair = try lift { () throws(SecureCoreError) in try P256.generateKeyPair() }
         return KeyPair(privateKey: pair.privateKey, publicKey: pair.publicKey)
     }
@@ -16,8 +16,8 @@ extension ActivationCrypto {
     ///   - privateKey: 32 bytes (or 33 with a leading zero byte).
     ///   - peerPublicKey: the other side's SEC1 public key; fully validated.
     /// - Returns: the 16-byte master secret in secure memory.
-    /// - Throws: ``ActivationError/invalidKey(field:)``, ``ActivationError/core(_:)``.
-    public func masterSecret(privateKey: SecureBytes, peerPublicKey: [UInt8]) throws(ActivationError) -> SecureBytes {
+    /// - Throws: ``ProtocolError/invalidKey(field:)``, ``ProtocolError/core(_:)``.
+    public func masterSecret(privateKey: SecureBytes, peerPublicKey: [UInt8]) throws(ProtocolError) -> SecureBytes {
         // Checked first so an invalid key error names the right key.
         try lift(keyField: "peerPublicKey") { () throws(SecureCoreError) in try P256.validate(publicKey: peerPublicKey)
         }
@@ -33,8 +33,8 @@ extension ActivationCrypto {
     ///   - key: a 16-byte key.
     ///   - index: the key index (see ``ProtocolConstants``).
     /// - Returns: the 16-byte derived key in secure memory.
-    /// - Throws: ``ActivationError/invalidLength(field:expected:actual:)``, ``ActivationError/core(_:)``.
-    public func deriveKey(_ key: SecureBytes, index: UInt64) throws(ActivationError) -> SecureBytes {
+    /// - Throws: ``ProtocolError/invalidLength(field:expected:actual:)``, ``ProtocolError/core(_:)``.
+    public func deriveKey(_ key: SecureBytes, index: UInt64) throws(ProtocolError) -> SecureBytes {
         guard key.count == ProtocolConstants.keyByteCount else {
             throw .invalidLength(field: "key", expected: ProtocolConstants.keyByteCount, actual: key.count)
         }
@@ -46,7 +46,7 @@ extension ActivationCrypto {
     /// - Parameter masterSecret: the 16-byte master secret.
     /// - Returns: possession (1), knowledge (2), biometry (3), transport (1000), vault (2000).
     /// - Throws: as ``deriveKey(_:index:)``.
-    public func factorKeys(masterSecret: SecureBytes) throws(ActivationError) -> FactorKeys {
+    public func factorKeys(masterSecret: SecureBytes) throws(ProtocolError) -> FactorKeys {
         FactorKeys(
             possession: try deriveKey(masterSecret, index: ProtocolConstants.possessionKeyIndex),
             knowledge: try deriveKey(masterSecret, index: ProtocolConstants.knowledgeKeyIndex),
@@ -57,7 +57,7 @@ extension ActivationCrypto {
 
     /// `KDF_INTERNAL(KDF(key, index), data) = fold(HMAC-SHA256(KDF(key, index), data))`,
     /// for public outputs (IVs, counter hashes).
-    func internalDigest(key: SecureBytes, index: UInt64, data: [UInt8]) throws(ActivationError) -> [UInt8] {
+    func internalDigest(key: SecureBytes, index: UInt64, data: [UInt8]) throws(ProtocolError) -> [UInt8] {
         let derived = try deriveKey(key, index: index)
         defer { derived.destroy() }
         return try lift { () throws(SecureCoreError) in try HMACSHA256.foldedTag(data, key: derived) }
@@ -68,8 +68,8 @@ extension ActivationCrypto {
     ///   - message: the bytes to sign.
     ///   - privateKey: 32 bytes (or 33 with a leading zero byte).
     /// - Returns: the DER signature.
-    /// - Throws: ``ActivationError/invalidKey(field:)``, ``ActivationError/core(_:)``.
-    public func sign(_ message: [UInt8], privateKey: SecureBytes) throws(ActivationError) -> [UInt8] {
+    /// - Throws: ``ProtocolError/invalidKey(field:)``, ``ProtocolError/core(_:)``.
+    public func sign(_ message: [UInt8], privateKey: SecureBytes) throws(ProtocolError) -> [UInt8] {
         try lift(keyField: "privateKey") { () throws(SecureCoreError) in try P256.sign(message, privateKey: privateKey)
         }
     }
@@ -80,8 +80,8 @@ extension ActivationCrypto {
     ///   - message: the signed bytes.
     ///   - publicKey: SEC1 public key.
     /// - Returns: whether it verifies.
-    /// - Throws: ``ActivationError/invalidKey(field:)`` for an invalid public key.
-    public func verifySignature(_ signature: [UInt8], message: [UInt8], publicKey: [UInt8]) throws(ActivationError)
+    /// - Throws: ``ProtocolError/invalidKey(field:)`` for an invalid public key.
+    public func verifySignature(_ signature: [UInt8], message: [UInt8], publicKey: [UInt8]) throws(ProtocolError)
         -> Bool
     {
         try lift(keyField: "publicKey") { () throws(SecureCoreError) in

@@ -7,11 +7,11 @@ extension ActivationCrypto {
     ///   - pin: the user's PIN (non-empty).
     ///   - parameters: the Argon2id cost (default 64 MiB, 3 passes).
     /// - Returns: the storable wrapped form.
-    /// - Throws: ``ActivationError/emptyPIN``, ``ActivationError/invalidKDFParameters(memoryKiB:iterations:)``,
-    ///   ``ActivationError/invalidLength(field:expected:actual:)``, ``ActivationError/core(_:)``.
+    /// - Throws: ``ProtocolError/emptyPIN``, ``ProtocolError/invalidKDFParameters(memoryKiB:iterations:)``,
+    ///   ``ProtocolError/invalidLength(field:expected:actual:)``, ``ProtocolError/core(_:)``.
     public func wrapKnowledgeKey(
         _ key: SecureBytes, pin: Password, parameters: PINKeyDerivationParameters = .default
-    ) throws(ActivationError) -> WrappedKnowledgeKey {
+    ) throws(ProtocolError) -> WrappedKnowledgeKey {
         guard key.count == KnowledgeKeyWrap.keyByteCount else {
             throw .invalidLength(field: "knowledge key", expected: KnowledgeKeyWrap.keyByteCount, actual: key.count)
         }
@@ -32,11 +32,10 @@ extension ActivationCrypto {
     ///   - wrapped: the stored wrapped form.
     ///   - pin: the PIN as entered (non-empty).
     /// - Returns: a 16-byte key in secure memory.
-    /// - Throws: ``ActivationError/emptyPIN``, ``ActivationError/invalidKDFParameters(memoryKiB:iterations:)``,
-    ///   ``ActivationError/invalidLength(field:expected:actual:)``, ``ActivationError/core(_:)`` —
+    /// - Throws: ``ProtocolError/emptyPIN``, ``ProtocolError/invalidKDFParameters(memoryKiB:iterations:)``,
+    ///   ``ProtocolError/invalidLength(field:expected:actual:)``, ``ProtocolError/core(_:)`` —
     ///   never because the PIN is wrong.
-    public func unwrapKnowledgeKey(_ wrapped: WrappedKnowledgeKey, pin: Password) throws(ActivationError) -> SecureBytes
-    {
+    public func unwrapKnowledgeKey(_ wrapped: WrappedKnowledgeKey, pin: Password) throws(ProtocolError) -> SecureBytes {
         try wrapped.validate()
         guard pin.length > 0 else { throw .emptyPIN }
         return try lift { () throws(SecureCoreError) in

@@ -8,23 +8,18 @@ extension ActivationCrypto {
     ///   - index: the first `KDF` index (see ``ProtocolConstants``).
     /// - Returns: 32 bytes in secure memory.
     /// - Throws: as ``deriveKey(_:index:)``.
-    package func aeadKey(from key: SecureBytes, index: UInt64) throws(ActivationError) -> SecureBytes {
+    package func aeadKey(from key: SecureBytes, index: UInt64) throws(ProtocolError) -> SecureBytes {
         let first = try deriveKey(key, index: index)
         defer { first.destroy() }
         let second = try deriveKey(key, index: index + 1)
         defer { second.destroy() }
         let out = try lift { () throws(SecureCoreError) in try SecureBytes(count: 2 * ProtocolConstants.keyByteCount) }
-        do {
-            try out.withUnsafeMutableBytes { destination in
-                try first.withUnsafeBytes { destination.copyMemory(from: $0) }
-                try second.withUnsafeBytes {
-                    UnsafeMutableRawBufferPointer(rebasing: destination[ProtocolConstants.keyByteCount...])
-                        .copyMemory(from: $0)
-                }
+        out.withUnsafeMutableBytes { destination in
+            first.withUnsafeBytes { destination.copyMemory(from: $0) }
+            second.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: destination[ProtocolConstants.keyByteCount...])
+                    .copyMemory(from: $0)
             }
-        } catch {
-            out.destroy()
-            throw .core(.destroyed)
         }
         return out
     }

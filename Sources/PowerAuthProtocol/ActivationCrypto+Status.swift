@@ -7,8 +7,8 @@ extension ActivationCrypto {
     ///   - challenge: the client's 16-byte challenge.
     ///   - nonce: the server's 16-byte nonce.
     /// - Returns: 16 bytes.
-    /// - Throws: ``ActivationError/invalidLength(field:expected:actual:)``, ``ActivationError/core(_:)``.
-    public func statusBlobIV(transportKey: SecureBytes, challenge: [UInt8], nonce: [UInt8]) throws(ActivationError)
+    /// - Throws: ``ProtocolError/invalidLength(field:expected:actual:)``, ``ProtocolError/core(_:)``.
+    public func statusBlobIV(transportKey: SecureBytes, challenge: [UInt8], nonce: [UInt8]) throws(ProtocolError)
         -> [UInt8]
     {
         let size = ProtocolConstants.challengeByteCount
@@ -26,12 +26,12 @@ extension ActivationCrypto {
     ///   - challenge: the client's 16-byte challenge.
     ///   - nonce: the server's 16-byte nonce.
     /// - Returns: the parsed blob.
-    /// - Throws: ``ActivationError/invalidLength(field:expected:actual:)``,
-    ///   ``ActivationError/invalidStatusBlobMagic`` (also the usual result of a wrong key),
-    ///   ``ActivationError/unknownActivationState(_:)``, ``ActivationError/core(_:)``.
+    /// - Throws: ``ProtocolError/invalidLength(field:expected:actual:)``,
+    ///   ``ProtocolError/invalidStatusBlobMagic`` (also the usual result of a wrong key),
+    ///   ``ProtocolError/unknownActivationState(_:)``, ``ProtocolError/core(_:)``.
     public func decryptStatusBlob(
         _ encrypted: [UInt8], transportKey: SecureBytes, challenge: [UInt8], nonce: [UInt8]
-    ) throws(ActivationError) -> ActivationStatusBlob {
+    ) throws(ProtocolError) -> ActivationStatusBlob {
         let size = ProtocolConstants.statusBlobByteCount
         guard encrypted.count == size else {
             throw .invalidLength(field: "status blob", expected: size, actual: encrypted.count)
@@ -53,7 +53,7 @@ extension ActivationCrypto {
     /// - Throws: as ``decryptStatusBlob(_:transportKey:challenge:nonce:)``.
     public func encryptStatusBlob(
         _ blob: ActivationStatusBlob, transportKey: SecureBytes, challenge: [UInt8], nonce: [UInt8]
-    ) throws(ActivationError) -> [UInt8] {
+    ) throws(ProtocolError) -> [UInt8] {
         let iv = try statusBlobIV(transportKey: transportKey, challenge: challenge, nonce: nonce)
         return try lift { () throws(SecureCoreError) in
             try AES128.cbcEncrypt(key: transportKey, iv: iv, plaintext: blob.plaintext)
@@ -65,8 +65,8 @@ extension ActivationCrypto {
     ///   - counter: the counter.
     ///   - transportKey: the 16-byte transport key.
     /// - Returns: 16 bytes.
-    /// - Throws: ``ActivationError/invalidLength(field:expected:actual:)``, ``ActivationError/core(_:)``.
-    public func counterHash(_ counter: HashCounter, transportKey: SecureBytes) throws(ActivationError) -> [UInt8] {
+    /// - Throws: ``ProtocolError/invalidLength(field:expected:actual:)``, ``ProtocolError/core(_:)``.
+    public func counterHash(_ counter: HashCounter, transportKey: SecureBytes) throws(ProtocolError) -> [UInt8] {
         try internalDigest(key: transportKey, index: ProtocolConstants.counterHashKeyIndex, data: counter.bytes)
     }
 
@@ -80,11 +80,11 @@ extension ActivationCrypto {
     ///   - transportKey: the 16-byte transport key.
     ///   - lookAhead: window size, 1 ... 255 (usually the blob's ``ActivationStatusBlob/counterLookAhead``).
     /// - Returns: the distance, or `nil`.
-    /// - Throws: ``ActivationError/invalidLookAhead(_:)``, ``ActivationError/invalidLength(field:expected:actual:)``,
-    ///   ``ActivationError/core(_:)``.
+    /// - Throws: ``ProtocolError/invalidLookAhead(_:)``, ``ProtocolError/invalidLength(field:expected:actual:)``,
+    ///   ``ProtocolError/core(_:)``.
     public func counterDistance(
         from local: HashCounter, toServerHash serverHash: [UInt8], transportKey: SecureBytes, lookAhead: Int
-    ) throws(ActivationError) -> Int? {
+    ) throws(ProtocolError) -> Int? {
         guard (1...ProtocolConstants.maximumLookAhead).contains(lookAhead) else { throw .invalidLookAhead(lookAhead) }
         guard serverHash.count == 16 else {
             throw .invalidLength(field: "serverHash", expected: 16, actual: serverHash.count)

@@ -20,16 +20,16 @@ public struct ActivationCrypto: Sendable {
 
     /// Selects an algorithm.
     /// - Parameter algorithm: only ``ProtocolAlgorithm/legacyP256`` is implemented.
-    /// - Throws: ``ActivationError/unsupportedAlgorithm(name:missing:)`` for the V4 algorithms.
-    public init(algorithm: ProtocolAlgorithm = .legacyP256) throws(ActivationError) {
+    /// - Throws: ``ProtocolError/unsupportedAlgorithm(name:missing:)`` for the V4 algorithms.
+    public init(algorithm: ProtocolAlgorithm = .legacyP256) throws(ProtocolError) {
         try algorithm.requireSupported()
         self.algorithm = algorithm
     }
 
     /// Selects an algorithm by its configuration name.
     /// - Parameter algorithmName: for example `"LEGACY_P256"`.
-    /// - Throws: ``ActivationError/unknownAlgorithm(_:)``, ``ActivationError/unsupportedAlgorithm(name:missing:)``.
-    public init(algorithmName: String) throws(ActivationError) {
+    /// - Throws: ``ProtocolError/unknownAlgorithm(_:)``, ``ProtocolError/unsupportedAlgorithm(name:missing:)``.
+    public init(algorithmName: String) throws(ProtocolError) {
         try self.init(algorithm: try ProtocolAlgorithm(name: algorithmName))
     }
 }

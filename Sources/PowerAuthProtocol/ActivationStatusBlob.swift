@@ -52,12 +52,12 @@ public struct ActivationStatusBlob: Sendable, Equatable {
     ///   - maxFailedAttempts: the blocking limit.
     ///   - counterLookAhead: the look-ahead window.
     ///   - counterDataHash: 16 bytes, from ``ActivationCrypto/counterHash(_:transportKey:)``.
-    /// - Throws: ``ActivationError/invalidLength(field:expected:actual:)``.
+    /// - Throws: ``ProtocolError/invalidLength(field:expected:actual:)``.
     public init(
         state: ProtocolActivationState, currentVersion: UInt8 = 3, upgradeVersion: UInt8 = 3,
         reserved: [UInt8] = [0, 0, 0, 0, 0], counterByte: UInt8, failedAttempts: UInt8,
         maxFailedAttempts: UInt8, counterLookAhead: UInt8, counterDataHash: [UInt8]
-    ) throws(ActivationError) {
+    ) throws(ProtocolError) {
         guard reserved.count == 5 else { throw .invalidLength(field: "reserved", expected: 5, actual: reserved.count) }
         guard counterDataHash.count == 16 else {
             throw .invalidLength(field: "counterDataHash", expected: 16, actual: counterDataHash.count)
@@ -75,9 +75,9 @@ public struct ActivationStatusBlob: Sendable, Equatable {
 
     /// Parses decrypted blob bytes, checking the length, the magic and the state.
     /// - Parameter plaintext: 32 bytes.
-    /// - Throws: ``ActivationError/invalidLength(field:expected:actual:)``,
-    ///   ``ActivationError/invalidStatusBlobMagic``, ``ActivationError/unknownActivationState(_:)``.
-    public init(plaintext p: [UInt8]) throws(ActivationError) {
+    /// - Throws: ``ProtocolError/invalidLength(field:expected:actual:)``,
+    ///   ``ProtocolError/invalidStatusBlobMagic``, ``ProtocolError/unknownActivationState(_:)``.
+    public init(plaintext p: [UInt8]) throws(ProtocolError) {
         let size = ProtocolConstants.statusBlobByteCount
         guard p.count == size else { throw .invalidLength(field: "status blob", expected: size, actual: p.count) }
         guard Array(p[0..<4]) == ProtocolConstants.statusBlobMagic else { throw .invalidStatusBlobMagic }

@@ -12,8 +12,8 @@ public enum AuthenticationCodeFormat: Sendable, Equatable {
         componentLength: ProtocolConstants.decimalComponentLength)
 
     /// Checks the component length.
-    /// - Throws: ``ActivationError/invalidComponentLength(_:)``.
-    package func validate() throws(ActivationError) {
+    /// - Throws: ``ProtocolError/invalidComponentLength(_:)``.
+    package func validate() throws(ProtocolError) {
         if case .decimal(let length) = self, !ProtocolConstants.offlineComponentLengths.contains(length) {
             throw .invalidComponentLength(length)
         }

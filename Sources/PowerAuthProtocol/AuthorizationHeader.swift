@@ -30,12 +30,12 @@ public struct AuthorizationHeader: Sendable, Equatable {
     ///   - factorSet: the factors of the code.
     ///   - authenticationCode: the code; its shape must fit `version` and `factorSet`.
     ///   - version: the protocol version.
-    /// - Throws: ``ActivationError/invalidActivationId``, ``ActivationError/malformedBase64(field:)``,
-    ///   ``ActivationError/invalidLength(field:expected:actual:)``, ``ActivationError/malformedAuthenticationCode``.
+    /// - Throws: ``ProtocolError/invalidActivationId``, ``ProtocolError/malformedBase64(field:)``,
+    ///   ``ProtocolError/invalidLength(field:expected:actual:)``, ``ProtocolError/malformedAuthenticationCode``.
     public init(
         activationId: String, applicationKey: String, nonce: [UInt8], factorSet: FactorSet,
         authenticationCode: String, version: ProtocolVersion
-    ) throws(ActivationError) {
+    ) throws(ProtocolError) {
         try Self.validateActivationId(activationId)
         _ = try Base64.decode(
             applicationKey, field: "pa_application_key", count: ProtocolConstants.applicationKeyByteCount)
@@ -55,8 +55,8 @@ public struct AuthorizationHeader: Sendable, Equatable {
 
     /// Checks an activation identifier: 1 ... 64 letters, digits or dashes.
     /// - Parameter activationId: the identifier.
-    /// - Throws: ``ActivationError/invalidActivationId``.
-    public static func validateActivationId(_ activationId: String) throws(ActivationError) {
+    /// - Throws: ``ProtocolError/invalidActivationId``.
+    public static func validateActivationId(_ activationId: String) throws(ProtocolError) {
         let idBytes = activationId.utf8
         let idOK = idBytes.allSatisfy { c in
             (0x30...0x39).contains(c) || (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || c == 0x2D
@@ -90,14 +90,14 @@ public struct AuthorizationHeader: Sendable, Equatable {
     /// are printable ASCII without quotes, backslashes or spaces.
     /// - Parameter value: the header value (without the name).
     /// - Returns: the validated header.
-    /// - Throws: ``ActivationError/malformedHeader(reason:)``, ``ActivationError/missingHeaderField(_:)``,
-    ///   ``ActivationError/duplicateHeaderField(_:)``, ``ActivationError/unknownHeaderField(_:)``, and
+    /// - Throws: ``ProtocolError/malformedHeader(reason:)``, ``ProtocolError/missingHeaderField(_:)``,
+    ///   ``ProtocolError/duplicateHeaderField(_:)``, ``ProtocolError/unknownHeaderField(_:)``, and
     ///   the value errors of ``init(activationId:applicationKey:nonce:factorSet:authenticationCode:version:)``,
     ///   ``FactorSet/init(parsing:)`` and ``ProtocolVersion/init(parsing:)``.
-    public static func parse(_ value: String) throws(ActivationError) -> AuthorizationHeader {
+    public static func parse(_ value: String) throws(ProtocolError) -> AuthorizationHeader {
         var parser = HeaderParser(Array(value.utf8))
         let fields = try parser.parse()
-        func field(_ key: String) throws(ActivationError) -> String {
+        func field(_ key: String) throws(ProtocolError) -> String {
             guard let found = fields[key] else { throw .missingHeaderField(key) }
             return found
         }
@@ -131,7 +131,7 @@ struct HeaderParser {
         return index - start
     }
 
-    mutating func parse() throws(ActivationError) -> [String: String] {
+    mutating func parse() throws(ProtocolError) -> [String: String] {
         guard bytes.count <= ProtocolConstants.maximumHeaderLength else { throw .malformedHeader(reason: "too long") }
         _ = skipSpace()
         try scheme()
@@ -139,7 +139,7 @@ struct HeaderParser {
         var fields: [String: String] = [:]
         while true {
             let (key, value) = try parameter()
-            guard Self.keys.contains(key) else { throw .unknownHeaderField(ActivationError.echo(key)) }
+            guard Self.keys.contains(key) else { throw .unknownHeaderField(ProtocolError.echo(key)) }
             guard fields[key] == nil else { throw .duplicateHeaderField(key) }
             fields[key] = value
             _ = skipSpace()
@@ -150,7 +150,7 @@ struct HeaderParser {
         }
     }
 
-    private mutating func scheme() throws(ActivationError) {
+    private mutating func scheme() throws(ProtocolError) {
         let word = Array(ProtocolConstants.authorizationScheme.lowercased().utf8)
         guard bytes.count - index >= word.count,
             zip(bytes[index..<(index + word.count)], word).allSatisfy({ ($0 | 0x20) == $1 })
@@ -158,7 +158,7 @@ struct HeaderParser {
         index += word.count
     }
 
-    private mutating func parameter() throws(ActivationError) -> (String, String) {
+    private mutating func parameter() throws(ProtocolError) -> (String, String) {
         let keyStart = index
         while let c = current, (0x61...0x7A).contains(c) || (0x41...0x5A).contains(c) || c == UInt8(ascii: "_") {
             index += 1
@@ -166,13 +166,13 @@ struct HeaderParser {
         guard index > keyStart else { throw .malformedHeader(reason: "expected a parameter name at offset \(index)") }
         let key = String(decoding: bytes[keyStart..<index], as: UTF8.self)
         guard current == UInt8(ascii: "="), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "\"") else {
-            throw .malformedHeader(reason: "expected =\" after \(ActivationError.echo(key))")
+            throw .malformedHeader(reason: "expected =\" after \(ProtocolError.echo(key))")
         }
         index += 2
         let valueStart = index
         while let c = current, c != UInt8(ascii: "\"") {
             guard c > 0x20, c < 0x7F, c != UInt8(ascii: "\\") else {
-                throw .malformedHeader(reason: "invalid character in the value of \(ActivationError.echo(key))")
+                throw .malformedHeader(reason: "invalid character in the value of \(ProtocolError.echo(key))")
             }
             index += 1
         }

@@ -42,7 +42,7 @@ package enum Base64 {
 
     /// Decodes `field`, throwing a typed error when it is not canonical
     /// Base64 or (if `count` is given) not exactly that many bytes.
-    package static func decode(_ text: some StringProtocol, field: String, count: Int? = nil) throws(ActivationError)
+    package static func decode(_ text: some StringProtocol, field: String, count: Int? = nil) throws(ProtocolError)
         -> [UInt8]
     {
         guard let bytes = decode(text) else { throw .malformedBase64(field: field) }

@@ -56,8 +56,8 @@ public struct SigningKeys: Sendable {
     }
 
     /// The keys of `set`, in code order.
-    /// - Throws: ``ActivationError/missingFactorKey(_:)``, ``ActivationError/invalidLength(field:expected:actual:)``.
-    func keys(for set: FactorSet) throws(ActivationError) -> [SecureBytes] {
+    /// - Throws: ``ProtocolError/missingFactorKey(_:)``, ``ProtocolError/invalidLength(field:expected:actual:)``.
+    func keys(for set: FactorSet) throws(ProtocolError) -> [SecureBytes] {
         var result: [SecureBytes] = []
         for factor in set.factors {
             let key: SecureBytes?

@@ -26,9 +26,9 @@ public enum FactorSet: String, CaseIterable, Sendable {
 
     /// Parses `pa_signature_type`.
     /// - Parameter text: for example `"possession_knowledge"`.
-    /// - Throws: ``ActivationError/unknownFactorSet(_:)``.
-    public init(parsing text: some StringProtocol) throws(ActivationError) {
-        guard let set = FactorSet(rawValue: String(text)) else { throw .unknownFactorSet(ActivationError.echo(text)) }
+    /// - Throws: ``ProtocolError/unknownFactorSet(_:)``.
+    public init(parsing text: some StringProtocol) throws(ProtocolError) {
+        guard let set = FactorSet(rawValue: String(text)) else { throw .unknownFactorSet(ProtocolError.echo(text)) }
         self = set
     }
 

@@ -10,8 +10,8 @@ public struct HashCounter: Sendable, Equatable {
 
     /// Wraps existing counter bytes.
     /// - Parameter bytes: exactly 16 bytes.
-    /// - Throws: ``ActivationError/invalidLength(field:expected:actual:)``.
-    public init(bytes: [UInt8]) throws(ActivationError) {
+    /// - Throws: ``ProtocolError/invalidLength(field:expected:actual:)``.
+    public init(bytes: [UInt8]) throws(ProtocolError) {
         guard bytes.count == ProtocolConstants.counterByteCount else {
             throw .invalidLength(field: "counter", expected: ProtocolConstants.counterByteCount, actual: bytes.count)
         }
@@ -20,8 +20,8 @@ public struct HashCounter: Sendable, Equatable {
 
     /// Parses the counter's Base64 form.
     /// - Parameter base64: canonical Base64 of 16 bytes.
-    /// - Throws: ``ActivationError/malformedBase64(field:)``, ``ActivationError/invalidLength(field:expected:actual:)``.
-    public init(base64: String) throws(ActivationError) {
+    /// - Throws: ``ProtocolError/malformedBase64(field:)``, ``ProtocolError/invalidLength(field:expected:actual:)``.
+    public init(base64: String) throws(ProtocolError) {
         try self.init(bytes: try Base64.decode(base64, field: "counter", count: ProtocolConstants.counterByteCount))
     }
 
@@ -39,8 +39,8 @@ public struct HashCounter: Sendable, Equatable {
 
     /// The next counter value.
     /// - Returns: `fold(SHA-256(bytes))`.
-    /// - Throws: ``ActivationError/core(_:)`` if the core cannot initialise.
-    public func next() throws(ActivationError) -> HashCounter {
+    /// - Throws: ``ProtocolError/core(_:)`` if the core cannot initialise.
+    public func next() throws(ProtocolError) -> HashCounter {
         HashCounter(unchecked: fold(try lift { () throws(SecureCoreError) in try SHA256.hash(bytes) }))
     }
 
@@ -48,7 +48,7 @@ public struct HashCounter: Sendable, Equatable {
     /// - Parameter steps: 0 or more.
     /// - Returns: the advanced counter (`self` for 0).
     /// - Throws: as ``next()``.
-    public func advanced(by steps: Int) throws(ActivationError) -> HashCounter {
+    public func advanced(by steps: Int) throws(ProtocolError) -> HashCounter {
         var counter = self
         for _ in 0..<max(steps, 0) { counter = try counter.next() }
         return counter

@@ -1,7 +1,7 @@
 /// The algorithm names of the PowerAuth mobile SDK configuration. Only
 /// ``legacyP256`` (protocol V3.3 on P-256) is implemented; the others are
 /// protocol V4 and are recognised so that asking for one fails loudly with
-/// ``ActivationError/unsupportedAlgorithm(name:missing:)`` instead of
+/// ``ProtocolError/unsupportedAlgorithm(name:missing:)`` instead of
 /// quietly running V3.
 public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
     /// P-256, fully compatible with protocol V3.3. Implemented.
@@ -15,10 +15,10 @@ public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
 
     /// Parses a configuration name (exact, case-sensitive, as the SDK spells it).
     /// - Parameter name: for example `"LEGACY_P256"`.
-    /// - Throws: ``ActivationError/unknownAlgorithm(_:)`` for any other text.
-    public init(name: String) throws(ActivationError) {
+    /// - Throws: ``ProtocolError/unknownAlgorithm(_:)`` for any other text.
+    public init(name: String) throws(ProtocolError) {
         guard let algorithm = ProtocolAlgorithm(rawValue: name) else {
-            throw .unknownAlgorithm(ActivationError.echo(name))
+            throw .unknownAlgorithm(ProtocolError.echo(name))
         }
         self = algorithm
     }
@@ -39,8 +39,8 @@ public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
     }
 
     /// Throws unless the algorithm is implemented.
-    /// - Throws: ``ActivationError/unsupportedAlgorithm(name:missing:)``.
-    public func requireSupported() throws(ActivationError) {
+    /// - Throws: ``ProtocolError/unsupportedAlgorithm(name:missing:)``.
+    public func requireSupported() throws(ProtocolError) {
         if let missing = missingPrimitives { throw .unsupportedAlgorithm(name: rawValue, missing: missing) }
     }
 }

@@ -12,10 +12,10 @@ public enum ProtocolVersion: String, CaseIterable, Sendable {
 
     /// Parses `pa_version`.
     /// - Parameter text: for example `"3.1"`.
-    /// - Throws: ``ActivationError/unsupportedProtocolVersion(_:)``.
-    public init(parsing text: some StringProtocol) throws(ActivationError) {
+    /// - Throws: ``ProtocolError/unsupportedProtocolVersion(_:)``.
+    public init(parsing text: some StringProtocol) throws(ProtocolError) {
         guard let version = ProtocolVersion(rawValue: String(text)) else {
-            throw .unsupportedProtocolVersion(ActivationError.echo(text))
+            throw .unsupportedProtocolVersion(ProtocolError.echo(text))
         }
         self = version
     }

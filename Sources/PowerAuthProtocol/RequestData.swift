@@ -20,11 +20,11 @@ public struct RequestData: Sendable, Equatable {
     ///   - uriIdentifier: the resource identifier, any text.
     ///   - nonce: 16 bytes.
     ///   - body: the body bytes (may be empty).
-    /// - Throws: ``ActivationError/invalidHTTPMethod(_:)``, ``ActivationError/invalidLength(field:expected:actual:)``.
-    public init(method: String, uriIdentifier: String, nonce: [UInt8], body: [UInt8]) throws(ActivationError) {
+    /// - Throws: ``ProtocolError/invalidHTTPMethod(_:)``, ``ProtocolError/invalidLength(field:expected:actual:)``.
+    public init(method: String, uriIdentifier: String, nonce: [UInt8], body: [UInt8]) throws(ProtocolError) {
         let letters = method.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
         guard !method.isEmpty, method.utf8.count <= 16, letters else {
-            throw .invalidHTTPMethod(ActivationError.echo(method))
+            throw .invalidHTTPMethod(ProtocolError.echo(method))
         }
         guard nonce.count == ProtocolConstants.nonceByteCount else {
             throw .invalidLength(field: "nonce", expected: ProtocolConstants.nonceByteCount, actual: nonce.count)
@@ -41,8 +41,8 @@ public struct RequestData: Sendable, Equatable {
     ///   - nonce: 16 bytes.
     ///   - body: the operation data.
     /// - Returns: the request data.
-    /// - Throws: ``ActivationError/invalidLength(field:expected:actual:)``.
-    public static func offline(uriIdentifier: String, nonce: [UInt8], body: [UInt8]) throws(ActivationError)
+    /// - Throws: ``ProtocolError/invalidLength(field:expected:actual:)``.
+    public static func offline(uriIdentifier: String, nonce: [UInt8], body: [UInt8]) throws(ProtocolError)
         -> RequestData
     {
         try RequestData(method: ProtocolConstants.offlineMethod, uriIdentifier: uriIdentifier, nonce: nonce, body: body)
@@ -58,8 +58,8 @@ public struct RequestData: Sendable, Equatable {
     /// The bytes an online code signs: ``requestData`` `&` the application secret.
     /// - Parameter applicationSecret: the application secret as issued (Base64 of 16 bytes).
     /// - Returns: the UTF-8 bytes of the normalised data.
-    /// - Throws: ``ActivationError/malformedBase64(field:)``, ``ActivationError/invalidLength(field:expected:actual:)``.
-    public func normalized(applicationSecret: String) throws(ActivationError) -> [UInt8] {
+    /// - Throws: ``ProtocolError/malformedBase64(field:)``, ``ProtocolError/invalidLength(field:expected:actual:)``.
+    public func normalized(applicationSecret: String) throws(ProtocolError) -> [UInt8] {
         _ = try Base64.decode(
             applicationSecret, field: "applicationSecret", count: ProtocolConstants.applicationKeyByteCount)
         return Array((requestData + "&" + applicationSecret).utf8)

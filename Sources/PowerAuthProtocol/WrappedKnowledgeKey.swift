@@ -24,8 +24,8 @@ public struct PINKeyDerivationParameters: Sendable, Equatable, Codable {
     public static let testing = PINKeyDerivationParameters(memoryKiB: 64, iterations: 1)
 
     /// Checks the bounds.
-    /// - Throws: ``ActivationError/invalidKDFParameters(memoryKiB:iterations:)``.
-    package func validate() throws(ActivationError) {
+    /// - Throws: ``ProtocolError/invalidKDFParameters(memoryKiB:iterations:)``.
+    package func validate() throws(ProtocolError) {
         guard KnowledgeKeyWrap.memoryKiBRange.contains(memoryKiB), KnowledgeKeyWrap.iterationsRange.contains(iterations)
         else { throw .invalidKDFParameters(memoryKiB: memoryKiB, iterations: iterations) }
     }
@@ -56,7 +56,7 @@ public struct WrappedKnowledgeKey: Sendable, Equatable, Codable {
     }
 
     /// Checks sizes and parameters before any work is done.
-    package func validate() throws(ActivationError) {
+    package func validate() throws(ProtocolError) {
         guard salt.count == KnowledgeKeyWrap.saltByteCount else {
             throw .invalidLength(field: "salt", expected: KnowledgeKeyWrap.saltByteCount, actual: salt.count)
         }

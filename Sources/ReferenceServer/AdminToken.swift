@@ -20,21 +20,18 @@ public enum AdminToken {
     /// - Returns: the token.
     /// - Throws: ``ReferenceServerError/invalidConfiguration(reason:)`` when secure memory fails.
     public static func random() throws(ReferenceServerError) -> SecureBytes {
-        do {
-            let raw = try SecureBytes.random(count: 32)
-            let token = try SecureBytes(count: 64)
-            try raw.withUnsafeBytes { source in
-                try token.withUnsafeMutableBytes { target in
-                    for (i, byte) in source.enumerated() {
-                        target[2 * i] = ConstantTimeEncoding.hexDigit(byte >> 4)
-                        target[2 * i + 1] = ConstantTimeEncoding.hexDigit(byte & 0x0f)
-                    }
+        let raw = try secureMemory { () throws(SecureCoreError) in try SecureBytes.random(count: 32) }
+        defer { raw.destroy() }
+        let token = try secureMemory { () throws(SecureCoreError) in try SecureBytes(count: 64) }
+        raw.withUnsafeBytes { source in
+            token.withUnsafeMutableBytes { target in
+                for (i, byte) in source.enumerated() {
+                    target[2 * i] = ConstantTimeEncoding.hexDigit(byte >> 4)
+                    target[2 * i + 1] = ConstantTimeEncoding.hexDigit(byte & 0x0f)
                 }
             }
-            return token
-        } catch {
-            throw .invalidConfiguration(reason: "secure memory: \(error)")
         }
+        return token
     }
 
     /// Copies a token given as text (a command-line argument) into secure memory.
@@ -69,33 +66,27 @@ public enum AdminToken {
         guard (1...maximumByteCount + 1).contains(size) else {
             throw .invalidConfiguration(reason: "the admin token file must hold 1 ... 256 bytes")
         }
-        do {
-            let buffer = try SecureBytes(count: size)
-            let length = try buffer.withUnsafeMutableBytes { target -> Int in
-                var done = 0
-                while done < size {
-                    let n = read(fd, target.baseAddress! + done, size - done)
-                    if n < 0 && errno == EINTR { continue }
-                    guard n > 0 else { break }
-                    done += n
-                }
-                guard done == size else { return -1 }
-                return target[size - 1] == 0x0a ? size - 1 : size
+        let buffer = try secureMemory { () throws(SecureCoreError) in try SecureBytes(count: size) }
+        defer { buffer.destroy() }
+        let length = buffer.withUnsafeMutableBytes { target -> Int in
+            var done = 0
+            while done < size {
+                let n = read(fd, target.baseAddress! + done, size - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }
+                done += n
             }
-            guard length > 0 else { throw ReferenceServerError.invalidConfiguration(reason: "the token file is empty") }
-            if length == size {
-                try validate(buffer)
-                return buffer
-            }
-            let token = try buffer.withUnsafeBytes {
-                try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<length]))
-            }
-            buffer.destroy()
-            try validate(token)
-            return token
-        } catch {
-            throw (error as? ReferenceServerError) ?? .invalidConfiguration(reason: "secure memory: \(error)")
+            guard done == size else { return -1 }
+            return target[size - 1] == 0x0a ? size - 1 : size
         }
+        guard length > 0 else { throw .invalidConfiguration(reason: "the token file is empty") }
+        let token = try secureMemory { () throws(SecureCoreError) in
+            try buffer.withUnsafeBytes { (bytes) throws(SecureCoreError) in
+                try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[0..<length]))
+            }
+        }
+        try validate(token)
+        return token
     }
 
     /// Writes a token to a new file with mode 0600.
@@ -107,23 +98,32 @@ public enum AdminToken {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .invalidConfiguration(reason: "cannot create the token file (errno \(errno))") }
         defer { close(fd) }
-        let written = try? token.withUnsafeBytes { bytes in write(fd, bytes.baseAddress, bytes.count) == bytes.count }
-        guard written == true, fsync(fd) == 0 else {
+        let written = token.withUnsafeBytes { bytes in write(fd, bytes.baseAddress, bytes.count) == bytes.count }
+        guard written, fsync(fd) == 0 else {
             throw .invalidConfiguration(reason: "cannot write the token file")
         }
     }
 
     private static func validate(_ token: SecureBytes) throws(ReferenceServerError) {
         // Not a secret-dependent exit: each byte's class is folded in, every byte is read.
-        let printable = try? token.withUnsafeBytes { bytes in
+        let printable = token.withUnsafeBytes { bytes in
             var bad: UInt8 = 0
             for byte in bytes { bad |= (byte &- 0x21) & 0x80 | (0x7e &- byte) & 0x80 }
             return bad == 0
         }
-        guard printable == true, (minimumByteCount...maximumByteCount).contains(token.count) else {
+        guard printable, (minimumByteCount...maximumByteCount).contains(token.count) else {
             throw .invalidConfiguration(
                 reason: "the admin token must be \(minimumByteCount) ... \(maximumByteCount) visible ASCII characters"
                     + " (at least 128 bits; `securepin server` makes a good one when given none)")
         }
+    }
+}
+
+/// Runs a secure-memory call and reports its failure as a configuration error.
+func secureMemory<R>(_ body: () throws(SecureCoreError) -> R) throws(ReferenceServerError) -> R {
+    do throws(SecureCoreError) {
+        return try body()
+    } catch {
+        throw .invalidConfiguration(reason: "secure memory: \(error)")
     }
 }

@@ -108,15 +108,12 @@ public struct BackOfficeClient: Sendable {
     {
         let bytes: [UInt8]
         let header: String
-        do throws(ActivationError) {
+        do throws(ProtocolError) {
             bytes = try WireCoding.encode(RequestEnvelope(requestObject: body))
         } catch {
             throw .invalidResponse
         }
-        guard let text = try? token.withUnsafeBytes({ String(decoding: $0, as: UTF8.self) }) else {
-            throw .invalidResponse
-        }
-        header = text
+        header = token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         let status: Int
         let data: Data
         do throws(HTTPClientError) {
@@ -129,7 +126,7 @@ public struct BackOfficeClient: Sendable {
             let code = try? WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, Array(data)).responseObject.code
             throw .refused(status: status, code: code ?? "UNKNOWN")
         }
-        do throws(ActivationError) {
+        do throws(ProtocolError) {
             return try WireCoding.decode(ResponseEnvelope<Response>.self, Array(data)).responseObject
         } catch {
             throw .invalidResponse

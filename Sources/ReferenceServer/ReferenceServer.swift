@@ -237,7 +237,7 @@ struct Router: Sendable {
     static func decode<T: Codable & Sendable>(_ request: TransportRequest, _ type: T.Type)
         throws(ActivationServerError) -> T
     {
-        do throws(ActivationError) {
+        do throws(ProtocolError) {
             return try WireCoding.decode(RequestEnvelope<T>.self, request.body).requestObject
         } catch {
             throw .malformedRequest(reason: "the body is not the expected JSON")
@@ -245,7 +245,7 @@ struct Router: Sendable {
     }
 
     static func ok<T: Codable & Sendable>(_ object: T) throws(ActivationServerError) -> TransportResponse {
-        do throws(ActivationError) {
+        do throws(ProtocolError) {
             return TransportResponse(
                 statusCode: 200, body: try WireCoding.encode(ResponseEnvelope(responseObject: object)))
         } catch {

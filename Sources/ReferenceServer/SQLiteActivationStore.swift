@@ -298,7 +298,7 @@ public final class SQLiteActivationStore: ServerActivationStore {
         else { throw .corruptRecord(reason: "activation columns") }
         let privateKey = try open(nonce: nonce, sealed: sealed, label: Self.recordLabel(id))
         let counter: HashCounter
-        do throws(ActivationError) {
+        do throws(ProtocolError) {
             counter = try HashCounter(bytes: counterBytes)
         } catch {
             throw .corruptRecord(reason: "counter")

@@ -65,14 +65,10 @@ public enum ServerKeyFile {
         guard readFully(fd, into: &header), header == magic else {
             throw .keyFile(reason: "the key file has the wrong format")
         }
-        let key: SecureBytes
-        do {
-            key = try SecureBytes(count: keyByteCount)
-            guard try key.withUnsafeMutableBytes({ readFully(fd, $0) }) else {
-                throw ReferenceServerError.keyFile(reason: "the key file is truncated")
-            }
-        } catch {
-            throw (error as? ReferenceServerError) ?? .keyFile(reason: "secure memory: \(error)")
+        let key = try keyMemory { () throws(SecureCoreError) in try SecureBytes(count: keyByteCount) }
+        guard key.withUnsafeMutableBytes({ readFully(fd, $0) }) else {
+            key.destroy()
+            throw .keyFile(reason: "the key file is truncated")
         }
         return key
     }
@@ -86,16 +82,13 @@ public enum ServerKeyFile {
             close(fd)
             if !ok { unlink(path) }
         }
-        let key: SecureBytes
-        do {
-            key = try SecureBytes.random(count: keyByteCount)
-            let header = magic.withUnsafeBytes { writeFully(fd, $0) }
-            let body = try key.withUnsafeBytes { writeFully(fd, $0) }
-            guard header, body, fsync(fd) == 0 else {
-                throw ReferenceServerError.keyFile(reason: "cannot write the key file (errno \(errno))")
-            }
-        } catch {
-            throw (error as? ReferenceServerError) ?? .keyFile(reason: "secure memory: \(error)")
+        let key = try keyMemory { () throws(SecureCoreError) in try SecureBytes.random(count: keyByteCount) }
+        let header = magic.withUnsafeBytes { writeFully(fd, $0) }
+        let body = key.withUnsafeBytes { writeFully(fd, $0) }
+        guard header, body, fsync(fd) == 0 else {
+            let code = errno
+            key.destroy()
+            throw .keyFile(reason: "cannot write the key file (errno \(code))")
         }
         syncDirectory(of: path)
         ok = true
@@ -134,5 +127,14 @@ public enum ServerKeyFile {
         guard fd >= 0 else { return }
         _ = fsync(fd)
         close(fd)
+    }
+}
+
+/// Runs a secure-memory call for a key file and reports its failure as a key-file error.
+private func keyMemory<R>(_ body: () throws(SecureCoreError) -> R) throws(ReferenceServerError) -> R {
+    do throws(SecureCoreError) {
+        return try body()
+    } catch {
+        throw .keyFile(reason: "secure memory: \(error)")
     }
 }

@@ -80,19 +80,17 @@ public enum AEAD {
         var ciphertext = [UInt8](repeating: 0, count: (plaintext?.count ?? 0) + tagByteCount)
         // Key and plaintext locked in the global order (and once if they are the same object).
         try withHandles(key, plaintext) { (k: OpaquePointer, m: OpaquePointer?) throws(SecureCoreError) in
-            try rethrowingSecureCore {
-                try nonce.withUnsafeBufferPointer { n in
-                    try associatedData.withUnsafeBufferPointer { ad in
-                        try ciphertext.withUnsafeMutableBufferPointer { c in
-                            guard let nonceStart = n.baseAddress else {
-                                throw SecureCoreError.invalidKeyOrNonceSize
-                            }
-                            try check(
-                                spc_aead_seal(
-                                    algorithm.cValue, k, nonceStart, n.count, m, ad.baseAddress, ad.count,
-                                    c.baseAddress!),
-                                argument: .invalidKeyOrNonceSize)
+            try nonce.withUnsafeBufferPointer { (n) throws(SecureCoreError) in
+                try associatedData.withUnsafeBufferPointer { (ad) throws(SecureCoreError) in
+                    try ciphertext.withUnsafeMutableBufferPointer { (c) throws(SecureCoreError) in
+                        guard let nonceStart = n.baseAddress else {
+                            throw .invalidKeyOrNonceSize
                         }
+                        try check(
+                            spc_aead_seal(
+                                algorithm.cValue, k, nonceStart, n.count, m, ad.baseAddress, ad.count,
+                                c.baseAddress!),
+                            argument: .invalidKeyOrNonceSize)
                     }
                 }
             }
@@ -109,20 +107,18 @@ public enum AEAD {
         _ box: SealedBox, using key: SecureBytes, associatedData: [UInt8] = []
     ) throws(SecureCoreError) -> SecureBytes? {
         let opened: OpaquePointer? = try key.withHandle { (k) throws(SecureCoreError) in
-            try rethrowingSecureCore {
-                try box.nonce.withUnsafeBufferPointer { n in
-                    try box.ciphertext.withUnsafeBufferPointer { c in
-                        try associatedData.withUnsafeBufferPointer { ad in
-                            var out: OpaquePointer?
-                            guard let nonceStart = n.baseAddress else { throw SecureCoreError.invalidKeyOrNonceSize }
-                            guard let cipherStart = c.baseAddress else { throw SecureCoreError.authenticationFailed }
-                            try check(
-                                spc_aead_open(
-                                    box.algorithm.cValue, k, nonceStart, n.count, cipherStart, c.count,
-                                    ad.baseAddress, ad.count, &out),
-                                argument: .invalidKeyOrNonceSize)
-                            return out
-                        }
+            try box.nonce.withUnsafeBufferPointer { (n) throws(SecureCoreError) in
+                try box.ciphertext.withUnsafeBufferPointer { (c) throws(SecureCoreError) in
+                    try associatedData.withUnsafeBufferPointer { (ad) throws(SecureCoreError) -> OpaquePointer? in
+                        var out: OpaquePointer?
+                        guard let nonceStart = n.baseAddress else { throw .invalidKeyOrNonceSize }
+                        guard let cipherStart = c.baseAddress else { throw .authenticationFailed }
+                        try check(
+                            spc_aead_open(
+                                box.algorithm.cValue, k, nonceStart, n.count, cipherStart, c.count,
+                                ad.baseAddress, ad.count, &out),
+                            argument: .invalidKeyOrNonceSize)
+                        return out
                     }
                 }
             }

@@ -172,23 +172,21 @@ public enum Argon2id {
         var used: Int32 = 0
         let run = { (password: UnsafeRawBufferPointer, pepperBytes: UnsafeRawBufferPointer) throws(SecureCoreError) in
             try key.withHandle { (out) throws(SecureCoreError) in
-                try rethrowingSecureCore {
-                    try salt.withUnsafeBytes { saltBytes in
-                        try associatedData.withUnsafeBytes { adBytes in
-                            var cInput = spc_argon2_input(
-                                password: password.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                password_len: password.count,
-                                salt: saltBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                salt_len: saltBytes.count,
-                                secret: pepperBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                secret_len: pepperBytes.count,
-                                ad: adBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), ad_len: adBytes.count)
-                            var p = cParameters(parameters)
-                            var l = cLimits(limits)
-                            try check(
-                                spc_kdf_argon2id(&cInput, &p, &l, cBackend(backend), out, &used),
-                                index: minimumSaltByteCount, length: outputByteCount)
-                        }
+                try salt.withUnsafeBufferPointer { (saltBytes) throws(SecureCoreError) in
+                    try associatedData.withUnsafeBufferPointer { (adBytes) throws(SecureCoreError) in
+                        var cInput = spc_argon2_input(
+                            password: password.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                            password_len: password.count,
+                            salt: saltBytes.baseAddress,
+                            salt_len: saltBytes.count,
+                            secret: pepperBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                            secret_len: pepperBytes.count,
+                            ad: adBytes.baseAddress, ad_len: adBytes.count)
+                        var p = cParameters(parameters)
+                        var l = cLimits(limits)
+                        try check(
+                            spc_kdf_argon2id(&cInput, &p, &l, cBackend(backend), out, &used),
+                            index: minimumSaltByteCount, length: outputByteCount)
                     }
                 }
             }
@@ -196,11 +194,8 @@ public enum Argon2id {
         switch input {
         case .password(let password):
             // The reveal holds the password's lock only while revealing, so one lock at a time here.
-            try rethrowingSecureCore {
-                try password.withUnsafeUTF8Bytes { (revealed) in
-                    try withOpenBytes(pepper) { (pepperBytes) throws(SecureCoreError) in try run(revealed, pepperBytes)
-                    }
-                }
+            try password.withUnsafeUTF8Bytes { (revealed) throws(SecureCoreError) in
+                try withOpenBytes(pepper) { (pepperBytes) throws(SecureCoreError) in try run(revealed, pepperBytes) }
             }
         case .bytes(let bytes):
             // Input and pepper locked together, in the global order (once if they are the same object).
@@ -228,26 +223,15 @@ public enum Argon2id {
     }
 }
 
-/// Narrows an untyped-throwing closure API that can only carry
-/// ``SecureCoreError`` back to typed throws.
-func rethrowingSecureCore<R>(_ body: () throws -> R) throws(SecureCoreError) -> R {
-    do {
-        return try body()
-    } catch let error as SecureCoreError {
-        throw error
-    } catch {
-        throw .internalFailure(status: 0)
-    }
-}
-
 /// Runs blocking work on a Dispatch queue and resumes the caller when done,
-/// so CPU-heavy derivations never occupy the cooperative thread pool.
-func offExecutor<R: Sendable>(
-    _ work: @escaping @Sendable () throws(SecureCoreError) -> R
-) async throws(SecureCoreError) -> R {
-    let result: Result<R, SecureCoreError> = await withCheckedContinuation { continuation in
+/// so CPU-heavy derivations never occupy the cooperative thread pool. The
+/// work's own error arrives with its own type.
+package func offExecutor<R: Sendable, E: Error>(
+    _ work: @escaping @Sendable () throws(E) -> R
+) async throws(E) -> R {
+    let result: Result<R, E> = await withCheckedContinuation { continuation in
         DispatchQueue.global(qos: .userInitiated).async {
-            do throws(SecureCoreError) {
+            do throws(E) {
                 continuation.resume(returning: .success(try work()))
             } catch {
                 continuation.resume(returning: .failure(error))

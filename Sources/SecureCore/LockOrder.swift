@@ -46,7 +46,8 @@ func withHandles<R>(
     return try lockChain(unique, from: 0, locked: [:]) { (locked) throws(SecureCoreError) -> R in
         var handles: [OpaquePointer] = []
         for item in list {
-            guard let handle = locked[ObjectIdentifier(item)] else { throw .internalFailure(status: 0) }
+            // Every object of `list` is in `unique`, so every one was locked above.
+            guard let handle = locked[ObjectIdentifier(item)] else { preconditionFailure("an object was not locked") }
             handles.append(handle)
         }
         return try body(handles)
@@ -110,6 +111,20 @@ func openForReading(_ buffer: OpaquePointer) throws(SecureCoreError) -> UnsafeMu
     guard let data else {
         spc_buffer_close(buffer)
         throw .outOfMemory
+    }
+    return data
+}
+
+/// Opens a buffer whose lock the caller holds, for the closure accessors; the
+/// caller closes it. A buffer that cannot be opened (the pages' protection
+/// could not be changed, or the buffer was inherited across `fork()`) stops
+/// the process: the accessors have no error of their own to report it with,
+/// and a secret is never handed out unprotected.
+func openOrTrap(_ buffer: OpaquePointer) -> UnsafeMutablePointer<UInt8> {
+    var data: UnsafeMutablePointer<UInt8>?
+    let status = spc_buffer_open(buffer, &data)
+    guard status == SPC_OK, let data else {
+        fatalError("secure buffer could not be opened: \(String(cString: spc_status_name(status)))")
     }
     return data
 }

@@ -19,16 +19,14 @@ public enum PBKDF2 {
             throw .invalidOutputLength(outputByteCount)
         }
         let key = try SecureBytes(count: outputByteCount)
-        try rethrowingSecureCore {
-            try password.withUnsafeUTF8Bytes { pw in
-                try salt.withUnsafeBytes { saltBytes in
-                    try key.withHandle { (out) throws(SecureCoreError) in
-                        try check(
-                            spc_kdf_pbkdf2_sha256(
-                                pw.baseAddress?.assumingMemoryBound(to: UInt8.self), pw.count,
-                                saltBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), saltBytes.count,
-                                iterations, out), index: 1, length: outputByteCount)
-                    }
+        try password.withUnsafeUTF8Bytes { (pw) throws(SecureCoreError) in
+            try salt.withUnsafeBufferPointer { (saltBytes) throws(SecureCoreError) in
+                try key.withHandle { (out) throws(SecureCoreError) in
+                    try check(
+                        spc_kdf_pbkdf2_sha256(
+                            pw.baseAddress?.assumingMemoryBound(to: UInt8.self), pw.count,
+                            saltBytes.baseAddress, saltBytes.count,
+                            iterations, out), index: 1, length: outputByteCount)
                 }
             }
         }

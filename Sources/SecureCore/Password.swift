@@ -68,23 +68,30 @@ public final class Password: @unchecked Sendable {
     /// Runs `body` with the password as UTF-8 bytes in a temporary secure
     /// buffer, then wipes the buffer. An empty password gives an empty buffer.
     /// Do not copy the bytes out of the closure.
+    ///
+    /// Precondition: the password is not destroyed. Using a destroyed password
+    /// is a programming error and stops the process, as does a failure to
+    /// allocate or open the temporary secure buffer (the C core's rule: a
+    /// secret is never carried on unprotected).
     /// - Returns: what `body` returns.
-    /// - Throws: ``SecureCoreError/destroyed``, ``SecureCoreError/outOfMemory``,
-    ///   or what `body` throws.
-    public func withUnsafeUTF8Bytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    /// - Throws: only what `body` throws.
+    public func withUnsafeUTF8Bytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         // Reveal under the lock, run the closure outside it: the closure may
         // use this password again without deadlocking.
-        let (revealed, count) = try withHandle { (pw) throws(SecureCoreError) -> (OpaquePointer?, Int) in
+        let (revealed, count) = handle.withLock { (locked) -> (LockedHandle, Int) in
+            guard let pw = locked.pointer else { preconditionFailure("Password used after destroy()") }
             var buffer: OpaquePointer?
             var length = 0
-            try check(spc_password_reveal(pw, &buffer, &length))
-            return (buffer, length)
+            let status = spc_password_reveal(pw, &buffer, &length)
+            guard status == SPC_OK else {
+                fatalError("password could not be revealed: \(String(cString: spc_status_name(status)))")
+            }
+            return (LockedHandle(pointer: buffer), length)
         }
-        guard let revealed else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        defer { spc_buffer_free(revealed) }
-        var data: UnsafeMutablePointer<UInt8>?
-        try check(spc_buffer_open(revealed, &data))
-        defer { spc_buffer_close(revealed) }
+        guard let buffer = revealed.pointer else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        defer { spc_buffer_free(buffer) }
+        let data = openOrTrap(buffer)
+        defer { spc_buffer_close(buffer) }
         return try body(UnsafeRawBufferPointer(start: data, count: count))
     }
 
@@ -113,8 +120,9 @@ public final class Password: @unchecked Sendable {
         }
     }
 
-    /// Wipes and releases the memory now; later uses throw
-    /// ``SecureCoreError/destroyed``. Calling it twice is harmless.
+    /// Wipes and releases the memory now. Calling it twice is harmless. Later,
+    /// ``withUnsafeUTF8Bytes(_:)`` stops the process (a precondition) and the
+    /// operations that throw throw ``SecureCoreError/destroyed``.
     public func destroy() {
         handle.withLock { pw in
             spc_password_free(pw.pointer)

@@ -66,8 +66,9 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
-    /// Wipes and releases the memory now. Later uses throw
-    /// ``SecureCoreError/destroyed``. Calling it twice is harmless.
+    /// Wipes and releases the memory now. Calling it twice is harmless. Later,
+    /// the closure accessors stop the process (a precondition) and the
+    /// operations that throw throw ``SecureCoreError/destroyed``.
     public func destroy() {
         handle.withLock { buffer in
             spc_buffer_free(buffer.pointer)
@@ -87,25 +88,53 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Runs `body` with read access to the bytes; the pages return to
     /// no-access when it returns. Do not let the pointer escape.
+    ///
+    /// Precondition: the object is not destroyed. Using a destroyed object is
+    /// a programming error and stops the process, as does a failure of the
+    /// operating system to make the pages readable (as in the C core: a secret
+    /// that cannot be protected or reached is never carried on silently).
     /// - Returns: what `body` returns.
-    /// - Throws: ``SecureCoreError/destroyed``, ``SecureCoreError/outOfMemory``,
-    ///   or what `body` throws.
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try withUnsafeMutableBytes { try body(UnsafeRawBufferPointer($0)) }
+    /// - Throws: only what `body` throws.
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withUnsafeMutableBytes { (bytes) throws(E) -> R in try body(UnsafeRawBufferPointer(bytes)) }
     }
 
     /// Runs `body` with read-write access to the bytes.
+    ///
+    /// Precondition: as ``withUnsafeBytes(_:)``.
     /// - Returns: what `body` returns.
-    /// - Throws: ``SecureCoreError/destroyed``, ``SecureCoreError/outOfMemory``,
-    ///   or what `body` throws.
-    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) throws -> R {
-        try handle.withLock { locked throws -> R in
-            guard let buffer = locked.pointer else { throw SecureCoreError.destroyed }
-            var data: UnsafeMutablePointer<UInt8>?
-            try check(spc_buffer_open(buffer, &data))
+    /// - Throws: only what `body` throws.
+    public func withUnsafeMutableBytes<R, E: Error>(
+        _ body: (UnsafeMutableRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
+        let result: Result<R, E> = handle.withLock { locked in
+            guard let buffer = locked.pointer else { preconditionFailure("SecureBytes used after destroy()") }
+            let data = openOrTrap(buffer)
             defer { spc_buffer_close(buffer) }
-            return try body(UnsafeMutableRawBufferPointer(start: data, count: count))
+            do throws(E) {
+                return .success(try body(UnsafeMutableRawBufferPointer(start: data, count: count)))
+            } catch {
+                return .failure(error)
+            }
         }
+        return try result.get()
+    }
+
+    /// A copy in new secure memory; the two are independent (destroying one
+    /// leaves the other).
+    /// - Returns: the copy.
+    /// - Throws: ``SecureCoreError/outOfMemory``; ``SecureCoreError/destroyed`` if this
+    ///   object was destroyed.
+    public func copy() throws(SecureCoreError) -> SecureBytes {
+        let out = try SecureBytes(count: count)
+        try withHandles(self, out) { (source, target) throws(SecureCoreError) in
+            let from = try openForReading(source)
+            defer { spc_buffer_close(source) }
+            let to = try openForReading(target)
+            defer { spc_buffer_close(target) }
+            to.update(from: from, count: count)
+        }
+        return out
     }
 
     /// Compares contents in constant time.

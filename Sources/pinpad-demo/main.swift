@@ -1,8 +1,10 @@
 import PinEntry
+import PinEntryTerminal
+import PinStrength
 
 // pinpad-demo: reads a PIN through the terminal pad or `--pin-fd N`, and
 // prints its strength flags and the warn/reject verdict. All logic lives in
-// PinEntry (PinCheck); this file only parses arguments.
+// PinEntryTerminal (PinCheck); this file only parses arguments.
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

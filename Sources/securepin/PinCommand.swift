@@ -1,4 +1,6 @@
 import PinEntry
+import PinEntryTerminal
+import PinStrength
 
 /// `securepin pin check`: reads a PIN through the pad (or `--pin-fd N`) and
 /// prints its strength flags and the warn/reject verdict. Exit codes follow
@@ -21,7 +23,7 @@ enum PinCommand {
         let input: PinInput = fd.map { .descriptor($0, option: "--pin-fd") } ?? .terminal(prompt: "Enter PIN")
         input.checkAvailable(command: "pin check")
         let source: PinSource = fd.map { .descriptor($0) } ?? .terminal(TerminalPinPad.Options())
-        do throws(PinEntryError) {
+        do throws(PinEntryTerminalError) {
             let outcome = try PinCheck.run(PinCheckRequest(format: format, source: source, policy: policy))
             print(json ? outcome.json : outcome.text)
             return outcome.verdict == .reject ? ExitCode.refused : ExitCode.ok

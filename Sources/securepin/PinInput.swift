@@ -1,4 +1,5 @@
 import PinEntry
+import PinEntryTerminal
 import PinVault
 import SecureCore
 
@@ -35,7 +36,7 @@ enum PinInput {
     /// Reads one PIN in `format`; exits with a one-line message on failure
     /// (2 for bad input, 130 when cancelled). Nothing has been counted then.
     func read(format: PinFormat, command: String) -> Password {
-        do throws(PinEntryError) {
+        do throws(PinEntryTerminalError) {
             switch self {
             case .descriptor(let fd, _):
                 return try DescriptorPasswordReader(descriptor: fd, format: format).readPassword()
@@ -58,7 +59,7 @@ enum PinInput {
     }
 
     /// Why a PIN was refused, naming where it came from and the rule.
-    func describe(_ error: PinEntryError, format: PinFormat, command: String) -> String {
+    func describe(_ error: PinEntryTerminalError, format: PinFormat, command: String) -> String {
         let counted = command == "vault unlock" || command == "vault change-pin"
         let nothing = counted ? "nothing was counted" : "nothing was kept"
         let source: String
@@ -69,21 +70,23 @@ enum PinInput {
         let rule = "and the PIN format is \(describeFormat(format))"
         let unit = format.isNumeric ? "digits" : "characters"
         switch error {
-        case .characterNotAllowed:
+        case .characterNotAllowed, .strength(.characterNotAllowed):
             let what = format.isNumeric ? "a character other than the digits 0-9" : "a control character"
             return "\(source) has \(what), \(rule); \(nothing)"
         case .tooLong(let maximum):
             return "\(source) has more than \(maximum) \(unit), \(rule); \(nothing)"
         case .tooShort(let minimum):
             return "\(source) has fewer than \(minimum) \(unit), \(rule); \(nothing)"
+        case .strength(.empty): return "\(source) is empty, \(rule); \(nothing)"
         case .malformedInput: return "\(source) is not valid UTF-8; \(nothing)"
         case .notATerminal: return "no terminal to ask for the PIN: give it on a descriptor with --pin-fd N"
         case .readFailed(let code): return "could not read \(source): \(String(cString: strerror(code)))"
         case .terminalFailure(let code): return "could not set up the terminal: \(String(cString: strerror(code)))"
-        case .secureMemory: return "secure memory failed (securepin doctor tells what this machine allows)"
-        case .randomSourceFailed: return "the system random source failed"
+        case .secureMemory, .entry(.secureMemory), .strength(.secureMemory):
+            return "secure memory failed (securepin doctor tells what this machine allows)"
+        case .entry(.randomSourceFailed): return "the system random source failed"
         case .cancelled: return "cancelled; nothing was entered"
-        case .editOutOfRange, .invalidLengthPolicy: return "internal error while reading the PIN"
+        case .entry(.editOutOfRange), .entry(.invalidLengthPolicy): return "internal error while reading the PIN"
         }
     }
 

@@ -15,6 +15,8 @@ enum SecureIO {
     enum Failure: Error {
         case tooLong
         case readFailed(Int32)
+        /// Writing the secret out failed with this errno.
+        case writeFailed(Int32)
     }
 
     /// Reads everything from `fd` (up to ``maximumSecretBytes``) into secure
@@ -39,14 +41,14 @@ enum SecureIO {
     }
 
     /// Writes the raw bytes of `secret` to `fd`.
-    static func writeRaw(_ secret: SecureBytes, to fd: Int32) throws {
-        try secret.withUnsafeBytes { bytes in
+    static func writeRaw(_ secret: SecureBytes, to fd: Int32) throws(Failure) {
+        try secret.withUnsafeBytes { (bytes) throws(Failure) in
             var done = 0
             while done < bytes.count {
                 let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw Failure.readFailed(errno)
+                    throw Failure.writeFailed(errno)
                 }
                 done += n
             }
@@ -58,8 +60,8 @@ enum SecureIO {
     static func writeEncoded(_ secret: SecureBytes, as encoding: Encoding, to fd: Int32 = 1) throws {
         let length = encoding == .hex ? secret.count * 2 : (secret.count * 4 + 2) / 3
         let text = try SecureBytes(count: length + 1)
-        try secret.withUnsafeBytes { input in
-            try text.withUnsafeMutableBytes { output in
+        secret.withUnsafeBytes { input in
+            text.withUnsafeMutableBytes { output in
                 switch encoding {
                 case .hex: hex(input, into: output)
                 case .base64NoPadding: base64(input, into: output)

@@ -64,7 +64,7 @@ enum TerminalSecret {
         }
         CLI.printError(prompt)
         let (buffer, read) = try SecureIO.readAll(from: 0, maximum: maximum)
-        let endsWithNewline = try read > 0 && buffer.withUnsafeBytes { $0[read - 1] == 0x0A }
+        let endsWithNewline = read > 0 && buffer.withUnsafeBytes { $0[read - 1] == 0x0A }
         return (buffer, endsWithNewline ? read - 1 : read)
     }
 }

@@ -35,6 +35,9 @@ enum VaultCommand {
             args.fail("the secret on standard input is longer than \(PinVault.maximumSecretByteCount) bytes")
         } catch SecureIO.Failure.readFailed(let code) {
             args.fail("could not read standard input: \(String(cString: strerror(code)))")
+        } catch SecureIO.Failure.writeFailed(let code) {
+            CLI.printError("securepin: \(command): could not write the secret: \(String(cString: strerror(code)))")
+            return ExitCode.refused
         } catch let error as SecureCoreError {
             args.fail(KDFCommand.describe(error))
         } catch {
@@ -81,8 +84,8 @@ enum VaultCommand {
         defer { buffer.destroy() }
         guard count > 0 else { args.fail("the secret on standard input is empty: pipe it in, as in printf 'x' |") }
         let secret = try SecureBytes(count: count)
-        try buffer.withUnsafeBytes { source in
-            try secret.withUnsafeMutableBytes {
+        buffer.withUnsafeBytes { source in
+            secret.withUnsafeMutableBytes {
                 $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: source.prefix(count)))
             }
         }
@@ -222,7 +225,13 @@ enum VaultCommand {
         try preflight(state, command: "vault unlock")
         let pin = input.read(format: PinFormat(state.pinFormat), command: "vault unlock")
         defer { pin.destroy() }
-        try vault.unlock(pin: pin) { secret in try SecureIO.writeRaw(secret, to: 1) }
+        do throws(VaultUnlockError<SecureIO.Failure>) {
+            try vault.unlock(pin: pin) { (secret) throws(SecureIO.Failure) in try SecureIO.writeRaw(secret, to: 1) }
+        } catch .vault(let error) {
+            throw error
+        } catch .body(let error) {
+            throw error
+        }
         // On a terminal the prompt must not run on after the secret; into a pipe or a file the
         // secret's bytes stay exact.
         if isatty(1) == 1 {

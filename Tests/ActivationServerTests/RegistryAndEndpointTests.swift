@@ -156,7 +156,7 @@ struct RegistryAndEndpointTests {
         let tampering = StateRewritingTransport(inner: h.transport, server: h.server)
         let victim = try ActivationService(
             configuration: h.configuration, storage: h.storage, transport: tampering, clock: h.clock)
-        await #expect(throws: ActivationError.unknownActivationState(9)) {
+        await #expect(throws: ActivationError.protocolError(.unknownActivationState(9))) {
             try await victim.fetchActivationStatus()
         }
         #expect(await victim.hasValidActivation())
@@ -209,7 +209,7 @@ struct StateRewritingTransport: ActivationTransport {
     let inner: any ActivationTransport
     let server: ActivationServer
 
-    func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse {
+    func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError) -> TransportResponse {
         var response = try await inner.send(request, timeout: timeout)
         guard request.path == ActivationAPI.activationStatus.path else { return response }
         do {
@@ -234,7 +234,7 @@ struct StateRewritingTransport: ActivationTransport {
             answer.responseObject.encryptedStatusBlob = Data(encrypted).base64EncodedString()
             response.body = try WireCoding.encode(answer)
         } catch {
-            throw .invalidResponse(reason: "test tampering failed")
+            throw .network(reason: "test tampering failed")
         }
         return response
     }

@@ -77,6 +77,19 @@ struct ActivationLifecycleTests {
         #expect(await service.activationIdentifier() == id)
     }
 
+    @Test("an empty PIN is the protocol's emptyPIN, before anything is sent")
+    func emptyPINRefused() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let prepared = try h.server.initActivation(userId: "carol")
+        let empty = try pin("")
+        await #expect(throws: ActivationError.protocolError(.emptyPIN)) {
+            try await service.createActivation(activationCode: prepared.activationCode, name: "x", password: empty)
+        }
+        #expect(h.transport.sent.isEmpty)
+        #expect(await !service.hasValidActivation())
+    }
+
     @Test("an unknown or used activation code is a server error and stores nothing")
     func badActivationCode() async throws {
         let h = try Harness()
@@ -212,7 +225,7 @@ final class ReplayingTransport: ActivationTransport, @unchecked Sendable {
 
     init(inner: any ActivationTransport) { self.inner = inner }
 
-    func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse {
+    func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError) -> TransportResponse {
         guard request.path == ActivationAPI.activationStatus.path else {
             return try await inner.send(request, timeout: timeout)
         }

@@ -52,7 +52,7 @@ struct ConfigurationAndStorageTests {
     }
 
     @Test(
-        "malformed configuration strings are wrongParameter",
+        "malformed configuration strings are the protocol's invalidConfiguration",
         arguments: [
             "", "not base64!", "AQ==", "AgAAAA==", "AQ8=",
             Data([1, 16] + [UInt8](repeating: 1, count: 16)).base64EncodedString(),
@@ -66,7 +66,7 @@ struct ConfigurationAndStorageTests {
         #expect {
             _ = try Self.configuration(text)
         } throws: { error in
-            guard case ActivationError.wrongParameter = error else { return false }
+            guard case ActivationError.protocolError(.invalidConfiguration) = error else { return false }
             return true
         }
     }
@@ -74,12 +74,16 @@ struct ConfigurationAndStorageTests {
     @Test("trailing bytes and a corrupted master key are refused")
     func trailingAndCorrupted() throws {
         var bytes = [UInt8](Data(base64Encoded: Self.validConfiguration)!)
-        #expect(throws: ActivationError.wrongParameter(reason: "configuration string has trailing bytes")) {
+        #expect(
+            throws: ActivationError.protocolError(
+                .invalidConfiguration(reason: "configuration string has trailing bytes"))
+        ) {
             try Self.configuration(Data(bytes + [0]).base64EncodedString())
         }
         bytes[bytes.count - 1] ^= 1
         #expect(
-            throws: ActivationError.wrongParameter(reason: "master server public key is not a valid P-256 key")
+            throws: ActivationError.protocolError(
+                .invalidConfiguration(reason: "master server public key is not a valid P-256 key"))
         ) { try Self.configuration(Data(bytes).base64EncodedString()) }
     }
 
@@ -91,11 +95,13 @@ struct ConfigurationAndStorageTests {
                 _ = try ActivationConfiguration(
                     instanceId: "a", baseEndpointURL: "https://x.example", configuration: text, algorithm: name)
             } throws: { error in
-                guard case ActivationError.unsupportedAlgorithm(let found, _) = error else { return false }
+                guard case ActivationError.protocolError(.unsupportedAlgorithm(let found, _)) = error else {
+                    return false
+                }
                 return found == name
             }
         }
-        #expect(throws: ActivationError.unknownAlgorithm("P256")) {
+        #expect(throws: ActivationError.protocolError(.unknownAlgorithm("P256"))) {
             try ActivationConfiguration(
                 instanceId: "a", baseEndpointURL: "https://x.example", configuration: text, algorithm: "P256")
         }

@@ -43,7 +43,7 @@ package final class TestTransport: ActivationTransport, @unchecked Sendable {
     package func failNext(_ count: Int) { state.withLock { $0.failuresLeft = count } }
     package var sent: [TransportRequest] { state.withLock { $0.sent } }
 
-    package func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
+    package func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError) -> TransportResponse
     {
         let fail = state.withLock { s in
             if s.offline { return true }

@@ -50,7 +50,7 @@ struct AuthorizationHeaderTests {
     @Test("garbage and malformed fields are typed errors")
     func rejected() throws {
         let good = try sample().value
-        let cases: [(String, ActivationError)] = [
+        let cases: [(String, ProtocolError)] = [
             ("", .malformedHeader(reason: "missing the PowerAuth scheme")),
             ("Basic abc", .malformedHeader(reason: "missing the PowerAuth scheme")),
             ("PowerAuth", .malformedHeader(reason: "no space after the scheme")),
@@ -112,7 +112,7 @@ struct AuthorizationHeaderTests {
         for bad in [
             "12345678-12345678", "12345678-1234567-12345678", "1234567a-12345678-12345678", "12345678--12345678",
         ] {
-            #expect(throws: ActivationError.malformedAuthenticationCode) {
+            #expect(throws: ProtocolError.malformedAuthenticationCode) {
                 try AuthorizationHeader.parse(
                     header.value.replacingOccurrences(of: header.authenticationCode, with: bad))
             }
@@ -149,7 +149,7 @@ struct AuthorizationHeaderTests {
             _ = try AuthorizationHeader.parse(String(decoding: bytes, as: UTF8.self))
             return true
         } catch {
-            // The error is typed: reaching here means an ActivationError, never a trap.
+            // The error is typed: reaching here means an ProtocolError, never a trap.
             return false
         }
     }

@@ -71,27 +71,27 @@ struct KnowledgeKeyTests {
     @Test("bad parameters, sizes and an empty PIN are typed errors")
     func rejectedInputs() throws {
         let key = try SecureBytes.random(count: 16)
-        #expect(throws: ActivationError.invalidKDFParameters(memoryKiB: 4, iterations: 1)) {
+        #expect(throws: ProtocolError.invalidKDFParameters(memoryKiB: 4, iterations: 1)) {
             try crypto.wrapKnowledgeKey(key, pin: try pin("1234"), parameters: .init(memoryKiB: 4, iterations: 1))
         }
-        #expect(throws: ActivationError.invalidKDFParameters(memoryKiB: 64, iterations: 0)) {
+        #expect(throws: ProtocolError.invalidKDFParameters(memoryKiB: 64, iterations: 0)) {
             try crypto.wrapKnowledgeKey(key, pin: try pin("1234"), parameters: .init(memoryKiB: 64, iterations: 0))
         }
-        #expect(throws: ActivationError.invalidKDFParameters(memoryKiB: 2_000_000, iterations: 1)) {
+        #expect(throws: ProtocolError.invalidKDFParameters(memoryKiB: 2_000_000, iterations: 1)) {
             let stored = WrappedKnowledgeKey(
                 salt: Array(repeating: 1, count: 16), parameters: .init(memoryKiB: 2_000_000, iterations: 1),
                 wrapped: Array(repeating: 2, count: 16))
             _ = try crypto.unwrapKnowledgeKey(stored, pin: try pin("1234"))
         }
-        #expect(throws: ActivationError.invalidLength(field: "salt", expected: 16, actual: 3)) {
+        #expect(throws: ProtocolError.invalidLength(field: "salt", expected: 16, actual: 3)) {
             let stored = WrappedKnowledgeKey(
                 salt: [1, 2, 3], parameters: .testing, wrapped: Array(repeating: 2, count: 16))
             _ = try crypto.unwrapKnowledgeKey(stored, pin: try pin("1234"))
         }
-        #expect(throws: ActivationError.emptyPIN) {
+        #expect(throws: ProtocolError.emptyPIN) {
             try crypto.wrapKnowledgeKey(key, pin: try pin(""), parameters: .testing)
         }
-        #expect(throws: ActivationError.invalidLength(field: "knowledge key", expected: 16, actual: 32)) {
+        #expect(throws: ProtocolError.invalidLength(field: "knowledge key", expected: 16, actual: 32)) {
             try crypto.wrapKnowledgeKey(try SecureBytes.random(count: 32), pin: try pin("1234"), parameters: .testing)
         }
     }

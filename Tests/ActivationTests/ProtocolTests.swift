@@ -25,10 +25,10 @@ struct ProtocolTests {
                 if name.contains("_ML_") { #expect(missing.contains("ML-KEM")) }
             }
         }
-        #expect(throws: ActivationError.unknownAlgorithm("legacy_p256")) {
+        #expect(throws: ProtocolError.unknownAlgorithm("legacy_p256")) {
             try ActivationCrypto(algorithmName: "legacy_p256")
         }
-        #expect(throws: ActivationError.unknownAlgorithm("")) { try ProtocolAlgorithm(name: "") }
+        #expect(throws: ProtocolError.unknownAlgorithm("")) { try ProtocolAlgorithm(name: "") }
     }
 
     @Test("key pairs agree on the master secret; invalid keys are typed errors")
@@ -41,13 +41,13 @@ struct ProtocolTests {
         #expect(try a.isEqual(to: b))
         var offCurve = server.publicKey
         offCurve[64] ^= 1
-        #expect(throws: ActivationError.invalidKey(field: "peerPublicKey")) {
+        #expect(throws: ProtocolError.invalidKey(field: "peerPublicKey")) {
             try crypto.masterSecret(privateKey: device.privateKey, peerPublicKey: offCurve)
         }
-        #expect(throws: ActivationError.invalidKey(field: "privateKey")) {
+        #expect(throws: ProtocolError.invalidKey(field: "privateKey")) {
             try crypto.masterSecret(privateKey: try SecureBytes(count: 32), peerPublicKey: server.publicKey)
         }
-        #expect(throws: ActivationError.invalidKey(field: "devicePublicKey")) {
+        #expect(throws: ProtocolError.invalidKey(field: "devicePublicKey")) {
             try crypto.fingerprint(devicePublicKey: [4, 1, 2], serverPublicKey: server.publicKey, activationId: "a")
         }
         #expect(String(describing: device).contains("private: redacted"))
@@ -111,7 +111,7 @@ struct ProtocolTests {
             try crypto.verifyAuthenticationCode(
                 code, data: data, factors: .possessionKnowledgeBiometry, keys: keys.signingKeys, counter: server,
                 format: .base64, lookAhead: 5) == nil)
-        #expect(throws: ActivationError.invalidLookAhead(0)) {
+        #expect(throws: ProtocolError.invalidLookAhead(0)) {
             try crypto.verifyAuthenticationCode(
                 code, data: data, factors: .possession, keys: keys.signingKeys, counter: server, format: .base64,
                 lookAhead: 0)
@@ -129,13 +129,13 @@ struct ProtocolTests {
     func codeInputs() throws {
         let keys = try crypto.factorKeys(masterSecret: try SecureBytes.random(count: 16))
         let counter = HashCounter.random()
-        #expect(throws: ActivationError.missingFactorKey(.knowledge)) {
+        #expect(throws: ProtocolError.missingFactorKey(.knowledge)) {
             try crypto.authenticationCode(
                 data: [1], factors: .possessionKnowledge, keys: SigningKeys(possession: keys.possession),
                 counter: counter, format: .base64)
         }
         for length in [3, 9, 0, -1] {
-            #expect(throws: ActivationError.invalidComponentLength(length)) {
+            #expect(throws: ProtocolError.invalidComponentLength(length)) {
                 try crypto.authenticationCode(
                     data: [1], factors: .possession, keys: keys.signingKeys, counter: counter,
                     format: .decimal(componentLength: length))
@@ -145,10 +145,10 @@ struct ProtocolTests {
             data: [], factors: .possessionKnowledge, keys: keys.signingKeys, counter: counter,
             format: .decimal(componentLength: 4))
         #expect(offline.count == 9 && offline.split(separator: "-").count == 2)
-        #expect(throws: ActivationError.invalidLength(field: "counter", expected: 16, actual: 15)) {
+        #expect(throws: ProtocolError.invalidLength(field: "counter", expected: 16, actual: 15)) {
             try HashCounter(bytes: Array(repeating: 0, count: 15))
         }
-        #expect(throws: ActivationError.malformedBase64(field: "counter")) { try HashCounter(base64: "AAAA=AAA") }
+        #expect(throws: ProtocolError.malformedBase64(field: "counter")) { try HashCounter(base64: "AAAA=AAA") }
     }
 
     @Test("status blobs round-trip; bad lengths, magic and states are typed errors")
@@ -166,24 +166,24 @@ struct ProtocolTests {
             try crypto.decryptStatusBlob(sealed, transportKey: keys.transport, challenge: challenge, nonce: nonce)
                 == blob)
         #expect(blob.remainingAttempts == 4)
-        #expect(throws: ActivationError.invalidLength(field: "status blob", expected: 32, actual: 31)) {
+        #expect(throws: ProtocolError.invalidLength(field: "status blob", expected: 32, actual: 31)) {
             try crypto.decryptStatusBlob(
                 Array(sealed.dropLast()), transportKey: keys.transport, challenge: challenge, nonce: nonce)
         }
-        #expect(throws: ActivationError.invalidLength(field: "nonce", expected: 16, actual: 15)) {
+        #expect(throws: ProtocolError.invalidLength(field: "nonce", expected: 16, actual: 15)) {
             try crypto.decryptStatusBlob(
                 sealed, transportKey: keys.transport, challenge: challenge, nonce: Array(nonce.dropLast()))
         }
         // A wrong key decrypts to noise, which fails the magic check.
-        #expect(throws: ActivationError.invalidStatusBlobMagic) {
+        #expect(throws: ProtocolError.invalidStatusBlobMagic) {
             try crypto.decryptStatusBlob(sealed, transportKey: keys.vault, challenge: challenge, nonce: nonce)
         }
         var plain = blob.plaintext
         plain[4] = 9
-        #expect(throws: ActivationError.unknownActivationState(9)) { try ActivationStatusBlob(plaintext: plain) }
+        #expect(throws: ProtocolError.unknownActivationState(9)) { try ActivationStatusBlob(plaintext: plain) }
         plain[3] = 0xD4
-        #expect(throws: ActivationError.invalidStatusBlobMagic) { try ActivationStatusBlob(plaintext: plain) }
-        #expect(throws: ActivationError.invalidLength(field: "status blob", expected: 32, actual: 0)) {
+        #expect(throws: ProtocolError.invalidStatusBlobMagic) { try ActivationStatusBlob(plaintext: plain) }
+        #expect(throws: ProtocolError.invalidLength(field: "status blob", expected: 32, actual: 0)) {
             try ActivationStatusBlob(plaintext: [])
         }
     }
@@ -203,10 +203,10 @@ struct ProtocolTests {
                 decoding: RequestData.offline(uriIdentifier: "/op", nonce: nonce, body: []).normalizedOffline,
                 as: UTF8.self)
                 == "POST&L29w&AAECAwQFBgcICQoLDA0ODw==&&offline")
-        #expect(throws: ActivationError.invalidHTTPMethod("GE T")) {
+        #expect(throws: ProtocolError.invalidHTTPMethod("GE T")) {
             try RequestData(method: "GE T", uriIdentifier: "/", nonce: nonce, body: [])
         }
-        #expect(throws: ActivationError.malformedBase64(field: "applicationSecret")) {
+        #expect(throws: ProtocolError.malformedBase64(field: "applicationSecret")) {
             try request.normalized(applicationSecret: "not base64!")
         }
     }
@@ -214,7 +214,7 @@ struct ProtocolTests {
 
 /// Validates a public key through the public API (an ECDH with a throwaway key).
 enum P256Check {
-    static func validate(_ crypto: ActivationCrypto, _ publicKey: [UInt8]) throws(ActivationError) {
+    static func validate(_ crypto: ActivationCrypto, _ publicKey: [UInt8]) throws(ProtocolError) {
         let probe = try crypto.generateKeyPair()
         _ = try crypto.masterSecret(privateKey: probe.privateKey, peerPublicKey: publicKey)
     }

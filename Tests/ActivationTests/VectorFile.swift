@@ -50,7 +50,7 @@ enum Vec {
 
     /// Reads the bytes of a key in secure memory, for comparing with a vector.
     static func reveal(_ key: SecureBytes) throws -> [UInt8] {
-        try key.withUnsafeBytes { Array($0) }
+        key.withUnsafeBytes { Array($0) }
     }
 }
 

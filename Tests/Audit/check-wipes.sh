@@ -11,7 +11,7 @@ command -v objdump >/dev/null || { echo "check-wipes: objdump is missing (binuti
 
 # function (as swift demangle --compact prints it) and the least number of wipe calls in it
 checks=(
-    "PinEntry.DescriptorPasswordReader.readPassword() throws(PinEntry.PinEntryError) -> SecureCore.Password|2"
+    "PinEntryTerminal.DescriptorPasswordReader.readPassword() throws(PinEntryTerminal.PinEntryTerminalError) -> SecureCore.Password|2"
 )
 
 symbols=$(nm "$bin" | awk '$2 ~ /^[Tt]$/ && $3 ~ /^\$s/ {print $3}')
@@ -20,7 +20,7 @@ for entry in "${checks[@]}"; do
     name=${entry%|*}
     minimum=${entry##*|}
     symbol=""
-    for s in $(grep -E '^\$s8PinEntry24DescriptorPasswordReaderV' <<<"$symbols"); do
+    for s in $(grep -E '^\$s16PinEntryTerminal24DescriptorPasswordReaderV' <<<"$symbols"); do
         if [[ $(swift demangle --compact "$s") == "$name" ]]; then symbol=$s; break; fi
     done
     if [[ -z $symbol ]]; then

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PinEntry
+@testable import PinStrength
 
 @Suite("Keypad")
 struct KeypadTests {
@@ -70,6 +71,15 @@ struct KeypadTests {
         let ten = ScriptedRandomSource([5, 4, 6])
         #expect(try ten.uniform(below: 10) == 6)
         #expect(ten.drawn == 3)
+    }
+
+    @Test("the strength rules' keypad lines follow the keypad's standard layout")
+    func strengthRulesShareTheLayout() {
+        for digit in 0...9 {
+            let key = PinKey.digit(UInt8(digit)).standardPosition
+            let rule = DigitRules.position(digit)
+            #expect(rule.row == key.row && rule.column == key.column, "digit \(digit)")
+        }
     }
 
     @Test("positions are fixed by the key, whatever the view order")

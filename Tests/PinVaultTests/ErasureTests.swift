@@ -40,7 +40,7 @@ final class Ext4Image {
         image = base + "/fs.img"
         mountPoint = base + "/mnt"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: image, contents: nil)
+        #expect(FileManager.default.createFile(atPath: image, contents: nil))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: image))
         try handle.truncate(atOffset: UInt64(megabytes) << 20)
         try handle.close()
@@ -150,7 +150,7 @@ func offlineOpen(_ carved: Carved, pin digits: String) throws -> [(secret: Strin
                     guard let dataKey = try? attacker.openPINSlot(slot, pin: pin(digits), file: file, half: half),
                         let secret = try? attacker.openPayload(file, dataKey: dataKey)
                     else { continue }
-                    opened.append((try text(secret), try dataKey.withUnsafeBytes { Array($0) }))
+                    opened.append((try text(secret), dataKey.withUnsafeBytes { Array($0) }))
                 }
             }
         }

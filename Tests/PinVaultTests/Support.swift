@@ -56,7 +56,7 @@ func secret(_ text: String) throws -> SecureBytes {
 }
 
 func text(_ s: SecureBytes) throws -> String {
-    try s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
 }
 
 /// Cheap parameters and a matching floor, so tests run fast.

@@ -119,7 +119,10 @@ struct EndToEndTests {
     @Test("the transport refuses public-key pinning it cannot honour")
     func pinningRefused() throws {
         let client = ActivationClientConfiguration(tlsValidation: .pinnedPublicKeys([[UInt8](repeating: 1, count: 32)]))
-        #expect(throws: ActivationError.self) {
+        #expect(
+            throws: ActivationError.wrongParameter(
+                reason: "public key pinning is not available with URLSession on this platform")
+        ) {
             try HTTPActivationTransport(baseEndpointURL: "https://bank.example", client: client)
         }
     }

@@ -4,7 +4,7 @@ import Testing
 /// Reveals a password's content as code points (test-only helper: the test
 /// owns the expected values anyway).
 func scalars(of password: Password) throws -> [UInt32] {
-    try password.withUnsafeUTF8Bytes { bytes in
+    password.withUnsafeUTF8Bytes { bytes in
         String(decoding: bytes, as: UTF8.self).unicodeScalars.map(\.value)
     }
 }
@@ -71,7 +71,7 @@ struct MutablePasswordTests {
         let pw = try makePassword(values)
         #expect(pw.length == values.count)
         let immutable = try pw.copyToImmutable()
-        let utf8 = try immutable.withUnsafeUTF8Bytes { Array($0) }
+        let utf8 = immutable.withUnsafeUTF8Bytes { Array($0) }
         var expected: [UInt8] = []
         for v in values { expected += Array(String(Unicode.Scalar(v)!).utf8) }
         #expect(utf8 == expected)

@@ -33,11 +33,24 @@ struct PasswordTests {
         let pw = try makePassword([0x31, 0x32]).copyToImmutable()
         pw.secureClear()
         #expect(pw.length == 0)
-        #expect(try pw.withUnsafeUTF8Bytes { $0.count } == 0)
+        #expect(pw.withUnsafeUTF8Bytes { $0.count } == 0)
         pw.destroy()
         #expect(pw.isDestroyed)
-        #expect(throws: SecureCoreError.destroyed) { try pw.withUnsafeUTF8Bytes { $0.count } }
         #expect(throws: SecureCoreError.destroyed) { try pw.isEqual(to: pw) }
+    }
+
+    @Test("revealing a destroyed password stops the process (a precondition)")
+    func destroyedPasswordRevealTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let pw = try makePassword([0x31, 0x32]).copyToImmutable()
+            pw.destroy()
+            _ = pw.withUnsafeUTF8Bytes { $0.count }
+        }
+        await #expect(processExitsWith: .success) {
+            let pw = try makePassword([0x31, 0x32]).copyToImmutable()
+            _ = pw.withUnsafeUTF8Bytes { $0.count }
+            pw.destroy()
+        }
     }
 
     @Test func errorThrownInsideTheClosurePropagates() throws {
@@ -56,7 +69,7 @@ struct PasswordTests {
     @Test func sharedAcrossTasks() async throws {
         let pw = try makePassword([0x35, 0x36]).copyToImmutable()
         let counts = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<8 { group.addTask { try pw.withUnsafeUTF8Bytes { $0.count } } }
+            for _ in 0..<8 { group.addTask { pw.withUnsafeUTF8Bytes { $0.count } } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(counts == Array(repeating: 2, count: 8))

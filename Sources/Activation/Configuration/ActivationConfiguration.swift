@@ -38,8 +38,12 @@ public struct ActivationConfiguration: Sendable {
     ///   - biometricConfiguration: the biometry behaviour.
     ///   - clientConfiguration: the HTTP client settings.
     ///   - knowledgeKeyParameters: Argon2id cost of the PIN wrap (default 64 MiB, 3 passes).
-    /// - Throws: ``ActivationError/wrongParameter(reason:)``,
-    ///   ``ActivationError/unknownAlgorithm(_:)``, ``ActivationError/unsupportedAlgorithm(name:missing:)``.
+    /// - Throws: ``ActivationError/wrongParameter(reason:)`` for a client setting;
+    ///   ``ActivationError/protocolError(_:)`` with ``PowerAuthProtocol/ProtocolError/invalidConfiguration(reason:)``
+    ///   for a configuration string that does not parse,
+    ///   ``PowerAuthProtocol/ProtocolError/invalidKDFParameters(memoryKiB:iterations:)``,
+    ///   ``PowerAuthProtocol/ProtocolError/unknownAlgorithm(_:)`` or
+    ///   ``PowerAuthProtocol/ProtocolError/unsupportedAlgorithm(name:missing:)``.
     public init(
         instanceId: String, baseEndpointURL: String, configuration: String,
         algorithm: String = ProtocolAlgorithm.legacyP256.rawValue,
@@ -59,12 +63,17 @@ public struct ActivationConfiguration: Sendable {
         }
         let account = biometryKeyAccount ?? instanceId
         guard Self.isValidName(account) else { throw .wrongParameter(reason: "biometry key account is not valid") }
-        try knowledgeKeyParameters.validate()
-        let parsedAlgorithm = try ProtocolAlgorithm(name: algorithm)
-        try parsedAlgorithm.requireSupported()
+        let parsedAlgorithm = try protocolStep { () throws(ProtocolError) in
+            try knowledgeKeyParameters.validate()
+            let parsed = try ProtocolAlgorithm(name: algorithm)
+            try parsed.requireSupported()
+            return parsed
+        }
         self.instanceId = instanceId
         self.baseEndpointURL = baseEndpointURL.hasSuffix("/") ? String(baseEndpointURL.dropLast()) : baseEndpointURL
-        self.sdkConfiguration = try SDKConfiguration(parsing: configuration)
+        self.sdkConfiguration = try protocolStep { () throws(ProtocolError) in
+            try SDKConfiguration(parsing: configuration)
+        }
         self.algorithm = parsedAlgorithm
         self.offlineAuthenticationCodeComponentLength = offlineAuthenticationCodeComponentLength
         self.biometryKeyAccount = account

@@ -18,7 +18,7 @@ extension ActivationService {
         -> PasswordChangeData
     {
         guard let activationId = record?.activationId else { throw .missingActivation }
-        let immutable = try lift { () throws(SecureCoreError) in try currentPassword.copyToImmutable() }
+        let immutable = try coreStep { () throws(SecureCoreError) in try currentPassword.copyToImmutable() }
         defer { immutable.destroy() }
         do {
             _ = try await send(
@@ -37,7 +37,8 @@ extension ActivationService {
     ///   - newPassword: the new PIN (already confirmed by the user).
     ///   - data: the data from ``beginPasswordChange(currentPassword:)``.
     /// - Throws: ``ActivationError/invalidActivationState(reason:)`` for cleared or
-    ///   foreign data, ``ActivationError/emptyPIN``, ``ActivationError/storage(operation:errno:)``.
+    ///   foreign data, ``ActivationError/protocolError(_:)`` with ``PowerAuthProtocol/ProtocolError/emptyPIN``
+    ///   for an empty new PIN, ``ActivationError/storage(operation:errno:)``.
     public func finishPasswordChange(newPassword: Password, data: PasswordChangeData) async throws(ActivationError) {
         defer { data.secureClear() }
         guard let current = record else { throw .missingActivation }
@@ -48,13 +49,16 @@ extension ActivationService {
             throw .invalidActivationState(reason: "the change data was cleared")
         }
         defer { old.destroy() }
-        guard newPassword.length > 0 else { throw .emptyPIN }
+        guard newPassword.length > 0 else { throw .protocolError(.emptyPIN) }
         let parameters = configuration.knowledgeKeyParameters
         let crypto = crypto
         try mutateRecord { (r) throws(ActivationError) in
-            let key = try crypto.unwrapKnowledgeKey(r.knowledgeKey, pin: old)
-            defer { key.destroy() }
-            r.knowledgeKey = try crypto.wrapKnowledgeKey(key, pin: newPassword, parameters: parameters)
+            let wrapped = r.knowledgeKey
+            r.knowledgeKey = try protocolStep { () throws(ProtocolError) in
+                let key = try crypto.unwrapKnowledgeKey(wrapped, pin: old)
+                defer { key.destroy() }
+                return try crypto.wrapKnowledgeKey(key, pin: newPassword, parameters: parameters)
+            }
         }
     }
 
@@ -78,14 +82,18 @@ extension ActivationService {
             throw .invalidResponse(reason: "vault/unlock: malformed field")
         }
         let binding = Array(current.activationId.utf8)
-        let transportSeal = try crypto.aeadKey(from: keys.transport, index: ProtocolConstants.vaultTransportKeyIndex)
+        let transportSeal = try protocolStep { () throws(ProtocolError) in
+            try crypto.aeadKey(from: keys.transport, index: ProtocolConstants.vaultTransportKeyIndex)
+        }
         defer { transportSeal.destroy() }
         let box = AEAD.SealedBox(algorithm: .xChaCha20Poly1305, nonce: nonce, ciphertext: sealed)
         guard let vaultKey = try? AEAD.open(box, using: transportSeal, associatedData: binding) else {
             throw .invalidResponse(reason: "vault/unlock: the vault key does not open")
         }
         defer { vaultKey.destroy() }
-        let biometrySeal = try crypto.aeadKey(from: vaultKey, index: ProtocolConstants.biometrySealKeyIndex)
+        let biometrySeal = try protocolStep { () throws(ProtocolError) in
+            try crypto.aeadKey(from: vaultKey, index: ProtocolConstants.biometrySealKeyIndex)
+        }
         defer { biometrySeal.destroy() }
         guard let biometryKey = try? AEAD.open(current.sealedBiometryKey, using: biometrySeal, associatedData: binding)
         else { throw .invalidActivationData(reason: "the sealed biometry key does not open") }

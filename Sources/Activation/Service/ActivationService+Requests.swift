@@ -17,7 +17,9 @@ extension ActivationService {
     ///   - authentication: the factors.
     /// - Returns: the header.
     /// - Throws: ``ActivationError/missingActivation``, ``ActivationError/credentialsRejected``,
-    ///   ``ActivationError/credentialsExpired``, the biometry errors, ``ActivationError/storage(operation:errno:)``.
+    ///   ``ActivationError/credentialsExpired``, the biometry errors, ``ActivationError/storage(operation:errno:)``,
+    ///   ``ActivationError/protocolError(_:)`` for a method or body the protocol refuses (for example
+    ///   ``PowerAuthProtocol/ProtocolError/invalidHTTPMethod(_:)``) or a wrong PIN that does not unwrap.
     public func signRequest(
         method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication
     ) async throws(ActivationError) -> AuthorizationHeader {
@@ -54,9 +56,11 @@ extension ActivationService {
         guard authentication.factorSet != .possession else {
             throw .invalidActivationState(reason: "an offline code needs a second factor")
         }
-        let request = try RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+        let request = try protocolStep { () throws(ProtocolError) in
+            try RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+        }
         return try await computeCode(
-            data: { () throws(ActivationError) in request.normalizedOffline }, authentication: authentication,
+            data: { () throws(ProtocolError) in request.normalizedOffline }, authentication: authentication,
             format: .decimal(componentLength: configuration.offlineAuthenticationCodeComponentLength)
         ).code
     }
@@ -66,23 +70,29 @@ extension ActivationService {
     func sign(method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication)
         async throws(ActivationError) -> AuthorizationHeader
     {
-        let nonce = try lift { () throws(SecureCoreError) in
+        let nonce = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
         }
-        let request = try RequestData(method: method, uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+        let request = try protocolStep { () throws(ProtocolError) in
+            try RequestData(method: method, uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+        }
         let secret = configuration.sdkConfiguration.applicationSecret
         let (activationId, code) = try await computeCode(
-            data: { () throws(ActivationError) in try request.normalized(applicationSecret: secret) },
+            data: { () throws(ProtocolError) in try request.normalized(applicationSecret: secret) },
             authentication: authentication, format: ProtocolVersion.v3_3.authenticationCodeFormat)
-        return try AuthorizationHeader(
-            activationId: activationId, applicationKey: configuration.sdkConfiguration.applicationKey,
-            nonce: nonce, factorSet: authentication.factorSet, authenticationCode: code, version: .v3_3)
+        let applicationKey = configuration.sdkConfiguration.applicationKey
+        let factorSet = authentication.factorSet
+        return try protocolStep { () throws(ProtocolError) in
+            try AuthorizationHeader(
+                activationId: activationId, applicationKey: applicationKey,
+                nonce: nonce, factorSet: factorSet, authenticationCode: code, version: .v3_3)
+        }
     }
 
     /// Computes one code over `data()` with the credentials' factors, then
     /// moves and stores the counter before the code is handed out.
     func computeCode(
-        data: () throws(ActivationError) -> [UInt8], authentication: ActivationAuthentication,
+        data: () throws(ProtocolError) -> [UInt8], authentication: ActivationAuthentication,
         format: AuthenticationCodeFormat
     ) async throws(ActivationError) -> (activationId: String, code: String) {
         guard record != nil else { throw .missingActivation }
@@ -93,25 +103,30 @@ extension ActivationService {
         case .biometryPrompt(let prompt):
             biometry = try await biometryKey(prompt: prompt)
         case .biometryKey(let key, _):
-            biometry = try lift { () throws(SecureCoreError) in try copy(key) }
+            biometry = try coreStep { () throws(SecureCoreError) in try copy(key) }
         case .possession, .password:
             break
         }
         // Read the state after the prompt: the activation may have changed meanwhile.
         guard let keys else { throw .missingActivation }
-        let normalized = try data()
+        let normalized = try protocolStep(data)
         let factors = authentication.factorSet
         let crypto = crypto
         return try mutateRecord { (r) throws(ActivationError) -> (activationId: String, code: String) in
             var knowledge: SecureBytes?
             defer { knowledge?.destroy() }
             if case .password(let password) = kind {
-                knowledge = try crypto.unwrapKnowledgeKey(r.knowledgeKey, pin: password)
+                knowledge = try protocolStep { () throws(ProtocolError) in
+                    try crypto.unwrapKnowledgeKey(r.knowledgeKey, pin: password)
+                }
             }
-            let code = try crypto.authenticationCode(
-                data: normalized, factors: factors,
-                keys: SigningKeys(possession: keys.possession, knowledge: knowledge, biometry: biometry),
-                counter: try r.currentCounter, format: format)
+            let counter = try r.currentCounter
+            let code = try protocolStep { () throws(ProtocolError) in
+                try crypto.authenticationCode(
+                    data: normalized, factors: factors,
+                    keys: SigningKeys(possession: keys.possession, knowledge: knowledge, biometry: biometry),
+                    counter: counter, format: format)
+            }
             try r.advanceCounter()
             return (r.activationId, code)
         }
@@ -122,7 +137,9 @@ extension ActivationService {
         _ endpoint: ActivationAPI.Endpoint<Request, Response>, _ message: Request,
         authentication: ActivationAuthentication?
     ) async throws(ActivationError) -> Response {
-        let body = try WireCoding.encode(RequestEnvelope(requestObject: message))
+        let body = try protocolStep { () throws(ProtocolError) in
+            try WireCoding.encode(RequestEnvelope(requestObject: message))
+        }
         var request = TransportRequest(
             method: ActivationAPI.method, path: endpoint.path, headers: ["Content-Type": ActivationAPI.contentType],
             body: body)
@@ -137,7 +154,12 @@ extension ActivationService {
         let client = configuration.clientConfiguration
         if let agent = client.userAgent { request.headers["User-Agent"] = agent }
         for interceptor in client.requestInterceptors { interceptor.process(&request) }
-        let response = try await transport.send(request, timeout: client.requestTimeout)
+        let response: TransportResponse
+        do throws(TransportError) {
+            response = try await transport.send(request, timeout: client.requestTimeout)
+        } catch {
+            throw ActivationError(error)
+        }
         switch response.statusCode {
         case 200:
             guard let envelope = try? WireCoding.decode(ResponseEnvelope<Response>.self, response.body),
@@ -159,11 +181,5 @@ extension ActivationService {
 
 /// A copy of a secret in new secure memory.
 func copy(_ key: SecureBytes) throws(SecureCoreError) -> SecureBytes {
-    do {
-        return try key.withUnsafeBytes { try SecureBytes(copying: $0) }
-    } catch let error as SecureCoreError {
-        throw error
-    } catch {
-        throw .destroyed
-    }
+    try key.copy()
 }

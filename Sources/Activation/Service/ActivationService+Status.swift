@@ -9,11 +9,12 @@ extension ActivationService {
     /// as ``ClientActivationState/deadlock``. Never removes anything.
     /// - Returns: the status.
     /// - Throws: ``ActivationError/missingActivation``, the network and server
-    ///   errors, ``ActivationError/unknownActivationState(_:)`` for a state
+    ///   errors, ``ActivationError/protocolError(_:)`` with
+    ///   ``PowerAuthProtocol/ProtocolError/unknownActivationState(_:)`` for a state
     ///   this library does not know, ``ActivationError/invalidResponse(reason:)``.
     public func fetchActivationStatus() async throws(ActivationError) -> ActivationStatus {
         guard let before = record, let keys else { throw .missingActivation }
-        let challenge = try lift { () throws(SecureCoreError) in
+        let challenge = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.challengeByteCount)
         }
         let response = try await send(
@@ -24,11 +25,11 @@ extension ActivationService {
             let encrypted = Base64.decode(response.encryptedStatusBlob), let nonce = Base64.decode(response.nonce)
         else { throw .invalidResponse(reason: "activation/status: malformed field") }
         let blob: ActivationStatusBlob
-        do {
+        do throws(ProtocolError) {
             blob = try crypto.decryptStatusBlob(
                 encrypted, transportKey: keys.transport, challenge: challenge, nonce: nonce)
         } catch {
-            if case .unknownActivationState = error { throw error }
+            if case .unknownActivationState = error { throw .protocolError(error) }
             throw .invalidResponse(reason: "activation/status: the status blob does not open")
         }
         var state = ClientActivationState(blob.state)
@@ -50,10 +51,12 @@ extension ActivationService {
     {
         let lookAhead = max(1, Int(blob.counterLookAhead))
         // The server ahead of (or level with) the device: move forward to it.
-        if let distance = try crypto.counterDistance(
-            from: try current.currentCounter, toServerHash: blob.counterDataHash, transportKey: transportKey,
-            lookAhead: lookAhead)
-        {
+        let counter = try current.currentCounter
+        let distance = try protocolStep { () throws(ProtocolError) in
+            try crypto.counterDistance(
+                from: counter, toServerHash: blob.counterDataHash, transportKey: transportKey, lookAhead: lookAhead)
+        }
+        if let distance {
             if distance > 0 {
                 // Never backwards: another process may have moved on meanwhile.
                 let target = current.counterIndex + UInt64(distance)
@@ -68,7 +71,9 @@ extension ActivationService {
         for (index, text) in current.counterHistory.enumerated() {
             let behind = index + 1
             guard behind < lookAhead else { break }
-            let hash = try crypto.counterHash(try HashCounter(base64: text), transportKey: transportKey)
+            let hash = try protocolStep { () throws(ProtocolError) in
+                try crypto.counterHash(try HashCounter(base64: text), transportKey: transportKey)
+            }
             if constantTimeEqual(hash, blob.counterDataHash) { return true }
         }
         return false

@@ -10,6 +10,14 @@ import SecureCore
 /// status, changes the PIN in two steps and adds or removes the biometry
 /// factor. Calls are serialised by the actor; the counter moves and is
 /// stored before any signed request leaves.
+///
+/// Every method throws ``ActivationError``. In the method documentation, "the network
+/// errors" are ``ActivationError/network(reason:)`` and ``ActivationError/cancelled`` (what
+/// the transport reported); "the server errors" are ``ActivationError/authentication``,
+/// ``ActivationError/server(statusCode:code:)`` and ``ActivationError/invalidResponse(reason:)``;
+/// "the signing errors" are those of ``signRequest(method:uriIdentifier:body:authentication:)``.
+/// A method that signs, encodes or decrypts can also throw ``ActivationError/protocolError(_:)``
+/// (what the protocol layer refused) and ``ActivationError/core(_:)``.
 public actor ActivationService {
     /// The validated configuration.
     public nonisolated let configuration: ActivationConfiguration
@@ -30,7 +38,9 @@ public actor ActivationService {
     ///   - clock: the time source.
     /// - Throws: ``ActivationError/invalidActivationData(reason:)`` (recover with
     ///   ``cleanupInstanceData(configuration:storage:authenticator:)``),
-    ///   ``ActivationError/upgradeSDK(foundVersion:)``, ``ActivationError/storage(operation:errno:)``.
+    ///   ``ActivationError/upgradeSDK(foundVersion:)``, ``ActivationError/storage(operation:errno:)``,
+    ///   ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)`` for an algorithm
+    ///   the configuration names but the protocol layer cannot run.
     public init(
         configuration: ActivationConfiguration, storage: any DeviceActivationStorage,
         transport: any ActivationTransport,
@@ -41,7 +51,9 @@ public actor ActivationService {
         self.transport = transport
         self.authenticator = authenticator
         self.clock = clock
-        self.crypto = try ActivationCrypto(algorithm: configuration.algorithm)
+        self.crypto = try protocolStep { () throws(ProtocolError) in
+            try ActivationCrypto(algorithm: configuration.algorithm)
+        }
         let names = configuration.storageNames
         guard let stateBytes = try storage.read(names.state) else {
             // A key file without a state file is what an interrupted create or
@@ -92,13 +104,16 @@ public actor ActivationService {
 
     /// The fingerprint of the stored activation, to compare with the server's.
     /// - Returns: 8 decimal digits.
-    /// - Throws: ``ActivationError/missingActivation``.
+    /// - Throws: ``ActivationError/missingActivation``; ``ActivationError/protocolError(_:)``
+    ///   if the stored keys cannot be used.
     public func activationFingerprint() throws(ActivationError) -> String {
         guard let record else { throw .missingActivation }
-        return try crypto.fingerprint(
-            devicePublicKey: try Base64.decode(record.devicePublicKey, field: "devicePublicKey"),
-            serverPublicKey: try Base64.decode(record.serverPublicKey, field: "serverPublicKey"),
-            activationId: record.activationId)
+        return try protocolStep { () throws(ProtocolError) in
+            try crypto.fingerprint(
+                devicePublicKey: try Base64.decode(record.devicePublicKey, field: "devicePublicKey"),
+                serverPublicKey: try Base64.decode(record.serverPublicKey, field: "serverPublicKey"),
+                activationId: record.activationId)
+        }
     }
 
     /// Whether the activation has a biometry factor.
@@ -139,21 +154,23 @@ public actor ActivationService {
     ///   - enableBiometry: also store the biometry key behind the authenticator.
     /// - Returns: the identifier and the fingerprint to show while the commit is pending.
     /// - Throws: ``ActivationError/invalidActivationState(reason:)`` when an activation
-    ///   exists, ``ActivationError/emptyPIN``, ``ActivationError/biometryNotAvailable(_:)``,
-    ///   the network and server errors, ``ActivationError/invalidResponse(reason:)``,
-    ///   ``ActivationError/storage(operation:errno:)``.
+    ///   exists, ``ActivationError/protocolError(_:)`` with
+    ///   ``PowerAuthProtocol/ProtocolError/emptyPIN`` for an empty PIN,
+    ///   ``ActivationError/biometryNotAvailable(_:)``, the network and server errors,
+    ///   ``ActivationError/invalidResponse(reason:)``, ``ActivationError/storage(operation:errno:)``,
+    ///   ``ActivationError/core(_:)``.
     public func createActivation(
         activationCode: String, name: String, password: Password, enableBiometry: Bool = false
     ) async throws(ActivationError) -> ActivationResult {
         guard record == nil else { throw .invalidActivationState(reason: "an activation already exists") }
-        guard password.length > 0 else { throw .emptyPIN }
+        guard password.length > 0 else { throw .protocolError(.emptyPIN) }
         if enableBiometry {
             guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
             guard authenticator.systemStatus == .available else {
                 throw .biometryNotAvailable(authenticator.systemStatus)
             }
         }
-        let device = try crypto.generateKeyPair()
+        let device = try protocolStep { () throws(ProtocolError) in try crypto.generateKeyPair() }
         defer { device.privateKey.destroy() }
         let sdk = configuration.sdkConfiguration
         let response = try await send(
@@ -164,23 +181,30 @@ public actor ActivationService {
             authentication: nil)
         guard record == nil else { throw .invalidActivationState(reason: "an activation already exists") }
         let (serverKey, counter) = try verifyCreateResponse(response, devicePublicKey: device.publicKey)
-        let master = try crypto.masterSecret(privateKey: device.privateKey, peerPublicKey: serverKey)
-        defer { master.destroy() }
-        let factorKeys = try crypto.factorKeys(masterSecret: master)
+        let factorKeys = try protocolStep { () throws(ProtocolError) in
+            let master = try crypto.masterSecret(privateKey: device.privateKey, peerPublicKey: serverKey)
+            defer { master.destroy() }
+            return try crypto.factorKeys(masterSecret: master)
+        }
         defer { factorKeys.knowledge.destroy(); factorKeys.biometry.destroy(); factorKeys.vault.destroy() }
         let newKeys = LocalActivationKeys(possession: factorKeys.possession, transport: factorKeys.transport)
-        let seal = try crypto.aeadKey(from: factorKeys.vault, index: ProtocolConstants.biometrySealKeyIndex)
+        let seal = try protocolStep { () throws(ProtocolError) in
+            try crypto.aeadKey(from: factorKeys.vault, index: ProtocolConstants.biometrySealKeyIndex)
+        }
         defer { seal.destroy() }
-        let sealedBiometry = try lift { () throws(SecureCoreError) in
+        let sealedBiometry = try coreStep { () throws(SecureCoreError) in
             try AEAD.seal(factorKeys.biometry, using: seal, associatedData: Array(response.activationId.utf8))
+        }
+        let knowledgeKey = try protocolStep { () throws(ProtocolError) in
+            try crypto.wrapKnowledgeKey(
+                factorKeys.knowledge, pin: password, parameters: configuration.knowledgeKeyParameters)
         }
         let newRecord = LocalActivationRecord(
             formatVersion: LocalActivationRecord.currentFormatVersion, instanceId: configuration.instanceId,
             activationId: response.activationId, algorithm: configuration.algorithm.rawValue,
             devicePublicKey: Base64.encode(device.publicKey), serverPublicKey: response.serverPublicKey,
             counter: counter.base64, counterIndex: 0, counterHistory: [],
-            knowledgeKey: try crypto.wrapKnowledgeKey(
-                factorKeys.knowledge, pin: password, parameters: configuration.knowledgeKeyParameters),
+            knowledgeKey: knowledgeKey,
             sealedBiometryKey: sealedBiometry, biometryEnabled: enableBiometry,
             enrolledSetFingerprint: enableBiometry
                 ? authenticator.map { Base64.encode($0.enrolledSetFingerprint) } : nil,
@@ -255,26 +279,6 @@ public actor ActivationService {
             try storage.write(names.state, current.encoded())
             record = current
             return result
-        }
-    }
-}
-
-/// Maps an authenticator's error into ``ActivationError``.
-func mapBiometry<R>(_ body: () throws(BiometryError) -> R) throws(ActivationError) -> R {
-    do throws(BiometryError) {
-        return try body()
-    } catch {
-        throw ActivationError(biometry: error)
-    }
-}
-
-extension ActivationError {
-    init(biometry error: BiometryError) {
-        switch error {
-        case .cancelled: self = .cancelled
-        case .failed(let status): self = status == .available ? .biometryFailed : .biometryNotAvailable(status)
-        case .notConfigured: self = .biometryNotConfigured
-        case .secureCore(let core): self = .core(core)
         }
     }
 }

@@ -51,19 +51,16 @@ public struct FileActivationStorage: DeviceActivationStorage {
         try DurableFile.withFile(path(name), .read, limit: Self.maximumBlobSize, failure: ActivationError.init) {
             (file) throws(ActivationError) -> SecureBytes in
             let size = file.size
-            let out = try lift { () throws(SecureCoreError) in try SecureBytes(count: max(size, 1)) }
+            let out = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: max(size, 1)) }
             let complete: Bool
-            do {
-                complete = try out.withUnsafeMutableBytes { buffer in
-                    try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<size]), at: 0) == size
-                        && file.isAtEnd(size)
+            do throws(StorageError) {
+                complete = try out.withUnsafeMutableBytes { (buffer) throws(StorageError) in
+                    let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<size]), at: 0)
+                    return try n == size ? file.isAtEnd(size) : false
                 }
-            } catch let error as StorageError {
-                out.destroy()
-                throw ActivationError(error)
             } catch {
                 out.destroy()
-                throw .core(.destroyed)
+                throw ActivationError(error)
             }
             guard complete, size > 0 else {
                 out.destroy()
@@ -75,15 +72,7 @@ public struct FileActivationStorage: DeviceActivationStorage {
 
     /// Replaces a secret blob atomically from secure memory.
     public func writeSecret(_ name: String, _ bytes: SecureBytes) throws(ActivationError) {
-        var failure: ActivationError?
-        do {
-            try bytes.withUnsafeBytes { buffer in
-                do throws(ActivationError) { try replace(name, buffer) } catch { failure = error }
-            }
-        } catch {
-            throw .core(.destroyed)
-        }
-        if let failure { throw failure }
+        try bytes.withUnsafeBytes { (buffer) throws(ActivationError) in try replace(name, buffer) }
     }
 
     /// Overwrites in place (random bytes, then zeros, each fsynced), deletes,

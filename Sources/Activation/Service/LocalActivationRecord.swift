@@ -88,13 +88,15 @@ struct LocalActivationRecord: Codable, Equatable {
     }
 
     var currentCounter: HashCounter {
-        get throws(ActivationError) { try HashCounter(base64: counter) }
+        get throws(ActivationError) {
+            try protocolStep { () throws(ProtocolError) in try HashCounter(base64: counter) }
+        }
     }
 
     /// Moves the counter one step, remembering the old value.
     mutating func advanceCounter() throws(ActivationError) {
         let old = try currentCounter
-        counter = try old.next().base64
+        counter = try protocolStep { () throws(ProtocolError) in try old.next().base64 }
         counterIndex &+= 1
         counterHistory = Array(([old.base64] + counterHistory).prefix(Self.counterHistoryLength))
     }
@@ -118,27 +120,18 @@ struct LocalActivationKeys {
 
     /// `foldedHMAC(possession, label) ‖ foldedHMAC(transport, label)` (public).
     func keyCheck() throws(ActivationError) -> [UInt8] {
-        try lift { () throws(SecureCoreError) in
+        try coreStep { () throws(SecureCoreError) in
             try HMACSHA256.foldedTag(Self.keyCheckLabel, key: possession)
                 + HMACSHA256.foldedTag(Self.keyCheckLabel, key: transport)
         }
     }
 
     func serialized() throws(ActivationError) -> SecureBytes {
-        let out = try lift { () throws(SecureCoreError) in try SecureBytes(count: Self.byteCount) }
-        do {
-            try out.withUnsafeMutableBytes { buffer in
-                buffer.copyBytes(from: Self.magic + [Self.version])
-                try possession.withUnsafeBytes {
-                    UnsafeMutableRawBufferPointer(rebasing: buffer[5..<21]).copyMemory(from: $0)
-                }
-                try transport.withUnsafeBytes {
-                    UnsafeMutableRawBufferPointer(rebasing: buffer[21..<37]).copyMemory(from: $0)
-                }
-            }
-        } catch {
-            out.destroy()
-            throw .core(.destroyed)
+        let out = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: Self.byteCount) }
+        out.withUnsafeMutableBytes { buffer in
+            buffer.copyBytes(from: Self.magic + [Self.version])
+            possession.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[5..<21]).copyMemory(from: $0) }
+            transport.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[21..<37]).copyMemory(from: $0) }
         }
         return out
     }
@@ -146,25 +139,22 @@ struct LocalActivationKeys {
     static func parse(_ blob: SecureBytes) throws(ActivationError) -> LocalActivationKeys {
         defer { blob.destroy() }
         guard blob.count == byteCount else { throw .invalidActivationData(reason: "the key file has the wrong size") }
-        var header: [UInt8] = []
-        do {
-            header = try blob.withUnsafeBytes { Array($0[0..<5]) }
-        } catch { throw .core(.destroyed) }
+        let header = blob.withUnsafeBytes { Array($0[0..<5]) }
         guard Array(header[0..<4]) == magic else { throw .invalidActivationData(reason: "the key file is damaged") }
         guard header[4] == version else {
             if header[4] > version { throw .upgradeSDK(foundVersion: Int(header[4])) }
             throw .invalidActivationData(reason: "the key file has an unknown version")
         }
-        do {
-            let possession = try blob.withUnsafeBytes {
-                try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[5..<21]))
+        let possession = try coreStep { () throws(SecureCoreError) in
+            try blob.withUnsafeBytes { (bytes) throws(SecureCoreError) in
+                try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[5..<21]))
             }
-            let transport = try blob.withUnsafeBytes {
-                try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[21..<37]))
-            }
-            return LocalActivationKeys(possession: possession, transport: transport)
-        } catch {
-            throw .core(.outOfMemory)
         }
+        let transport = try coreStep { () throws(SecureCoreError) in
+            try blob.withUnsafeBytes { (bytes) throws(SecureCoreError) in
+                try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[21..<37]))
+            }
+        }
+        return LocalActivationKeys(possession: possession, transport: transport)
     }
 }

@@ -24,7 +24,7 @@ public struct PinEntryStrings: Sendable {
     /// The wrong-PIN message, e.g. "4 out of 5 attempts remaining".
     public var attemptsRemaining: @Sendable (_ remaining: Int, _ maximum: Int) -> String
     /// Why a key was refused ("digits only", "at most 8 digits", "at least 4
-    /// digits"), shown beside the dots with the terminal bell; `nil` for a
+    /// digits"), shown beside the dots (PinEntryTerminal's pad also rings the bell); `nil` for a
     /// refusal that needs no words. Default: ``englishRefusal(_:_:)``.
     public var refusal: @Sendable (_ reason: IgnoredInput, _ format: PinFormat) -> String? = englishRefusal
 

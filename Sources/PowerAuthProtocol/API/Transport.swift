@@ -50,10 +50,24 @@ public struct TransportResponse: Sendable, Equatable {
     }
 }
 
+/// Why a transport delivered no answer. Every HTTP answer, whatever its status, is a
+/// ``TransportResponse``, not an error.
+public enum TransportError: Error, Equatable, Sendable {
+    /// The request did not reach the server or no answer came back (no connection,
+    /// a time-out, a server failure with HTTP 5xx); `reason` says which, never a
+    /// secret. The client never removes an activation because of it.
+    case network(reason: String)
+    /// The task was cancelled before an answer came back.
+    case cancelled
+    /// The transport cannot send with its settings (a base URL or TLS strategy it
+    /// cannot use); `reason` names the setting.
+    case invalidConfiguration(reason: String)
+}
+
 /// How the client reaches the server. An in-process implementation calls
 /// the server logic directly; an HTTP one sends the same bytes over the
 /// network. Implementations report a failure to deliver as
-/// ``ActivationError/network(reason:)`` and return every HTTP answer,
+/// ``TransportError/network(reason:)`` and return every HTTP answer,
 /// whatever its status, as a ``TransportResponse``.
 public protocol ActivationTransport: Sendable {
     /// Sends a request and waits for the answer.
@@ -61,6 +75,7 @@ public protocol ActivationTransport: Sendable {
     ///   - request: the request.
     ///   - timeout: how long to wait at most.
     /// - Returns: the server's answer.
-    /// - Throws: ``ActivationError/network(reason:)``, ``ActivationError/cancelled``.
-    func send(_ request: TransportRequest, timeout: Duration) async throws(ActivationError) -> TransportResponse
+    /// - Throws: ``TransportError/network(reason:)``, ``TransportError/cancelled``,
+    ///   ``TransportError/invalidConfiguration(reason:)``.
+    func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError) -> TransportResponse
 }

@@ -6,14 +6,14 @@ public enum WireCoding {
     /// Encodes a message with sorted keys.
     /// - Parameter value: the message.
     /// - Returns: UTF-8 JSON bytes.
-    /// - Throws: ``ActivationError/invalidResponse(reason:)`` if the value cannot be encoded.
-    public static func encode(_ value: some Encodable) throws(ActivationError) -> [UInt8] {
+    /// - Throws: ``ProtocolError/malformedMessage(reason:)`` if the value cannot be encoded.
+    public static func encode(_ value: some Encodable) throws(ProtocolError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
             return Array(try encoder.encode(value))
         } catch {
-            throw .invalidResponse(reason: "a message could not be encoded")
+            throw .malformedMessage(reason: "a message could not be encoded")
         }
     }
 
@@ -22,13 +22,13 @@ public enum WireCoding {
     ///   - type: the message type.
     ///   - bytes: UTF-8 JSON bytes (at most 64 KiB).
     /// - Returns: the message.
-    /// - Throws: ``ActivationError/invalidResponse(reason:)``.
-    public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(ActivationError) -> T {
-        guard bytes.count <= 1 << 16 else { throw .invalidResponse(reason: "the body is too large") }
+    /// - Throws: ``ProtocolError/malformedMessage(reason:)``.
+    public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(ProtocolError) -> T {
+        guard bytes.count <= 1 << 16 else { throw .malformedMessage(reason: "the body is too large") }
         do {
             return try JSONDecoder().decode(type, from: Data(bytes))
         } catch {
-            throw .invalidResponse(reason: "the body is not the expected JSON")
+            throw .malformedMessage(reason: "the body is not the expected JSON")
         }
     }
 }

@@ -24,19 +24,21 @@ public struct SDKConfiguration: Sendable, Equatable {
     ///   - applicationKey: 16 bytes.
     ///   - applicationSecret: 16 bytes.
     ///   - masterServerPublicKey: a valid SEC1 P-256 public key.
-    /// - Throws: ``ActivationError/wrongParameter(reason:)``.
+    /// - Throws: ``ProtocolError/invalidConfiguration(reason:)``.
     public init(applicationKey: [UInt8], applicationSecret: [UInt8], masterServerPublicKey: [UInt8])
-        throws(ActivationError)
+        throws(ProtocolError)
     {
         let size = ProtocolConstants.applicationKeyByteCount
-        guard applicationKey.count == size else { throw .wrongParameter(reason: "application key is not 16 bytes") }
+        guard applicationKey.count == size else {
+            throw .invalidConfiguration(reason: "application key is not 16 bytes")
+        }
         guard applicationSecret.count == size else {
-            throw .wrongParameter(reason: "application secret is not 16 bytes")
+            throw .invalidConfiguration(reason: "application secret is not 16 bytes")
         }
         do throws(SecureCoreError) {
             try P256.validate(publicKey: masterServerPublicKey)
         } catch {
-            throw .wrongParameter(reason: "master server public key is not a valid P-256 key")
+            throw .invalidConfiguration(reason: "master server public key is not a valid P-256 key")
         }
         self.applicationKey = Base64.encode(applicationKey)
         self.applicationSecret = Base64.encode(applicationSecret)
@@ -44,23 +46,23 @@ public struct SDKConfiguration: Sendable, Equatable {
     }
 
     /// Parses a configuration string. Total: any text gives a configuration
-    /// or ``ActivationError/wrongParameter(reason:)``; it never traps.
+    /// or ``ProtocolError/invalidConfiguration(reason:)``; it never traps.
     /// - Parameter text: the configuration string.
-    /// - Throws: ``ActivationError/wrongParameter(reason:)``.
-    public init(parsing text: String) throws(ActivationError) {
-        guard text.utf8.count <= 1024 else { throw .wrongParameter(reason: "configuration string is too long") }
+    /// - Throws: ``ProtocolError/invalidConfiguration(reason:)``.
+    public init(parsing text: String) throws(ProtocolError) {
+        guard text.utf8.count <= 1024 else { throw .invalidConfiguration(reason: "configuration string is too long") }
         guard let bytes = Base64.decode(text) else {
-            throw .wrongParameter(reason: "configuration string is not canonical Base64")
+            throw .invalidConfiguration(reason: "configuration string is not canonical Base64")
         }
         var reader = ByteReader(bytes)
-        guard let version = reader.byte() else { throw .wrongParameter(reason: "configuration string is empty") }
+        guard let version = reader.byte() else { throw .invalidConfiguration(reason: "configuration string is empty") }
         guard version == Self.formatVersion else {
-            throw .wrongParameter(reason: "configuration string version \(version) is not supported")
+            throw .invalidConfiguration(reason: "configuration string version \(version) is not supported")
         }
         guard let key = reader.lengthPrefixed(), let secret = reader.lengthPrefixed(),
             let master = reader.lengthPrefixed()
-        else { throw .wrongParameter(reason: "configuration string is truncated") }
-        guard reader.isAtEnd else { throw .wrongParameter(reason: "configuration string has trailing bytes") }
+        else { throw .invalidConfiguration(reason: "configuration string is truncated") }
+        guard reader.isAtEnd else { throw .invalidConfiguration(reason: "configuration string has trailing bytes") }
         try self.init(applicationKey: key, applicationSecret: secret, masterServerPublicKey: master)
     }
 

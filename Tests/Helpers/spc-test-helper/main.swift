@@ -55,7 +55,7 @@ func dump(seed: UInt64) throws {
     waitForTest()
 
     let immutable = try password.copyToImmutable()
-    let revealedCount = try immutable.withUnsafeUTF8Bytes { bytes in bytes.count }
+    let revealedCount = immutable.withUnsafeUTF8Bytes { bytes in bytes.count }
     say("phase 2 revealed=\(revealedCount)")
     waitForTest()
 

@@ -121,15 +121,8 @@ public struct PasswordStrengthEstimator: Sendable {
     /// Estimates an immutable password.
     /// - Parameter password: the password; it is only read.
     /// - Returns: the estimate.
-    /// - Throws: ``PinEntryError/secureMemory(_:)``.
-    public func estimate(_ password: Password) throws(PinEntryError) -> PasswordStrengthEstimate {
-        do {
-            return try password.withUnsafeUTF8Bytes { buffer in Self.estimate(buffer: buffer) }
-        } catch let error as SecureCoreError {
-            throw .secureMemory(error)
-        } catch {
-            throw .secureMemory(.internalFailure(status: 0))
-        }
+    public func estimate(_ password: Password) -> PasswordStrengthEstimate {
+        password.withUnsafeUTF8Bytes { buffer in Self.estimate(buffer: buffer) }
     }
 
     /// The most common passwords and password words of public breach lists

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import PinEntry
+@testable import PinStrength
 
 @Suite("PasswordStrengthEstimator")
 struct PasswordStrengthEstimatorTests {
@@ -9,7 +9,7 @@ struct PasswordStrengthEstimatorTests {
     func estimate(_ text: String) throws -> PasswordStrengthEstimate {
         let candidate = try password(text)
         defer { candidate.destroy() }
-        return try estimator.estimate(candidate)
+        return estimator.estimate(candidate)
     }
 
     struct Case: Sendable, CustomTestStringConvertible {

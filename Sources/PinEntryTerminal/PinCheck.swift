@@ -1,3 +1,5 @@
+import PinEntry
+import PinStrength
 import SecureCore
 
 #if canImport(Glibc)
@@ -131,8 +133,9 @@ public enum PinCheck {
     /// - Parameter request: what to read and how to judge it.
     /// - Returns: the outcome.
     /// - Throws: what ``TerminalPinPad/readPassword()`` or
-    ///   ``DescriptorPasswordReader/readPassword()`` throws, and the meters' errors.
-    public static func run(_ request: PinCheckRequest) throws(PinEntryError) -> PinCheckOutcome {
+    ///   ``DescriptorPasswordReader/readPassword()`` throws, and the meters'
+    ///   errors as ``PinEntryTerminalError/strength(_:)``.
+    public static func run(_ request: PinCheckRequest) throws(PinEntryTerminalError) -> PinCheckOutcome {
         let password: Password
         switch request.source {
         case .terminal(let options):
@@ -141,7 +144,7 @@ public enum PinCheck {
             password = try DescriptorPasswordReader(descriptor: descriptor, format: request.format).readPassword()
         }
         defer { password.destroy() }
-        return try judge(password, request: request)
+        do { return try judge(password, request: request) } catch { throw .strength(error) }
     }
 
     /// Measures and judges a password already read.
@@ -150,7 +153,9 @@ public enum PinCheck {
     ///   - request: the format and policies (the source is not used).
     /// - Returns: the outcome.
     /// - Throws: the meters' errors.
-    public static func judge(_ password: Password, request: PinCheckRequest) throws(PinEntryError) -> PinCheckOutcome {
+    public static func judge(_ password: Password, request: PinCheckRequest) throws(PinStrengthError)
+        -> PinCheckOutcome
+    {
         if request.format.isNumeric {
             let report = try PinStrengthMeter(today: request.today).evaluate(password)
             let verdict = request.policy.verdict(for: report)
@@ -165,7 +170,7 @@ public enum PinCheck {
                 format: request.format, length: report.length, flags: report.weaknesses.names,
                 relevantFlags: relevant.names, verdict: outcome, estimatedBits: nil, rating: nil)
         }
-        let estimate = try PasswordStrengthEstimator().estimate(password)
+        let estimate = PasswordStrengthEstimator().estimate(password)
         let weak = estimate.rating < request.minimumPasswordRating
         let outcome: PinCheckOutcome.Verdict = weak ? (request.policy.action == .warn ? .warn : .reject) : .acceptable
         return PinCheckOutcome(
@@ -177,7 +182,7 @@ public enum PinCheck {
     /// The exit status for an error.
     /// - Parameter error: what ``run(_:)`` threw.
     /// - Returns: ``cancelledExitStatus`` for a cancellation, else ``failureExitStatus``.
-    public static func exitStatus(for error: PinEntryError) -> Int32 {
+    public static func exitStatus(for error: PinEntryTerminalError) -> Int32 {
         if case .cancelled = error { return cancelledExitStatus }
         return failureExitStatus
     }
@@ -185,19 +190,22 @@ public enum PinCheck {
     /// A one-line message for an error, without any secret.
     /// - Parameter error: what ``run(_:)`` threw.
     /// - Returns: the message.
-    public static func message(for error: PinEntryError) -> String {
+    public static func message(for error: PinEntryTerminalError) -> String {
         switch error {
         case .cancelled: "cancelled; nothing was entered"
-        case .characterNotAllowed: "rejected: a character the format does not allow; nothing was kept"
+        case .characterNotAllowed, .strength(.characterNotAllowed):
+            "rejected: a character the format does not allow; nothing was kept"
         case .tooLong(let maximum): "rejected: longer than \(maximum) characters; nothing was kept"
         case .tooShort(let minimum): "rejected: shorter than \(minimum) characters; nothing was kept"
+        case .strength(.empty): "rejected: nothing was entered"
         case .malformedInput: "rejected: input is not valid UTF-8; nothing was kept"
         case .notATerminal: "standard input is not a terminal (use --pin-fd N)"
         case .readFailed(let code): "could not read the PIN's descriptor: \(describe(errno: code))"
         case .terminalFailure(let code): "could not set up the terminal: \(describe(errno: code))"
-        case .secureMemory: "secure memory failed (securepin doctor tells what this machine allows)"
-        case .randomSourceFailed: "the system random source failed"
-        case .editOutOfRange, .invalidLengthPolicy: "invalid request to the PIN pad"
+        case .secureMemory, .entry(.secureMemory), .strength(.secureMemory):
+            "secure memory failed (securepin doctor tells what this machine allows)"
+        case .entry(.randomSourceFailed): "the system random source failed"
+        case .entry(.editOutOfRange), .entry(.invalidLengthPolicy): "invalid request to the PIN pad"
         }
     }
 

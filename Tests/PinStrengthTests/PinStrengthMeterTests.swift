@@ -1,7 +1,7 @@
 import SecureCore
 import Testing
 
-@testable import PinEntry
+@testable import PinStrength
 
 struct StrengthCase: Sendable, CustomTestStringConvertible {
     let pin: String
@@ -99,13 +99,13 @@ struct PinStrengthMeterTests {
     func badInput() throws {
         let letters = try password("12a4")
         defer { letters.destroy() }
-        #expect(throws: PinEntryError.characterNotAllowed) { try meter.evaluate(letters) }
+        #expect(throws: PinStrengthError.characterNotAllowed) { try meter.evaluate(letters) }
         let wide = try password("12٣4")  // an Arabic-Indic digit is not an ASCII digit
         defer { wide.destroy() }
-        #expect(throws: PinEntryError.characterNotAllowed) { try meter.evaluate(wide) }
+        #expect(throws: PinStrengthError.characterNotAllowed) { try meter.evaluate(wide) }
         let empty = try password("")
         defer { empty.destroy() }
-        #expect(throws: PinEntryError.tooShort(minimum: 1)) { try meter.evaluate(empty) }
+        #expect(throws: PinStrengthError.empty) { try meter.evaluate(empty) }
     }
 
     @Test("a mutable PIN is measured through a short-lived copy")

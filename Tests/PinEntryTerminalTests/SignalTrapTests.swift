@@ -1,6 +1,6 @@
 import Testing
 
-@testable import PinEntry
+@testable import PinEntryTerminal
 
 #if canImport(Glibc)
     import Glibc
@@ -47,7 +47,7 @@ struct SignalTrapTests {
         #expect(poll(&ready, 1, 1_000) == 1)
         #expect(trap.takeSignal() == SIGHUP)
         #expect(SignalTrap.reason(for: SIGHUP) == .terminalClosed)
-        #expect(throws: PinEntryError.terminalFailure(errno: EBUSY)) { try SignalTrap() }
+        #expect(throws: PinEntryTerminalError.terminalFailure(errno: EBUSY)) { try SignalTrap() }
         // The refused second trap must not have disturbed the active one.
         raise(SIGHUP)
         #expect(poll(&ready, 1, 1_000) == 1)

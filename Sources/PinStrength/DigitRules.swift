@@ -136,8 +136,12 @@ enum DigitRules {
         return forward || backward
     }
 
-    static func position(_ digit: Int) -> GridPosition {
-        PinKey.digit(UInt8(digit)).standardPosition
+    /// Where a digit sits on the usual telephone keypad (1 2 3 / 4 5 6 /
+    /// 7 8 9 / · 0 ·), as row and column from the top-left corner: the
+    /// standard layout of PinEntry's keypad, restated here so the strength
+    /// rules need no UI module (a test in PinEntryTests keeps the two equal).
+    static func position(_ digit: Int) -> (row: Int, column: Int) {
+        digit == 0 ? (row: 3, column: 1) : (row: (digit - 1) / 3, column: (digit - 1) % 3)
     }
 
     // MARK: dates

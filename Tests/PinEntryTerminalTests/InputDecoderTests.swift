@@ -1,6 +1,6 @@
 import Testing
 
-@testable import PinEntry
+@testable import PinEntryTerminal
 
 @Suite("Input decoders")
 struct InputDecoderTests {

@@ -1,3 +1,5 @@
+import PinEntry
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -1,7 +1,9 @@
+import PinEntry
+import PinStrength
 import SecureCore
 import Testing
 
-@testable import PinEntry
+@testable import PinEntryTerminal
 
 #if canImport(Glibc)
     import Glibc
@@ -13,7 +15,7 @@ struct DescriptorPasswordReaderTests {
     func read(
         _ bytes: [UInt8], _ complexity: PinComplexity = .fourToEightDigits,
         after check: ((Int32) -> Void)? = nil
-    ) throws(PinEntryError) -> Password {
+    ) throws(PinEntryTerminalError) -> Password {
         var fds: [Int32] = [-1, -1]
         precondition(pipe(&fds) == 0)
         defer { close(fds[0]) }
@@ -51,7 +53,7 @@ struct DescriptorPasswordReaderTests {
     @Test(
         "bad input is refused",
         arguments: [
-            (Array("12a4\n".utf8), PinEntryError.characterNotAllowed),
+            (Array("12a4\n".utf8), PinEntryTerminalError.characterNotAllowed),
             (Array("123456789\n".utf8), .tooLong(maximum: 8)),
             (Array("123\n".utf8), .tooShort(minimum: 4)),
             (Array("\n".utf8), .tooShort(minimum: 4)),
@@ -59,7 +61,7 @@ struct DescriptorPasswordReaderTests {
             ([0x31, 0x32, 0x33, 0x34, 0xC3], .malformedInput),  // truncated at end of input
             ([0x31, 0x32, 0x09, 0x33, 0x34], .characterNotAllowed),  // a tab
         ])
-    func badInput(_ bytes: [UInt8], _ error: PinEntryError) {
+    func badInput(_ bytes: [UInt8], _ error: PinEntryTerminalError) {
         #expect(throws: error) { try read(bytes) }
     }
 
@@ -70,7 +72,7 @@ struct DescriptorPasswordReaderTests {
         var limit = rlimit()
         precondition(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
         let closed = Int32(clamping: min(UInt64(limit.rlim_cur), UInt64(Int32.max - 1)))
-        #expect(throws: PinEntryError.readFailed(errno: EBADF)) {
+        #expect(throws: PinEntryTerminalError.readFailed(errno: EBADF)) {
             try DescriptorPasswordReader(descriptor: closed, format: PinFormat(.fourDigits)).readPassword()
         }
     }
@@ -80,7 +82,7 @@ struct DescriptorPasswordReaderTests {
         var fds: [Int32] = [-1, -1]
         precondition(pipe(&fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
-        #expect(throws: PinEntryError.notATerminal) {
+        #expect(throws: PinEntryTerminalError.notATerminal) {
             try TerminalPinPad(format: PinFormat(.fourDigits), input: fds[0], output: fds[1]).readPassword()
         }
     }

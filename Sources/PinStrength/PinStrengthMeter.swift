@@ -39,22 +39,13 @@ public struct PinStrengthMeter: Sendable {
     /// Evaluates an immutable PIN.
     /// - Parameter pin: the PIN; it is only read.
     /// - Returns: the length and the weaknesses.
-    /// - Throws: ``PinEntryError/characterNotAllowed`` if the PIN holds
-    ///   anything but ASCII digits, ``PinEntryError/tooShort(minimum:)`` for
-    ///   an empty PIN, ``PinEntryError/secureMemory(_:)``.
-    public func evaluate(_ pin: Password) throws(PinEntryError) -> PinStrengthReport {
+    /// - Throws: ``PinStrengthError/characterNotAllowed`` if the PIN holds
+    ///   anything but ASCII digits, ``PinStrengthError/empty`` for an empty PIN.
+    public func evaluate(_ pin: Password) throws(PinStrengthError) -> PinStrengthReport {
         let day = today.today()
         let years = yearWindow
-        do {
-            return try pin.withUnsafeUTF8Bytes { buffer throws(PinEntryError) in
-                try Self.evaluate(buffer: buffer, today: day, years: years)
-            }
-        } catch let error as PinEntryError {
-            throw error
-        } catch let error as SecureCoreError {
-            throw .secureMemory(error)
-        } catch {
-            throw .secureMemory(.internalFailure(status: 0))
+        return try pin.withUnsafeUTF8Bytes { (buffer) throws(PinStrengthError) in
+            try Self.evaluate(buffer: buffer, today: day, years: years)
         }
     }
 
@@ -62,10 +53,11 @@ public struct PinStrengthMeter: Sendable {
     /// copy that is destroyed before returning.
     /// - Parameter pin: the PIN; it is only read.
     /// - Returns: the length and the weaknesses.
-    /// - Throws: as ``evaluate(_:)-(Password)``.
-    public func evaluate(_ pin: MutablePassword) throws(PinEntryError) -> PinStrengthReport {
+    /// - Throws: as ``evaluate(_:)-(Password)``, and
+    ///   ``PinStrengthError/secureMemory(_:)`` if the copy cannot be made.
+    public func evaluate(_ pin: MutablePassword) throws(PinStrengthError) -> PinStrengthReport {
         let copy: Password
-        do { copy = try pin.copyToImmutable() } catch { throw PinEntryError(error) }
+        do { copy = try pin.copyToImmutable() } catch { throw PinStrengthError(error) }
         defer { copy.destroy() }
         return try evaluate(copy)
     }
@@ -73,8 +65,8 @@ public struct PinStrengthMeter: Sendable {
     static func evaluate(
         buffer: UnsafeRawBufferPointer, today: CalendarDay,
         years: ClosedRange<Int>
-    ) throws(PinEntryError) -> PinStrengthReport {
-        guard buffer.count > 0 else { throw .tooShort(minimum: 1) }
+    ) throws(PinStrengthError) -> PinStrengthReport {
+        guard buffer.count > 0 else { throw .empty }
         guard buffer.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { throw .characterNotAllowed }
         let digits = Digits(ascii: buffer)
         var flags: PinWeaknesses = []

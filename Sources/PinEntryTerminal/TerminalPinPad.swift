@@ -1,3 +1,4 @@
+import PinEntry
 import SecureCore
 
 #if canImport(Glibc)
@@ -21,7 +22,7 @@ import SecureCore
 ///   a refusal inside a paste is seen too; editing goes on.
 /// - Ctrl-C, Ctrl-Z, Escape, Ctrl-D, `SIGINT`, `SIGTERM`, `SIGQUIT`,
 ///   `SIGHUP` and `SIGTSTP` wipe the input and throw
-///   ``PinEntryError/cancelled(_:)``; end of file or a read error on the
+///   ``PinEntryTerminalError/cancelled(_:)``; end of file or a read error on the
 ///   terminal counts as ``CancellationReason/terminalClosed``.
 /// - Non-digits in a numeric PIN, other control characters, unknown escape
 ///   sequences and ill-formed UTF-8 are refused that way; nothing of them is
@@ -97,10 +98,10 @@ public final class TerminalPinPad {
 
     /// Reads one PIN or password.
     /// - Returns: an immutable copy of what was entered; destroy it when done.
-    /// - Throws: ``PinEntryError/cancelled(_:)``, ``PinEntryError/notATerminal``,
-    ///   ``PinEntryError/terminalFailure(errno:)``, ``PinEntryError/secureMemory(_:)``,
-    ///   ``PinEntryError/randomSourceFailed``.
-    public func readPassword() throws(PinEntryError) -> Password {
+    /// - Throws: ``PinEntryTerminalError/cancelled(_:)``, ``PinEntryTerminalError/notATerminal``,
+    ///   ``PinEntryTerminalError/terminalFailure(errno:)``, ``PinEntryTerminalError/entry(_:)``
+    ///   (the controller's secure memory or random source failed).
+    public func readPassword() throws(PinEntryTerminalError) -> Password {
         guard isatty(input) == 1 else { throw .notATerminal }
         let controller = PinEntryController(
             configuration: PinEntryConfiguration(
@@ -114,7 +115,7 @@ public final class TerminalPinPad {
         defer { session.restore() }
         let screen = TerminalScreen(output: output, options: options)
         defer { screen.finish() }
-        _ = try controller.handle(.appear)
+        do { _ = try controller.handle(.appear) } catch { throw .entry(error) }
         var loop = ReadLoop(input: input, trap: trap, controller: controller, screen: screen)
         defer { loop.decoder.wipe() }
         return try loop.run()
@@ -134,7 +135,7 @@ private struct ReadLoop {
     /// How long a lone Escape waits for the rest of a sequence.
     static let escapeTimeoutMilliseconds: Int32 = 50
 
-    mutating func run() throws(PinEntryError) -> Password {
+    mutating func run() throws(PinEntryTerminalError) -> Password {
         screen.draw(controller, selected: selected)
         while true {
             var fds = [
@@ -171,17 +172,17 @@ private struct ReadLoop {
     }
 
     /// Acts on a key; returns the password once submitted.
-    private mutating func act(on key: TerminalKey) throws(PinEntryError) -> Password? {
+    private mutating func act(on key: TerminalKey) throws(PinEntryTerminalError) -> Password? {
         let effects: [PinEntryEffect]
         switch key {
-        case .character(let scalar): effects = try controller.handle(.typed(scalar))
-        case .backspace: effects = try controller.handle(.deleteBackward)
-        case .enter: effects = try controller.handle(.confirm)
+        case .character(let scalar): effects = try handle(.typed(scalar))
+        case .backspace: effects = try handle(.deleteBackward)
+        case .enter: effects = try handle(.confirm)
         case .space:
             if screen.options.showsKeypad, format.isNumeric, let key = controller.keypad?.key(at: selected) {
-                effects = try controller.handle(.keyPressed(key.id))
+                effects = try handle(.keyPressed(key.id))
             } else {
-                effects = try controller.handle(.typed(" "))
+                effects = try handle(.typed(" "))
             }
         case .interrupt: return try cancel(.interrupted)
         case .suspend: return try cancel(.suspended)
@@ -219,7 +220,12 @@ private struct ReadLoop {
 
     private var format: PinFormat { controller.configuration.format }
 
-    private func cancel(_ reason: CancellationReason) throws(PinEntryError) -> Password {
+    /// Hands an event to the controller; its failures are the entry model's.
+    private func handle(_ event: PinEntryEvent) throws(PinEntryTerminalError) -> [PinEntryEffect] {
+        do { return try controller.handle(event) } catch { throw .entry(error) }
+    }
+
+    private func cancel(_ reason: CancellationReason) throws(PinEntryTerminalError) -> Password {
         _ = try? controller.handle(.cancel)
         throw .cancelled(reason)
     }

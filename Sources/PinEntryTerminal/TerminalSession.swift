@@ -18,8 +18,8 @@ final class TerminalSession {
     private var restored = false
 
     /// Saves the settings and enters raw mode.
-    /// - Throws: ``PinEntryError/notATerminal``, ``PinEntryError/terminalFailure(errno:)``.
-    init(descriptor: Int32) throws(PinEntryError) {
+    /// - Throws: ``PinEntryTerminalError/notATerminal``, ``PinEntryTerminalError/terminalFailure(errno:)``.
+    init(descriptor: Int32) throws(PinEntryTerminalError) {
         guard isatty(descriptor) == 1 else { throw .notATerminal }
         var settings = termios()
         guard tcgetattr(descriptor, &settings) == 0 else { throw .terminalFailure(errno: errno) }

@@ -1,3 +1,4 @@
+import PinEntry
 import Synchronization
 
 #if canImport(Glibc)
@@ -45,9 +46,9 @@ final class SignalTrap {
     private var restored = false
 
     /// Installs the handlers.
-    /// - Throws: ``PinEntryError/terminalFailure(errno:)`` if the pipe or a
+    /// - Throws: ``PinEntryTerminalError/terminalFailure(errno:)`` if the pipe or a
     ///   handler cannot be set up, or another trap is active (`EBUSY`).
-    init() throws(PinEntryError) {
+    init() throws(PinEntryTerminalError) {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw .terminalFailure(errno: errno) }
         for fd in fds {
@@ -66,7 +67,7 @@ final class SignalTrap {
             throw .terminalFailure(errno: EBUSY)
         }
         trappedSignal.store(0, ordering: .sequentiallyConsistent)
-        do throws(PinEntryError) {
+        do throws(PinEntryTerminalError) {
             for signal in Self.caught { try install(signal, handler: recordSignal) }
             try install(SIGPIPE, handler: nil)
             // A process may inherit these signals blocked (a parent's mask
@@ -76,7 +77,7 @@ final class SignalTrap {
             sigemptyset(&unblock)
             for signal in Self.caught { sigaddset(&unblock, signal) }
             let status = pthread_sigmask(SIG_UNBLOCK, &unblock, &savedMask)
-            guard status == 0 else { throw PinEntryError.terminalFailure(errno: status) }
+            guard status == 0 else { throw PinEntryTerminalError.terminalFailure(errno: status) }
             maskSaved = true
         } catch {
             restore()
@@ -109,7 +110,7 @@ final class SignalTrap {
         close(writeDescriptor)
     }
 
-    private func install(_ signal: Int32, handler: (@convention(c) (Int32) -> Void)?) throws(PinEntryError) {
+    private func install(_ signal: Int32, handler: (@convention(c) (Int32) -> Void)?) throws(PinEntryTerminalError) {
         var action = sigaction()
         sigemptyset(&action.sa_mask)
         action.sa_flags = 0  // no SA_RESTART: a blocked call returns EINTR

@@ -1,3 +1,4 @@
+import PinEntry
 import SecureCore
 
 #if canImport(Glibc)
@@ -31,15 +32,15 @@ public struct DescriptorPasswordReader: Sendable {
 
     /// Reads one line.
     /// - Returns: an immutable copy of what was read; destroy it when done.
-    /// - Throws: ``PinEntryError/characterNotAllowed`` (a non-digit for a
-    ///   numeric format, a control character), ``PinEntryError/malformedInput``
-    ///   (ill-formed UTF-8), ``PinEntryError/tooLong(maximum:)``,
-    ///   ``PinEntryError/tooShort(minimum:)``, ``PinEntryError/readFailed(errno:)``,
-    ///   ``PinEntryError/secureMemory(_:)``.
+    /// - Throws: ``PinEntryTerminalError/characterNotAllowed`` (a non-digit for a
+    ///   numeric format, a control character), ``PinEntryTerminalError/malformedInput``
+    ///   (ill-formed UTF-8), ``PinEntryTerminalError/tooLong(maximum:)``,
+    ///   ``PinEntryTerminalError/tooShort(minimum:)``, ``PinEntryTerminalError/readFailed(errno:)``,
+    ///   ``PinEntryTerminalError/secureMemory(_:)``.
     @inline(never)  // one symbol, so the release audit can see its wipes (make audit-wipes)
-    public func readPassword() throws(PinEntryError) -> Password {
+    public func readPassword() throws(PinEntryTerminalError) -> Password {
         let pin: MutablePassword
-        do { pin = try MutablePassword() } catch { throw PinEntryError(error) }
+        do { pin = try MutablePassword() } catch { throw PinEntryTerminalError(error) }
         defer { pin.destroy() }
         var decoder = UTF8StreamDecoder()
         defer { decoder.wipe() }
@@ -63,11 +64,11 @@ public struct DescriptorPasswordReader: Sendable {
             case .scalar(let scalar):
                 guard format.accepts(scalar) else { throw .characterNotAllowed }
                 guard pin.length < policy.maximum else { throw .tooLong(maximum: policy.maximum) }
-                do { try pin.addCharacter(scalar) } catch { throw PinEntryError(error) }
+                do { try pin.addCharacter(scalar) } catch { throw PinEntryTerminalError(error) }
             }
         }
         guard !decoder.isPending else { throw .malformedInput }
         guard pin.length >= policy.minimum else { throw .tooShort(minimum: policy.minimum) }
-        do { return try pin.copyToImmutable() } catch { throw PinEntryError(error) }
+        do { return try pin.copyToImmutable() } catch { throw PinEntryTerminalError(error) }
     }
 }

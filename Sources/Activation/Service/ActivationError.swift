@@ -1,0 +1,133 @@
+import Biometry
+import PowerAuthProtocol
+import SecureCore
+
+/// Errors of the activation client (``ActivationService``, ``ActivationFlows``, the
+/// storage and the configuration). A failure of the protocol layer below arrives
+/// wrapped in ``protocolError(_:)``; a failure of the transport is mapped to
+/// ``network(reason:)``, ``cancelled`` or ``wrongParameter(reason:)``.
+///
+/// None carries secret content: a rejected value is named, never echoed.
+public enum ActivationError: Error, Equatable, Sendable {
+    /// A protocol computation or protocol data failed: a configuration string that does
+    /// not parse, an unknown or unsupported algorithm, an empty PIN, a status blob with a
+    /// state this library does not know, a secure-core failure inside the cryptography.
+    case protocolError(ProtocolError)
+    /// A failure of the secure core in the client's own work (memory, a destroyed key,
+    /// an internal error); failures inside protocol computations are ``protocolError(_:)``.
+    case core(SecureCoreError)
+
+    // MARK: Configuration and local data
+
+    /// A client setting or an argument is invalid: an instance identifier with forbidden
+    /// characters, a bad base URL, an offline component length outside 4 ... 8, a TLS
+    /// strategy the transport cannot use. `reason` names the value, never a secret.
+    case wrongParameter(reason: String)
+    /// The stored activation data is damaged or inconsistent.
+    /// ``ActivationService/cleanupInstanceData(configuration:storage:authenticator:)``
+    /// removes it so a new activation can be created.
+    case invalidActivationData(reason: String)
+    /// The stored activation data was written by a newer format this
+    /// library does not read; nothing was changed.
+    case upgradeSDK(foundVersion: Int)
+    /// There is no activation on this device.
+    case missingActivation
+    /// The operation does not fit the activation's local or server state;
+    /// `reason` says which (for example "an activation already exists").
+    case invalidActivationState(reason: String)
+    /// The storage refused an operation (`errno`), with the step that failed.
+    case storage(operation: String, errno: Int32)
+
+    // MARK: Network and server
+
+    /// The request did not reach the server or no answer came back (no
+    /// connection, time-out, HTTP 5xx). The activation is never removed because of it.
+    case network(reason: String)
+    /// The server rejected the authentication (HTTP 401 with
+    /// `ERR_AUTHENTICATION`): a wrong PIN, a changed activation state or a
+    /// counter out of step. Fetch the status to tell which.
+    case authentication
+    /// The server answered with an error other than an authentication
+    /// failure; `code` is its error code (for example `ERR_ACTIVATION`).
+    case server(statusCode: Int, code: String)
+    /// The server's answer does not follow the protocol (bad JSON, a bad
+    /// signature over the activation data, a status blob that does not open).
+    case invalidResponse(reason: String)
+    /// The credentials were already used for a request the server rejected
+    /// with HTTP 401; sending another request with them could block the
+    /// activation. Ask the user again.
+    case credentialsRejected
+    /// Biometry credentials fetched in advance are past their lifetime, or
+    /// were destroyed.
+    case credentialsExpired
+
+    // MARK: Biometry
+
+    /// The system cannot do biometric authentication now; see the status.
+    case biometryNotAvailable(BiometricSystemStatus)
+    /// The activation has no biometry factor.
+    case biometryNotConfigured
+    /// The enrolled biometry changed and the configuration invalidates the
+    /// factor after a change: the factor was removed locally.
+    case biometryInvalidated
+    /// The biometric match failed.
+    case biometryFailed
+
+    // MARK: Flow
+
+    /// The user or the caller cancelled (a biometric prompt, a cancelled task).
+    case cancelled
+}
+
+extension ActivationError {
+    /// Maps a transport's error: a failure to deliver is ``network(reason:)``, a
+    /// cancelled task ``cancelled``, unusable transport settings ``wrongParameter(reason:)``.
+    /// - Parameter error: the transport's error.
+    public init(_ error: TransportError) {
+        switch error {
+        case .network(let reason): self = .network(reason: reason)
+        case .cancelled: self = .cancelled
+        case .invalidConfiguration(let reason): self = .wrongParameter(reason: reason)
+        }
+    }
+
+    /// Maps an authenticator's error.
+    init(biometry error: BiometryError) {
+        switch error {
+        case .cancelled: self = .cancelled
+        case .failed(let status): self = status == .available ? .biometryFailed : .biometryNotAvailable(status)
+        case .notConfigured: self = .biometryNotConfigured
+        case .secureCore(let core): self = .core(core)
+        }
+    }
+}
+
+/// Runs protocol code and wraps its error in ``ActivationError/protocolError(_:)``.
+@inline(__always)
+func protocolStep<R>(_ body: () throws(ProtocolError) -> R) throws(ActivationError) -> R {
+    do throws(ProtocolError) {
+        return try body()
+    } catch {
+        throw .protocolError(error)
+    }
+}
+
+/// Runs a secure-core operation of the client's own and lifts its error into
+/// ``ActivationError/core(_:)``.
+@inline(__always)
+func coreStep<R>(_ body: () throws(SecureCoreError) -> R) throws(ActivationError) -> R {
+    do throws(SecureCoreError) {
+        return try body()
+    } catch {
+        throw .core(error)
+    }
+}
+
+/// Maps an authenticator's error into ``ActivationError``.
+func mapBiometry<R>(_ body: () throws(BiometryError) -> R) throws(ActivationError) -> R {
+    do throws(BiometryError) {
+        return try body()
+    } catch {
+        throw ActivationError(biometry: error)
+    }
+}

@@ -1,0 +1,41 @@
+import PinEntry
+import PinStrength
+import SecureCore
+
+/// Errors raised by the terminal driver: the terminal pad, the descriptor
+/// reader and ``PinCheck``. None of them carries secret content: a rejected
+/// character, for instance, is reported without its value.
+public enum PinEntryTerminalError: Error, Equatable, Sendable {
+    /// The entry was cancelled by the user or the system; nothing was kept.
+    case cancelled(CancellationReason)
+    /// A character the format does not allow, for example a letter in a
+    /// numeric PIN. The input was not stored.
+    case characterNotAllowed
+    /// The input is longer than the format allows; the input was not stored.
+    case tooLong(maximum: Int)
+    /// The input is shorter than the format requires.
+    case tooShort(minimum: Int)
+    /// Bytes that are not well-formed UTF-8 (from a descriptor); nothing was kept.
+    case malformedInput
+    /// The descriptor given for terminal entry is not a terminal.
+    case notATerminal
+    /// A terminal call (`tcgetattr`, `tcsetattr`, `poll`, signal set-up)
+    /// failed with this `errno`.
+    case terminalFailure(errno: Int32)
+    /// Reading a descriptor failed with this `errno`; nothing was kept.
+    case readFailed(errno: Int32)
+    /// Secure memory failed under the descriptor reader's password; the
+    /// wrapped SecureCore error says why.
+    case secureMemory(SecureCoreError)
+    /// The entry model under the terminal pad failed: its password could not
+    /// be created or edited (``PinEntryError/secureMemory(_:)``), or its
+    /// keypad could not be shuffled (``PinEntryError/randomSourceFailed``).
+    case entry(PinEntryError)
+    /// The strength rules failed while ``PinCheck`` judged what was read.
+    case strength(PinStrengthError)
+}
+
+extension PinEntryTerminalError {
+    /// Wraps a SecureCore error (the one place that mapping happens).
+    init(_ error: SecureCoreError) { self = .secureMemory(error) }
+}

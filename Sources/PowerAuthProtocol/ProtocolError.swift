@@ -1,0 +1,93 @@
+import SecureCore
+
+/// Errors of the PowerAuth protocol layer, shared by the client and the server: the
+/// cryptography, the wire data, the authorization header, the status blob and the
+/// configuration string. A client sees them wrapped in its own error type; the
+/// server in ``ProtocolError`` carried by its own.
+///
+/// None carries secret content: a rejected field is named, and echoed input is public
+/// protocol text, shortened to at most 64 characters.
+public enum ProtocolError: Error, Equatable, Sendable {
+    /// A field that must be canonical Base64 (padded, no whitespace, no
+    /// stray bits) is not; `field` names it.
+    case malformedBase64(field: String)
+    /// A field has the wrong number of bytes.
+    case invalidLength(field: String, expected: Int, actual: Int)
+    /// A key that is not a valid P-256 key (off the curve, wrong encoding,
+    /// scalar out of range); `field` names which one.
+    case invalidKey(field: String)
+    /// An authentication-code type (`pa_signature_type`) that is not one of
+    /// the six PowerAuth factor sets.
+    case unknownFactorSet(String)
+    /// A factor key the requested factor set needs was not supplied.
+    case missingFactorKey(Factor)
+    /// A decimal component length outside 4 ... 8.
+    case invalidComponentLength(Int)
+    /// An authentication code whose shape does not match its format and factor set.
+    case malformedAuthenticationCode
+    /// A look-ahead window outside 1 ... 255 (the status blob's byte range).
+    case invalidLookAhead(Int)
+    /// An `X-PowerAuth-Authorization` value that does not follow the grammar;
+    /// `reason` says where it broke.
+    case malformedHeader(reason: String)
+    /// A required header parameter is absent.
+    case missingHeaderField(String)
+    /// A header parameter appears twice.
+    case duplicateHeaderField(String)
+    /// A header parameter this implementation does not define.
+    case unknownHeaderField(String)
+    /// An activation identifier that is empty, too long, or not made of
+    /// letters, digits and dashes.
+    case invalidActivationId
+    /// A protocol version (`pa_version`) other than 3.0 ... 3.3.
+    case unsupportedProtocolVersion(String)
+    /// An HTTP method that is not a token of letters.
+    case invalidHTTPMethod(String)
+    /// An algorithm name that PowerAuth does not define.
+    case unknownAlgorithm(String)
+    /// A PowerAuth algorithm that needs primitives this implementation lacks;
+    /// `missing` says which. Never silently replaced by another algorithm.
+    case unsupportedAlgorithm(name: String, missing: String)
+    /// A status blob whose first four bytes are not the V3 magic `DE C0 DE D1`
+    /// (also the usual result of decrypting with a wrong key).
+    case invalidStatusBlobMagic
+    /// A status blob whose state byte is not 1 ... 5.
+    case unknownActivationState(UInt8)
+    /// Argon2id parameters outside the accepted bounds (memory 8 KiB ... 1 GiB,
+    /// iterations 1 ... 32).
+    case invalidKDFParameters(memoryKiB: UInt32, iterations: UInt32)
+    /// An empty PIN was given for the knowledge factor.
+    case emptyPIN
+    /// A configuration string, or a key that goes into one, is invalid (malformed
+    /// Base64, a version this library does not read, truncated, trailing bytes, a key
+    /// of the wrong size). `reason` names the value, never a secret.
+    case invalidConfiguration(reason: String)
+    /// A message body does not follow the API: it cannot be encoded, is too large,
+    /// or is not the expected JSON. `reason` says which.
+    case malformedMessage(reason: String)
+    /// A failure of the secure core inside a protocol computation (memory, a
+    /// destroyed key, an internal error).
+    case core(SecureCoreError)
+}
+
+extension ProtocolError {
+    /// Echoed text, shortened so an error never carries a large input.
+    static func echo(_ text: some StringProtocol) -> String {
+        text.count <= 64 ? String(text) : String(text.prefix(61)) + "..."
+    }
+
+    /// Maps a secure-core error; an invalid key is attributed to `keyField`.
+    init(_ error: SecureCoreError, keyField: String) {
+        self = error == .invalidKey ? .invalidKey(field: keyField) : .core(error)
+    }
+}
+
+/// Runs a secure-core operation and lifts its error into ``ProtocolError``.
+@inline(__always)
+package func lift<R>(keyField: String = "key", _ body: () throws(SecureCoreError) -> R) throws(ProtocolError) -> R {
+    do throws(SecureCoreError) {
+        return try body()
+    } catch {
+        throw ProtocolError(error, keyField: keyField)
+    }
+}
