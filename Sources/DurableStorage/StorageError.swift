@@ -46,3 +46,34 @@ package enum StorageError: Error, Equatable, Sendable {
     /// Whether a system call failed because a name does not exist (`ENOENT`).
     package var isMissing: Bool { errno == ENOENT }
 }
+
+/// An error type that a ``StorageError`` becomes: each module that stores files (the vault, the
+/// activation store) names the case of its own error that stands for each kind of failure.
+package protocol StorageErrorConvertible: Error {
+    /// A system call failed, with the step and its `errno`.
+    static func storageFailed(operation: String, errno: Int32) -> Self
+    /// A file is not what this module writes: larger than its limit, changed while it was
+    /// read, or not a regular file.
+    static func storageDamaged(reason: String) -> Self
+    /// A directory was refused as private storage, and left as it was.
+    static func storageRefused(reason: String) -> Self
+}
+
+extension StorageErrorConvertible {
+    /// `failure` as this error.
+    package init(_ failure: StorageError) {
+        switch failure {
+        case .system(let operation, let errno), .notDurable(let operation, let errno):
+            self = .storageFailed(operation: operation, errno: errno)
+        case .tooLarge(let name, _, _): self = .storageDamaged(reason: "\(name) is larger than any valid file")
+        case .changedWhileRead(let name): self = .storageDamaged(reason: "\(name) changed while it was read")
+        case .notARegularFile(let name): self = .storageDamaged(reason: "\(name) is not a regular file")
+        case .unsuitableDirectory(let reason): self = .storageRefused(reason: reason)
+        }
+    }
+
+    /// Runs a storage step, its failure as this error.
+    package static func converting<R>(_ body: () throws(StorageError) -> R) throws(Self) -> R {
+        do throws(StorageError) { return try body() } catch { throw Self(error) }
+    }
+}

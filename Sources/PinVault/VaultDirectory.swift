@@ -194,22 +194,15 @@ public struct VaultDestruction: Sendable, Equatable {
     public var directory: String
 }
 
-extension VaultError {
-    /// The vault's error for a storage failure: a file too large, changed while it was
-    /// read or not a regular file is damaged; a failed system call is ``io(operation:errno:)``.
-    init(_ failure: StorageError) {
-        switch failure {
-        case .system(let operation, let errno), .notDurable(let operation, let errno):
-            self = .io(operation: operation, errno: errno)
-        case .tooLarge(let name, _, _): self = .damaged(reason: "\(name) is larger than any valid file")
-        case .changedWhileRead(let name): self = .damaged(reason: "\(name) changed while it was read")
-        case .notARegularFile(let name): self = .damaged(reason: "\(name) is not a regular file")
-        case .unsuitableDirectory(let reason): self = .unsuitableDirectory(reason: reason)
-        }
+/// A failed system call is ``VaultError/io(operation:errno:)``, a file that is not what the
+/// vault writes is ``VaultError/damaged(reason:)``.
+extension VaultError: StorageErrorConvertible {
+    package static func storageFailed(operation: String, errno: Int32) -> VaultError {
+        .io(operation: operation, errno: errno)
     }
+    package static func storageDamaged(reason: String) -> VaultError { .damaged(reason: reason) }
+    package static func storageRefused(reason: String) -> VaultError { .unsuitableDirectory(reason: reason) }
 }
 
 /// Runs a storage step, its failure as a ``VaultError``.
-func storage<R>(_ body: () throws(StorageError) -> R) throws(VaultError) -> R {
-    do throws(StorageError) { return try body() } catch { throw VaultError(error) }
-}
+func storage<R>(_ body: () throws(StorageError) -> R) throws(VaultError) -> R { try VaultError.converting(body) }

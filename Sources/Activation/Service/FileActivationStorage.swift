@@ -101,22 +101,17 @@ public struct FileActivationStorage: DeviceActivationStorage {
 
     /// Runs a storage step, its failure as an ``ActivationError``.
     private func storage<R>(_ body: () throws(StorageError) -> R) throws(ActivationError) -> R {
-        do throws(StorageError) { return try body() } catch { throw ActivationError(error) }
+        try ActivationError.converting(body)
     }
 }
 
-extension ActivationError {
-    /// The activation store's error for a storage failure: a blob too large,
-    /// changed while it was read or not a regular file is damaged data; a
-    /// refused directory is a wrong parameter.
-    init(_ failure: StorageError) {
-        switch failure {
-        case .system(let operation, let errno), .notDurable(let operation, let errno):
-            self = .storage(operation: operation, errno: errno)
-        case .tooLarge(let name, _, _): self = .invalidActivationData(reason: "\(name) is larger than any valid blob")
-        case .changedWhileRead(let name): self = .invalidActivationData(reason: "\(name) changed while it was read")
-        case .notARegularFile(let name): self = .invalidActivationData(reason: "\(name) is not a regular file")
-        case .unsuitableDirectory(let reason): self = .wrongParameter(reason: reason)
-        }
+/// A failed system call is ``ActivationError/storage(operation:errno:)``, a blob that is not
+/// what the store writes is ``ActivationError/invalidActivationData(reason:)``, and a refused
+/// directory is ``ActivationError/wrongParameter(reason:)``.
+extension ActivationError: StorageErrorConvertible {
+    package static func storageFailed(operation: String, errno: Int32) -> ActivationError {
+        .storage(operation: operation, errno: errno)
     }
+    package static func storageDamaged(reason: String) -> ActivationError { .invalidActivationData(reason: reason) }
+    package static func storageRefused(reason: String) -> ActivationError { .wrongParameter(reason: reason) }
 }
