@@ -29,7 +29,7 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 
 # Debian packages the build and the tests need.
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
-                libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl
+                libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl jq
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit audit-quick \
