@@ -51,6 +51,12 @@ extern "C" {
 #define SPC_KNOWLEDGE_MEMORY_MAX_KIB 1048576   /* 1 GiB: caps a stored parameter */
 #define SPC_KNOWLEDGE_ITERATIONS_MAX 32
 #define SPC_HMAC_KEY_PARTS_MAX 8      /* secret parts of one spc_hmac_sha256_derive key */
+#define SPC_X963_MAX 1024             /* largest output of spc_kdf_x963_sha256   */
+#define SPC_ECIES_ENVELOPE_KEY_BYTES 48 /* KEY_ENC || KEY_MAC || KEY_IV, 16 each */
+#define SPC_ECIES_NONCE_BYTES 16
+#define SPC_ECIES_MAC_BYTES 32
+/* AES-128-CBC-PKCS7 always adds 1 ... 16 bytes: the ciphertext size of n plaintext bytes. */
+#define SPC_ECIES_CIPHERTEXT_BYTES(n) (((n) / 16 + 1) * 16)
 
 /**
  * Encrypt one 16-byte block with AES-128 (ECB, a single block: the PowerAuth
@@ -237,6 +243,98 @@ SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_unwrap(spc_password *p
                                                                  uint32_t memory_kib, uint32_t iterations,
                                                                  const uint8_t wrapped[SPC_FACTOR_KEY_BYTES],
                                                                  spc_buffer *key);
+
+/* ------------------------------------------------------------------------ */
+/* ECIES as PowerAuth V3.0 ... V3.3 defines it. The version rules (what goes  */
+/* into SH1 and SH2, when there is a nonce) are the caller's: these functions */
+/* take SH1, SH2 and the nonce as bytes.                                      */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * ANSI X9.63 KDF with SHA-256: SHA256(secret || u32be(i) || info) for
+ * i = 1, 2, ..., concatenated and cut to the size of `out` (1 ...
+ * SPC_X963_MAX bytes). `secret` is a buffer of any size, `info` public (NULL
+ * when `info_len` is 0).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (NULL secret, `out` is `secret`, size of
+ *          `out`, NULL info with a length); SPC_E_NOMEM or SPC_E_FORKED;
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the hash state and each block are wiped; the result is written
+ *           into `out` only.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4) int spc_kdf_x963_sha256(spc_buffer *secret, const uint8_t *info, size_t info_len,
+                                                      spc_buffer *out);
+
+/**
+ * The client's envelope key for a request: a fresh ephemeral P-256 key pair,
+ * Z = the ECDH x-coordinate with `server_pub` (SEC1, 33 or 65 bytes, fully
+ * validated), KEY_SECRET = X9.63-SHA256(Z, sh1 || eph_pub, 48) into the
+ * buffer `envelope` of SPC_ECIES_ENVELOPE_KEY_BYTES. `eph_pub` receives the
+ * ephemeral public key, compressed (33 bytes, as the mobile SDK sends it):
+ * exactly the bytes that entered the KDF, to be sent as they are.
+ * Returns: SPC_OK; SPC_E_KEY (invalid server key); SPC_E_ARGUMENT (size of
+ *          `envelope`, NULL sh1 with a length); SPC_E_NOMEM or SPC_E_FORKED;
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the ephemeral private key and Z live in secure buffers of the
+ *           core, freed (wiped) before return.
+ */
+SPC_MUST_CHECK SPC_NONNULL(5, 6) int spc_ecies_envelope_from_public(const uint8_t *server_pub, size_t pub_len,
+                                                                    const uint8_t *sh1, size_t sh1_len,
+                                                                    spc_buffer *envelope,
+                                                                    uint8_t eph_pub[SPC_P256_COMPRESSED_BYTES]);
+
+/**
+ * The server's envelope key for a received request: Z = ECDH(priv,
+ * eph_pub), KEY_SECRET = X9.63-SHA256(Z, sh1 || eph_pub, 48) into `envelope`
+ * (SPC_ECIES_ENVELOPE_KEY_BYTES). `eph_pub` is used exactly as received (33
+ * or 65 bytes), never re-encoded. `priv` as for spc_p256_ecdh.
+ * Returns: SPC_OK; SPC_E_KEY (invalid private or ephemeral key);
+ *          SPC_E_ARGUMENT; SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO;
+ *          SPC_E_INIT.
+ * Security: Z lives in a secure buffer freed (wiped) before return.
+ */
+SPC_MUST_CHECK SPC_NONNULL(6) int spc_ecies_envelope_from_private(spc_buffer *priv, const uint8_t *eph_pub,
+                                                                  size_t eph_len, const uint8_t *sh1, size_t sh1_len,
+                                                                  spc_buffer *envelope);
+
+/**
+ * Encrypt one ECIES message (request or response) under the envelope key:
+ * IV = 16 zero bytes when `nonce` is NULL (V3.0), fold(HMAC(KEY_IV, nonce))
+ * otherwise (SPC_ECIES_NONCE_BYTES); out = AES-128-CBC-PKCS7(KEY_ENC, IV,
+ * plain); mac = HMAC-SHA256(KEY_MAC, out || sh2). `plain` is a buffer, or
+ * NULL for an empty plaintext; `out_len` must be
+ * SPC_ECIES_CIPHERTEXT_BYTES(size of plain).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes, `plain` is `envelope`, NULL sh2
+ *          with a length); SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO;
+ *          SPC_E_INIT.
+ * Security: the plaintext goes from its buffer to the cipher; only the
+ *           padded last block is copied, into a stack local wiped before
+ *           return. Never use one envelope key for two requests.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 6, 8) int spc_ecies_encrypt(spc_buffer *envelope, const uint8_t *nonce,
+                                                          spc_buffer *plain, const uint8_t *sh2, size_t sh2_len,
+                                                          uint8_t *out, size_t out_len,
+                                                          uint8_t mac[SPC_ECIES_MAC_BYTES]);
+
+/**
+ * Verify and decrypt one ECIES message: the MAC over in || sh2 is checked
+ * first (constant time), then the data decrypted with the IV as in
+ * spc_ecies_encrypt and the PKCS#7 padding removed. `len` is a positive
+ * multiple of 16; `plain` a buffer of exactly `len` bytes: the plaintext is
+ * its first `*plain_len` bytes, the rest is zero.
+ * Returns: SPC_OK; SPC_E_AEAD_AUTH (wrong MAC, or a MAC that verifies over
+ *          invalid padding: nothing is decrypted into `plain`, or it is
+ *          cleared); SPC_E_ARGUMENT; SPC_E_NOMEM or SPC_E_FORKED;
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: encrypt-then-MAC: no byte is decrypted before the MAC verifies,
+ *           so the padding check is no oracle; the padding is nevertheless
+ *           checked without branching on its bytes. The verdict and the
+ *           plaintext length are the only values derived from the secrets
+ *           that are revealed.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 3, 7, 8, 9) int spc_ecies_decrypt(spc_buffer *envelope, const uint8_t *nonce,
+                                                                const uint8_t *in, size_t len, const uint8_t *sh2,
+                                                                size_t sh2_len, const uint8_t mac[SPC_ECIES_MAC_BYTES],
+                                                                spc_buffer *plain, size_t *plain_len);
 
 #ifdef __cplusplus
 }
