@@ -165,7 +165,7 @@ LLVM_PROFDATA    := $(TOOLCHAIN_BIN)llvm-profdata
 LLVM_COV         := $(TOOLCHAIN_BIN)llvm-cov
 COVERAGE_MIN     ?= 95
 SLOC_BUDGET      ?= 1500
-PROTO_SLOC_BUDGET ?= 600
+PROTO_SLOC_BUDGET ?= 720
 # protocol.c on its own: what stays uncovered is mostly libcrypto's and libsodium's internal-failure
 # handling, which no test can provoke without a fault seam in OpenSSL.
 PROTO_COVERAGE_MIN ?= 93
