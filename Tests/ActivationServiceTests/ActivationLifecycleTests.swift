@@ -141,7 +141,7 @@ struct ActivationLifecycleTests {
         ).requestObject
         #expect(sent.activationCode == prepared.activationCode)
         #expect(Base64.decode(sent.devicePublicKey)?.count == 33)
-        let record = try #require(try h.server.activationDetail(try #require(await service.activationIdentifier())))
+        let record = try h.server.activationDetail(try #require(await service.activationIdentifier()))
         #expect(record.state == .pendingCommit)
     }
 
