@@ -307,7 +307,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 SWIFTC             ?= swiftc
 FUZZ_C_TARGETS     := utf8_password
 FUZZ_SWIFT_TARGETS := vault_file status_blob authorization_header algorithm_name configuration_string \
-                      server_request
+                      activation_code server_request
 FUZZ_TARGETS       := $(FUZZ_C_TARGETS) $(FUZZ_SWIFT_TARGETS)
 FUZZ_CFLAGS        := -std=c11 -Wall -Wextra -Werror -g -O1 -ICSecureCore/include -ICSecureCore
 FUZZ_SWIFTFLAGS    := -parse-as-library -sanitize=fuzzer,address -Onone -gline-tables-only -package-name SecurePIN \
@@ -328,6 +328,7 @@ FUZZ_MODULES_status_blob          := SecureCore PowerAuthProtocol
 FUZZ_MODULES_authorization_header := SecureCore PowerAuthProtocol
 FUZZ_MODULES_algorithm_name       := SecureCore PowerAuthProtocol
 FUZZ_MODULES_configuration_string := SecureCore PowerAuthProtocol
+FUZZ_MODULES_activation_code      := SecureCore PowerAuthProtocol
 FUZZ_MODULES_server_request       := SecureCore PowerAuthProtocol ActivationServer
 
 $(FUZZ_DIR)/module.modulemap: Makefile

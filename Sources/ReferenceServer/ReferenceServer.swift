@@ -195,7 +195,8 @@ struct Router: Sendable {
                 let prepared = try server.initActivation(userId: body.userId)
                 return try Self.ok(
                     InitActivationResponse(
-                        activationId: prepared.activationId, activationCode: prepared.activationCode))
+                        activationId: prepared.activationId, activationCode: prepared.activationCode,
+                        activationSignature: prepared.activationSignature))
             case BackOfficeAPI.commitActivation:
                 try server.commitActivation(try Self.decode(request, BackOfficeActivationRequest.self).activationId)
                 return try Self.ok(EmptyMessage())
