@@ -42,7 +42,7 @@ public final class ActivationServer: Sendable {
     // MARK: - Back office
 
     /// Prepares an activation for a user: a fresh server key pair, counter,
-    /// identifier and activation code. State ``ProtocolActivationState/created``.
+    /// identifier and activation code. State `PowerAuthProtocol.ProtocolActivationState.created`.
     /// - Parameter userId: the user.
     /// - Returns: the identifier and the code to hand to the device.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``, the store's errors.
@@ -96,7 +96,7 @@ public final class ActivationServer: Sendable {
         }
     }
 
-    /// Removes an activation for good (the record stays, in ``ProtocolActivationState/removed``).
+    /// Removes an activation for good (the record stays, in `PowerAuthProtocol.ProtocolActivationState.removed`).
     /// - Parameter activationId: the identifier.
     /// - Throws: ``ActivationServerError/activationNotFound``.
     public func removeActivation(_ activationId: String) throws(ActivationServerError) {
