@@ -29,7 +29,7 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 
 # Debian packages the build and the tests need.
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
-                libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl groff-base
+                libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl jq groff-base
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit audit-quick \
@@ -200,7 +200,7 @@ LLVM_PROFDATA    := $(TOOLCHAIN_BIN)llvm-profdata
 LLVM_COV         := $(TOOLCHAIN_BIN)llvm-cov
 COVERAGE_MIN     ?= 95
 SLOC_BUDGET      ?= 1500
-PROTO_SLOC_BUDGET ?= 600
+PROTO_SLOC_BUDGET ?= 720
 # protocol.c on its own: what stays uncovered is mostly libcrypto's and libsodium's internal-failure
 # handling, which no test can provoke without a fault seam in OpenSSL.
 PROTO_COVERAGE_MIN ?= 93

@@ -65,6 +65,9 @@ public enum ProtocolError: Error, Equatable, Sendable {
     /// A message body does not follow the API: it cannot be encoded, is too large,
     /// or is not the expected JSON. `reason` says which.
     case malformedMessage(reason: String)
+    /// A failure of PowerAuth's end-to-end encryption (``ECIESEncryptor``,
+    /// ``ECIESDecryptor``, ``ECIESEnvelope``), which throw ``ECIESError`` directly.
+    case ecies(ECIESError)
     /// A failure of the secure core inside a protocol computation (memory, a
     /// destroyed key, an internal error).
     case core(SecureCoreError)

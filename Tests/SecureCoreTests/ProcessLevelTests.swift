@@ -181,7 +181,15 @@ struct ProcessLevelTests {
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: dir) }
             executable = dir.appendingPathComponent("spc-test-helper").path
-            try FileManager.default.copyItem(atPath: source, toPath: executable)
+            // Copied by another process: if this process held the copy open for writing, a fork by a
+            // test running in parallel could inherit that descriptor and make the exec fail with
+            // "Text file busy" until the child execs.
+            let copy = Process()
+            copy.executableURL = URL(fileURLWithPath: "/bin/cp")
+            copy.arguments = [source, executable]
+            try copy.run()
+            copy.waitUntilExit()
+            #expect(copy.terminationStatus == 0, "cp of the helper failed")
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path)
             wrapper = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + wrapper
             let helper = try Helper(["many", "1000"], executable: executable, wrapper: wrapper)
