@@ -14,8 +14,8 @@ import Testing
 @Suite("Operating the reference server: metrics, access log, readiness")
 struct OperationsTests {
     static let token = "op-token-0123456789abcdef0123456789abcdef"
-    static let pin = "730185"
-    static let wrongPin = "268413"
+    static let rightPIN = "730185"
+    static let wrongPIN = "268413"
 
     /// Every line of the file, parsed as a JSON object.
     static func lines(_ path: String) throws -> [(text: String, object: [String: Any])] {
@@ -36,12 +36,12 @@ struct OperationsTests {
         defer { s.server.stop() }
         let device = try s.device()
         let prepared = try await s.backOffice.initActivation(userId: "alice")
-        let id = try await device.activate(code: prepared.activationCode, pin: Self.pin)
+        let id = try await device.activate(code: prepared.activationCode, pin: Self.rightPIN)
         try await s.backOffice.commit(id)
-        try await device.service.validatePassword(try pin(Self.pin))
+        try await device.service.validatePassword(try pin(Self.rightPIN))
         for _ in 1...2 {
             #expect(
-                await failure { try await device.service.validatePassword(try pin(Self.wrongPin)) } == .authentication)
+                await failure { try await device.service.validatePassword(try pin(Self.wrongPIN)) } == .authentication)
         }
         _ = try await device.service.fetchActivationStatus()
         let (status, _) = try await s.rawClient().send(
@@ -51,7 +51,7 @@ struct OperationsTests {
 
         let configuration = s.server.activationServer.configuration
         let secrets: [String] = [
-            Self.pin, Self.wrongPin, Self.token, prepared.activationCode,
+            Self.rightPIN, Self.wrongPIN, Self.token, prepared.activationCode,
             prepared.activationCode.replacingOccurrences(of: "-", with: ""),
             try s.server.configurationString(),
             Base64.encode(configuration.applicationKey), Base64.encode(configuration.applicationSecret),
@@ -84,11 +84,11 @@ struct OperationsTests {
     func metrics() async throws {
         let s = try InProcessServer(adminToken: try AdminToken.copying(Self.token), metricsPort: 0)
         defer { s.server.stop() }
-        let (device, _) = try await s.activeDevice(pin: Self.pin)
-        try await device.service.validatePassword(try pin(Self.pin))
+        let (device, _) = try await s.activeDevice(pin: Self.rightPIN)
+        try await device.service.validatePassword(try pin(Self.rightPIN))
         for _ in 1...5 {
             #expect(
-                await failure { try await device.service.validatePassword(try pin(Self.wrongPin)) } == .authentication)
+                await failure { try await device.service.validatePassword(try pin(Self.wrongPIN)) } == .authentication)
         }
         let client = try s.rawClient()
         #expect(try await client.send(method: "GET", path: "/metrics").status == 401)
