@@ -232,6 +232,13 @@ let testing: [Target] = [
     .testTarget(
         name: "HTTPClientTests",
         dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
+    // The code of the DocC articles: each article's snippets compile and run here.
+    .testTarget(
+        name: "DocSnippetTests",
+        dependencies: [
+            "SecureCore", "PinVault", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol",
+            "Activation", "ActivationServer",
+        ]),
     .testTarget(
         name: "ReferenceServerTests",
         dependencies: [

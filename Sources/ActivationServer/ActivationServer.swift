@@ -43,7 +43,7 @@ public final class ActivationServer: Sendable {
 
     /// Prepares an activation for a user: a fresh server key pair, counter,
     /// identifier and activation code (signed by the master key, as upstream's
-    /// `initActivation`). State ``ProtocolActivationState/created``.
+    /// `initActivation`). State `PowerAuthProtocol.ProtocolActivationState.created`.
     /// - Parameter userId: the user.
     /// - Returns: the identifier and the code to hand to the device.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``, the store's errors.
@@ -99,7 +99,7 @@ public final class ActivationServer: Sendable {
         }
     }
 
-    /// Removes an activation for good (the record stays, in ``ProtocolActivationState/removed``).
+    /// Removes an activation for good (the record stays, in `PowerAuthProtocol.ProtocolActivationState.removed`).
     /// - Parameter activationId: the identifier.
     /// - Throws: ``ActivationServerError/activationNotFound``.
     public func removeActivation(_ activationId: String) throws(ActivationServerError) {

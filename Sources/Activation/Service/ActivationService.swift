@@ -6,7 +6,7 @@ import SecureCore
 /// The client side of an activation: the module's one entry type. It creates
 /// an activation (device keys, key agreement with the server, factor keys
 /// stored: the knowledge key wrapped under the PIN, the biometry key behind
-/// the ``Biometry/BiometricAuthenticator``), signs requests, fetches the
+/// the `Biometry.BiometricAuthenticator`), signs requests, fetches the
 /// status, changes the PIN in two steps and adds or removes the biometry
 /// factor. Calls are serialised by the actor; the counter moves and is
 /// stored before any signed request leaves.
@@ -157,8 +157,8 @@ public actor ActivationService {
     /// - Returns: the identifier and the fingerprint to show while the commit is pending.
     /// - Throws: ``ActivationError/invalidActivationState(reason:)`` when an activation
     ///   exists, ``ActivationError/protocolError(_:)`` with
-    ///   ``PowerAuthProtocol/ProtocolError/emptyPIN`` for an empty PIN or
-    ///   ``PowerAuthProtocol/ProtocolError/invalidActivationCode(_:)`` for a mistyped code or a
+    ///   `PowerAuthProtocol.ProtocolError.emptyPIN` for an empty PIN or
+    ///   `PowerAuthProtocol.ProtocolError.invalidActivationCode(_:)` for a mistyped code or a
     ///   signature that does not verify,
     ///   ``ActivationError/biometryNotAvailable(_:)``, the network and server errors,
     ///   ``ActivationError/invalidResponse(reason:)``, ``ActivationError/storage(operation:errno:)``,
