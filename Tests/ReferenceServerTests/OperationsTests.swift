@@ -161,8 +161,9 @@ struct OperationsTests {
     func readyFileAndLogRotation() async throws {
         let directory = try temporaryDirectory()
         let tokenFile = directory + "/admin.token"
-        FileManager.default.createFile(
-            atPath: tokenFile, contents: Data(Self.token.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(
+            FileManager.default.createFile(
+                atPath: tokenFile, contents: Data(Self.token.utf8), attributes: [.posixPermissions: 0o600]))
         let ready = directory + "/ready"
         let log = directory + "/access.log"
         let child = try ReferenceServerProcess(
