@@ -317,12 +317,13 @@ FUZZ_LINK           = $(if $(shell command -v ld.lld 2>/dev/null),-use-ld=lld) $
 SECURECORE_SWIFT   := $(shell find Sources/SecureCore -name '*.swift')
 PROTOCOL_SWIFT     := $(shell find Sources/PowerAuthProtocol -name '*.swift')
 PINVAULT_SWIFT     := $(shell find Sources/PinVault -name '*.swift')
+DURABLESTORAGE_SWIFT := $(shell find Sources/DurableStorage -name '*.swift')
 BIOMETRY_SWIFT     := $(shell find Sources/Biometry -name '*.swift')
 FUZZ_CORE_OBJS     := $(patsubst CSecureCore/%.c,$(FUZZ_DIR)/core/%.o,$(CORE_SRCS))
 FUZZ_PROTO_OBJS    := $(patsubst CProtocolCrypto/%.c,$(FUZZ_DIR)/protocol/%.o,$(PROTO_SRCS))
 # The Swift target each fuzzer's entry point lives in, and the module objects it links.
 fuzz_swift_file     = Tests/Fuzz/$(subst $(eval) ,,$(foreach w,$(subst _, ,$(1)),$(shell echo $(w) | sed 's/./\U&/')))Fuzz.swift
-FUZZ_MODULES_vault_file           := SecureCore Biometry PinVault
+FUZZ_MODULES_vault_file           := SecureCore Biometry DurableStorage PinVault
 FUZZ_MODULES_status_blob          := SecureCore PowerAuthProtocol
 FUZZ_MODULES_authorization_header := SecureCore PowerAuthProtocol
 FUZZ_MODULES_algorithm_name       := SecureCore PowerAuthProtocol
@@ -362,8 +363,14 @@ $(FUZZ_DIR)/ActivationServer.o: $(ACTIVATIONSERVER_SWIFT) $(FUZZ_DIR)/PowerAuthP
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name ActivationServer -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/ActivationServer.swiftmodule $(ACTIVATIONSERVER_SWIFT) -o $@
 
+# The vault's files go through the storage module, which imports no other module.
+$(FUZZ_DIR)/DurableStorage.o: $(DURABLESTORAGE_SWIFT)
+	@mkdir -p $(FUZZ_DIR)
+	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name DurableStorage -wmo -c -emit-module \
+	  -emit-module-path $(FUZZ_DIR)/DurableStorage.swiftmodule $(DURABLESTORAGE_SWIFT) -o $@
+
 # -enable-testing: the vault reader is internal to PinVault; the target uses @testable import.
-$(FUZZ_DIR)/PinVault.o: $(PINVAULT_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o
+$(FUZZ_DIR)/PinVault.o: $(PINVAULT_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o $(FUZZ_DIR)/DurableStorage.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -enable-testing -module-name PinVault -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/PinVault.swiftmodule $(PINVAULT_SWIFT) -o $@
 

@@ -61,6 +61,13 @@ let core: [Target] = [
         dependencies: ["CSecureCore", "CProtocolCrypto"]),
 ]
 
+/// Plain POSIX durability, holding no secret: private directories, bounded reads, atomic
+/// replacement, overwrite in place, advisory locks. The vault and the activation store build on it.
+let storage: [Target] = [
+    .target(
+        name: "DurableStorage")
+]
+
 /// On the device: biometry, the PIN vault, and PIN entry in three modules: the strength rules,
 /// the entry model a UI drives, and the terminal driver.
 let device: [Target] = [
@@ -69,7 +76,7 @@ let device: [Target] = [
         dependencies: ["SecureCore"]),
     .target(
         name: "PinVault",
-        dependencies: ["SecureCore", "Biometry"]),
+        dependencies: ["SecureCore", "Biometry", "DurableStorage"]),
     // The strength rules: pure functions of a PIN or password in secure memory.
     .target(
         name: "PinStrength",
@@ -96,7 +103,7 @@ let powerAuth: [Target] = [
     // The client: the activation service, its flows, local storage and configuration.
     .target(
         name: "Activation",
-        dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry"]),
+        dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry", "DurableStorage"]),
     // The server's protocol logic; it never sees the client or the vault.
     .target(
         name: "ActivationServer",
@@ -186,8 +193,11 @@ let testing: [Target] = [
         name: "SecureCoreTests",
         dependencies: ["SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
+        name: "DurableStorageTests",
+        dependencies: ["DurableStorage"]),
+    .testTarget(
         name: "PinVaultTests",
-        dependencies: ["PinVault", "SecureCore", "spc-test-helper", "TestSupport"]),
+        dependencies: ["PinVault", "SecureCore", "DurableStorage", "spc-test-helper", "TestSupport"]),
     .testTarget(
         name: "PinStrengthTests",
         dependencies: ["PinStrength", "SecureCore"]),
@@ -248,5 +258,5 @@ let package = Package(
         .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
         .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),
     ],
-    targets: systemLibraries + core + device + powerAuth + network + tools + testing
+    targets: systemLibraries + core + storage + device + powerAuth + network + tools + testing
 )

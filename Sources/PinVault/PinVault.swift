@@ -1,5 +1,6 @@
 // Biometry is its own module; PinVault re-exports it, so vault code keeps one import.
 @_exported import Biometry
+import DurableStorage
 import SecureCore
 
 #if canImport(Glibc)
@@ -111,8 +112,10 @@ public struct PinVault: Sendable {
         try vault.directory.lockedCreatingDirectory { () throws(VaultError) in
             guard !vault.directory.exists else { throw .alreadyExists }
             // A key file without a vault file is what an interrupted create leaves: destroy it.
-            try KeyFile.overwriteInPlace(vault.directory.file(KeyFile.name), name: "key file")
-            unlink(vault.directory.file(KeyFile.name))
+            try storage { () throws(StorageError) in
+                try DurableFile.overwriteInPlace(vault.directory.file(KeyFile.name))
+                try DurableFile.remove(vault.directory.file(KeyFile.name))
+            }
             // The key file first, then the record: a vault file never exists without either.
             try vault.directory.keyFile.create()
             try vault.directory.syncDirectory()

@@ -259,6 +259,22 @@ struct FileStorageTests {
         #expect(try storage.read("a") == nil)
     }
 
+    @Test("a directory the group or others can write is refused and left as it is")
+    func writableDirectoryIsRefused() throws {
+        let path = temporaryDirectory()
+        #expect(mkdir(path, 0o700) == 0 && chmod(path, 0o775) == 0)
+        let error = #expect(throws: ActivationError.self) { try FileActivationStorage(directory: path) }
+        guard case .wrongParameter(let reason) = error else {
+            Issue.record("refused for another reason: \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("writable by the group or others"))
+        var st = stat()
+        #expect(stat(path, &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o775)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: path).isEmpty)
+    }
+
     @Test("a key file left without a state file (an interrupted create) is removed on open")
     func strayKeyFile() async throws {
         let h = try Harness()
