@@ -90,7 +90,7 @@ let device: [Target] = [
     // and the command-line check built on them.
     .target(
         name: "PinEntryTerminal",
-        dependencies: ["PinEntry", "PinStrength", "SecureCore"]),
+        dependencies: ["PinEntry", "PinStrength", "SecureCore", "TestSupport"]),
 ]
 
 /// PowerAuth: what client and server share, the client, and the server's protocol logic.
@@ -145,7 +145,7 @@ let tools: [Target] = [
         dependencies: [
             "SecureCore", "PinVault", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol", "Activation",
             "ActivationServer",
-            "ReferenceServer", "ActivationHTTP", "HTTPServer", "COpenSSL",
+            "ReferenceServer", "ActivationHTTP", "HTTPServer",
         ],
         linkerSettings: linkHardening),
     .executableTarget(
@@ -176,6 +176,7 @@ let tools: [Target] = [
 let testing: [Target] = [
     .target(
         name: "TestSupport",
+        dependencies: ["SecureCore"],
         path: "Tests/TestSupport"),
     .target(
         name: "ActivationTestSupport",
@@ -183,7 +184,7 @@ let testing: [Target] = [
         path: "Tests/ActivationTestSupport"),
     .executableTarget(
         name: "spc-test-helper",
-        dependencies: ["SecureCore", "PinVault"],
+        dependencies: ["SecureCore", "PinVault", "TestSupport"],
         path: "Tests/Helpers/spc-test-helper"),
     .executableTarget(
         name: "sqlite-crash-helper",
@@ -200,7 +201,7 @@ let testing: [Target] = [
         dependencies: ["PinVault", "SecureCore", "DurableStorage", "spc-test-helper", "TestSupport"]),
     .testTarget(
         name: "PinStrengthTests",
-        dependencies: ["PinStrength", "SecureCore"]),
+        dependencies: ["PinStrength", "SecureCore", "TestSupport"]),
     .testTarget(
         name: "PinEntryTests",
         dependencies: ["PinEntry", "PinStrength", "SecureCore"]),
@@ -231,6 +232,13 @@ let testing: [Target] = [
     .testTarget(
         name: "HTTPClientTests",
         dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
+    // The code of the DocC articles: each article's snippets compile and run here.
+    .testTarget(
+        name: "DocSnippetTests",
+        dependencies: [
+            "SecureCore", "PinVault", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol",
+            "Activation", "ActivationServer",
+        ]),
     .testTarget(
         name: "ReferenceServerTests",
         dependencies: [

@@ -23,11 +23,14 @@
 #include <string.h>
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <sodium.h>
+
+const char *spc_crypto_library_version(void) { return OpenSSL_version(OPENSSL_VERSION); }
 
 /* ------------------------------------------------------------------------ */
 /* Opening the caller's buffers                                              */

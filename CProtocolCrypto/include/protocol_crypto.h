@@ -336,6 +336,14 @@ SPC_MUST_CHECK SPC_NONNULL(1, 3, 7, 8, 9) spc_status spc_ecies_decrypt(spc_buffe
                                                                 size_t sh2_len, const uint8_t mac[SPC_ECIES_MAC_BYTES],
                                                                 spc_buffer *plain, size_t *plain_len);
 
+/**
+ * The version of the libcrypto this target runs on, as OpenSSL reports it
+ * (e.g. "OpenSSL 3.0.x 1 Jan 2025"): for `--version` and diagnostics, so no
+ * other target needs to link libcrypto to print it.
+ * Returns: a static string, never NULL. Nothing secret.
+ */
+const char *spc_crypto_library_version(void);
+
 #ifdef __cplusplus
 }
 #endif

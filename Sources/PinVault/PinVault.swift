@@ -89,7 +89,7 @@ public struct PinVault: Sendable {
     ///   - policy: what failures lead to (default ``ThrottlePolicy/soft(maxFailures:)``).
     ///   - pinFormat: the PIN format recorded in the vault; every later PIN must fit it
     ///     (default ``VaultPinFormat/unrecorded``: 1 to 256 printable characters).
-    ///   - parameters: Argon2id cost, for example from ``KDFCalibrator``.
+    ///   - parameters: Argon2id cost, for example from `SecureCore.KDFCalibrator`.
     ///   - options: reader and writer settings.
     /// - Returns: the vault.
     /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,
@@ -204,7 +204,7 @@ public struct PinVault: Sendable {
     ///   - old: the current PIN (a wrong one is counted like an unlock).
     ///   - new: the new PIN.
     ///   - parameters: new Argon2id cost (default: keep the old slot's).
-    /// - Throws: as ``unlock(pin:_:)``, plus the parameter errors of
+    /// - Throws: as `unlock(pin:_:)`, plus the parameter errors of
     ///   ``create(at:secret:pin:policy:pinFormat:parameters:options:)``; a new PIN the vault's
     ///   format does not admit is ``VaultError/pinOutsideFormat(_:)``, before the old one is counted.
     public func changePIN(old: Password, new: Password, parameters: Argon2id.Parameters? = nil) throws(VaultError) {
@@ -319,7 +319,7 @@ public struct PinVault: Sendable {
         return report
     }
 
-    /// Checks, without changing anything, that ``create(at:secret:pin:policy:parameters:options:)``
+    /// Checks, without changing anything, that ``create(at:secret:pin:policy:pinFormat:parameters:options:)``
     /// can use `directory`: missing (it is then created), or an existing
     /// directory owned by this user, closed to the group and others, and empty.
     /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,

@@ -54,15 +54,6 @@ final class Helper {
     }
 }
 
-/// Same derivation as the helper's: the marker is never a literal.
-func markerScalar(seed: UInt64, index: Int) -> UInt32 {
-    var x = seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15
-    x = (x ^ (x >> 31)) &* 0xBF58_476D_1CE4_E5B9
-    x ^= x >> 29
-    let letter = UInt32(x % 52)
-    return letter < 26 ? 0x41 + letter : 0x61 + letter - 26
-}
-
 /// The marker in UTF-8, UTF-16LE and UTF-32LE.
 func markerEncodings(seed: UInt64) -> [[UInt8]] {
     let scalars = (0..<16).map { markerScalar(seed: seed, index: $0) }
