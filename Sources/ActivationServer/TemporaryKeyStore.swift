@@ -4,10 +4,10 @@ import SecureCore
 import Synchronization
 
 /// The server's temporary ECIES key pairs (protocol 3.3), each valid
-/// ``TemporaryKeyAPI/validityMilliseconds`` and bound to one application key and,
+/// `TemporaryKeyAPI.validityMilliseconds` (300000 ms) and bound to one application key and,
 /// in activation scope, one activation.
 ///
-/// Private keys live only in secure memory (``SecureBytes``) and are never written
+/// Private keys live only in secure memory (`SecureBytes`) and are never written
 /// to disk: a restart forgets them, and a client whose key is unknown fetches a new
 /// one (it must do so every 5 minutes anyway). Upstream stores them in its
 /// database, optionally sealed (powerauth-server `TemporaryKeyBehavior`).
