@@ -43,6 +43,8 @@ extension ActivationServer {
                 return try Self.ok(EmptyMessage())
             case ActivationAPI.unlockVault.path:
                 return try Self.ok(try unlockVault(request))
+            case TemporaryKeyAPI.createKey.path:
+                return try Self.ok(try createTemporaryKey(try Self.decode(request, JWTMessage.self)))
             case ActivationAPI.removeBiometry.path:
                 _ = try Self.decode(request, EmptyMessage.self)
                 let (record, keys, _) = try authenticate(
@@ -279,6 +281,10 @@ extension ActivationServer {
             return Self.error(400, ActivationAPI.requestErrorCode, reason)
         case .duplicate, .storage, .invalidConfiguration, .protocolFailure:
             return Self.error(500, ActivationAPI.genericErrorCode, "internal error")
+        case .temporaryKeyFailure:
+            return Self.error(400, TemporaryKeyAPI.errorCode, TemporaryKeyAPI.errorMessage)
+        case .requestExpired, .replayedRequest:
+            return Self.error(400, ActivationAPI.encryptionErrorCode, "the encrypted request is not accepted")
         }
     }
 }

@@ -19,6 +19,10 @@ public final class ActivationServer: Sendable {
     let crypto: ActivationCrypto
     let applicationKey: String
     let applicationSecret: String
+    /// The temporary ECIES keys this server issued (protocol 3.3).
+    public let temporaryKeys: TemporaryKeyStore
+    /// The ECIES replay protection its encrypted endpoints use.
+    public let replayCache: ECIESReplayCache
 
     /// Creates a server.
     /// - Parameters:
@@ -37,6 +41,8 @@ public final class ActivationServer: Sendable {
         self.crypto = try protocolStep { () throws(ProtocolError) in try ActivationCrypto() }
         self.applicationKey = Base64.encode(configuration.applicationKey)
         self.applicationSecret = Base64.encode(configuration.applicationSecret)
+        self.temporaryKeys = TemporaryKeyStore()
+        self.replayCache = ECIESReplayCache()
     }
 
     // MARK: - Back office

@@ -25,6 +25,16 @@ public enum ActivationServerError: Error, Equatable, Sendable {
     /// A protocol computation failed (the cryptography, encoding a response); the
     /// protocol layer's error says which. Answered with HTTP 500 `ERR_GENERIC`.
     case protocolFailure(ProtocolError)
+    /// A temporary key cannot be issued (bad request JWT, unknown application or
+    /// activation) or used (unknown, expired, bound elsewhere). Answered with HTTP 400
+    /// `ERR_TEMPORARY_KEY` / `POWER_AUTH_TEMPORARY_KEY_FAILURE`, as upstream.
+    case temporaryKeyFailure
+    /// An ECIES request's timestamp lies outside the accepted window.
+    /// Answered with HTTP 400 `ERR_ENCRYPTION`.
+    case requestExpired
+    /// An ECIES request's (ephemeral key, nonce) pair was accepted before.
+    /// Answered with HTTP 400 `ERR_ENCRYPTION`.
+    case replayedRequest
 }
 
 /// Runs protocol code, wrapping its error in ``ActivationServerError/protocolFailure(_:)``.

@@ -70,6 +70,9 @@ public enum ProtocolError: Error, Equatable, Sendable {
     /// A failure of PowerAuth's end-to-end encryption (``ECIESEncryptor``,
     /// ``ECIESDecryptor``, ``ECIESEnvelope``), which throw ``ECIESError`` directly.
     case ecies(ECIESError)
+    /// A failure of a temporary-key JWT (``TemporaryKeyJWT``), which throws
+    /// ``JWTError`` directly.
+    case jwt(JWTError)
     /// A failure of the secure core inside a protocol computation (memory, a
     /// destroyed key, an internal error).
     case core(SecureCoreError)

@@ -28,6 +28,8 @@ public actor ActivationService {
     let crypto: ActivationCrypto
     var record: LocalActivationRecord?
     var keys: LocalActivationKeys?
+    /// Temporary encryption keys (3.3), one per scope, until shortly before they expire.
+    var temporaryKeys: [ECIES.Scope: TemporaryEncryptionKey] = [:]
 
     /// Opens the instance's stored activation, if there is one.
     /// - Parameters:

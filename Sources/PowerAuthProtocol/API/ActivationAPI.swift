@@ -46,6 +46,8 @@ public enum ActivationAPI {
     public static let requestErrorCode = "ERR_REQUEST"
     /// `responseObject.code` of an unexpected server failure (HTTP 500).
     public static let genericErrorCode = "ERR_GENERIC"
+    /// Error code of a refused encrypted request (bad MAC, replay, stale timestamp).
+    public static let encryptionErrorCode = "ERR_ENCRYPTION"
     /// `reason` of the vault unlock that adds the biometry factor.
     public static let addBiometryReason = "ADD_BIOMETRY"
 }
