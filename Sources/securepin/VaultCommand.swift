@@ -268,7 +268,8 @@ enum VaultCommand {
         directory = requireVault(&args)
         input.checkAvailable(command: "vault unlock")
         let vault = PinVault(directory: directory, options: options)
-        let state = try checkedStatus(vault, bind: bind, args: args)  // a missing, damaged, locked or throttled vault fails before the PIN
+        // A missing, damaged, locked or throttled vault fails before the PIN.
+        let state = try checkedStatus(vault, bind: bind, args: args)
         try preflight(state, command: "vault unlock")
         let pin = input.read(format: PinFormat(state.pinFormat), command: "vault unlock")
         defer { pin.destroy() }
