@@ -2,7 +2,7 @@
 #   make run    build and run the end-to-end demo
 #   make test   everything green (includes a short form of the audit and a fuzz smoke)
 # and, on demand: make bench, make bench-kdf, make bench-server, make stress, make audit, make fuzz,
-# make format.
+# make format, make docs (the DocC site), make install PREFIX=... (binary, man page, completions).
 
 SHELL       := /bin/bash
 SWIFT       ?= swift
@@ -32,20 +32,20 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 
 # Debian packages the build and the tests need.
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
-                libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl \
+                libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl jq groff-base \
                 libtss2-dev swtpm swtpm-tools
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit audit-quick \
         audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-modules \
         audit-sloc \
-        fuzz fuzz-smoke fuzz-build format clean
+        fuzz fuzz-smoke fuzz-build format clean docs docs-check install
 
 run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
 	$(BUILD_DIR)/debug/securepin demo
 
-test: deps lint test-c test-swift test-cli audit-quick fuzz-smoke
+test: deps lint test-c test-swift test-cli docs-check audit-quick fuzz-smoke
 	@c=$$(cat $(BUILD_DIR)/test-logs/*.log | sed -n 's/.*: \([0-9]*\) passed, 0 failed$$/\1/p' | awk '{s+=$$1} END {print s+0}'); \
 	s=$$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .* passed.*/\1/p' $(BUILD_DIR)/test-logs/swift.log); \
 	echo "make test: C and CLI checks $$c, Swift tests $$s"; \
@@ -130,6 +130,41 @@ test-cli: deps
 	$(SWIFT) build --product securepin
 	Tests/cli/run.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/cli.log
 	Tests/cli/readme.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/readme.log
+	Tests/cli/spec.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/spec.log
+
+## docs: the DocC site of every public module, from the build's symbol graphs, with the articles
+## (Sources/<Module>/<Module>.docc) whose code the DocSnippetTests target compiles and runs.
+## Open $(BUILD_DIR)/docs/index.html through any static web server. Fails on any DocC warning.
+DOCS_DIR ?= $(BUILD_DIR)/docs
+docs: deps
+	Tests/docs/snippets.sh
+	SWIFT=$(SWIFT) Tests/docs/docc.sh $(DOCS_DIR)
+
+## docs-check (part of make test): the same conversion without the static-site transform; any
+## DocC warning in a public module, or an article block that is not its compiled snippet, fails.
+docs-check: deps
+	@mkdir -p $(BUILD_DIR)/test-logs
+	Tests/docs/snippets.sh | tee $(BUILD_DIR)/test-logs/docs-snippets.log
+	SWIFT=$(SWIFT) Tests/docs/docc.sh $(BUILD_DIR)/docs-check --check | tee $(BUILD_DIR)/test-logs/docs-check.log
+
+## install: the release binary, its man page and its bash, zsh and fish completions under PREFIX
+## (default /usr/local; DESTDIR for staging). CONFIGURATION=debug installs the debug build.
+PREFIX        ?= /usr/local
+CONFIGURATION ?= release
+install: deps
+	$(SWIFT) build -c $(CONFIGURATION) --product securepin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 0755 $(BUILD_DIR)/$(CONFIGURATION)/securepin $(DESTDIR)$(PREFIX)/bin/securepin
+	$(BUILD_DIR)/$(CONFIGURATION)/securepin man > $(DESTDIR)$(PREFIX)/share/man/man1/securepin.1
+	$(BUILD_DIR)/$(CONFIGURATION)/securepin completions bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/securepin
+	$(BUILD_DIR)/$(CONFIGURATION)/securepin completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_securepin
+	$(BUILD_DIR)/$(CONFIGURATION)/securepin completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/securepin.fish
+	chmod 0644 $(DESTDIR)$(PREFIX)/share/man/man1/securepin.1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/securepin \
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_securepin $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/securepin.fish
+	@echo "installed securepin, securepin(1) and completions under $(DESTDIR)$(PREFIX)"
 
 lint:
 	swift-format lint --strict -r Sources Tests Benchmarks Package.swift
@@ -169,7 +204,7 @@ LLVM_PROFDATA    := $(TOOLCHAIN_BIN)llvm-profdata
 LLVM_COV         := $(TOOLCHAIN_BIN)llvm-cov
 COVERAGE_MIN     ?= 95
 SLOC_BUDGET      ?= 1500
-PROTO_SLOC_BUDGET ?= 600
+PROTO_SLOC_BUDGET ?= 720
 TPM_SLOC_BUDGET  ?= 450
 # protocol.c on its own: what stays uncovered is mostly libcrypto's and libsodium's internal-failure
 # handling, which no test can provoke without a fault seam in OpenSSL.
@@ -313,7 +348,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 SWIFTC             ?= swiftc
 FUZZ_C_TARGETS     := utf8_password
 FUZZ_SWIFT_TARGETS := vault_file status_blob authorization_header algorithm_name configuration_string \
-                      server_request
+                      activation_code server_request
 FUZZ_TARGETS       := $(FUZZ_C_TARGETS) $(FUZZ_SWIFT_TARGETS)
 FUZZ_CFLAGS        := -std=c11 -Wall -Wextra -Werror -g -O1 -ICSecureCore/include -ICSecureCore
 FUZZ_SWIFTFLAGS    := -parse-as-library -sanitize=fuzzer,address -Onone -gline-tables-only -package-name SecurePIN \
@@ -323,16 +358,18 @@ FUZZ_LINK           = $(if $(shell command -v ld.lld 2>/dev/null),-use-ld=lld) $
 SECURECORE_SWIFT   := $(shell find Sources/SecureCore -name '*.swift')
 PROTOCOL_SWIFT     := $(shell find Sources/PowerAuthProtocol -name '*.swift')
 PINVAULT_SWIFT     := $(shell find Sources/PinVault -name '*.swift')
+DURABLESTORAGE_SWIFT := $(shell find Sources/DurableStorage -name '*.swift')
 BIOMETRY_SWIFT     := $(shell find Sources/Biometry -name '*.swift')
 FUZZ_CORE_OBJS     := $(patsubst CSecureCore/%.c,$(FUZZ_DIR)/core/%.o,$(CORE_SRCS))
 FUZZ_PROTO_OBJS    := $(patsubst CProtocolCrypto/%.c,$(FUZZ_DIR)/protocol/%.o,$(PROTO_SRCS))
 # The Swift target each fuzzer's entry point lives in, and the module objects it links.
 fuzz_swift_file     = Tests/Fuzz/$(subst $(eval) ,,$(foreach w,$(subst _, ,$(1)),$(shell echo $(w) | sed 's/./\U&/')))Fuzz.swift
-FUZZ_MODULES_vault_file           := SecureCore Biometry PinVault
+FUZZ_MODULES_vault_file           := SecureCore Biometry DurableStorage PinVault
 FUZZ_MODULES_status_blob          := SecureCore PowerAuthProtocol
 FUZZ_MODULES_authorization_header := SecureCore PowerAuthProtocol
 FUZZ_MODULES_algorithm_name       := SecureCore PowerAuthProtocol
 FUZZ_MODULES_configuration_string := SecureCore PowerAuthProtocol
+FUZZ_MODULES_activation_code      := SecureCore PowerAuthProtocol
 FUZZ_MODULES_server_request       := SecureCore PowerAuthProtocol ActivationServer
 
 $(FUZZ_DIR)/module.modulemap: Makefile
@@ -368,8 +405,14 @@ $(FUZZ_DIR)/ActivationServer.o: $(ACTIVATIONSERVER_SWIFT) $(FUZZ_DIR)/PowerAuthP
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name ActivationServer -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/ActivationServer.swiftmodule $(ACTIVATIONSERVER_SWIFT) -o $@
 
+# The vault's files go through the storage module, which imports no other module.
+$(FUZZ_DIR)/DurableStorage.o: $(DURABLESTORAGE_SWIFT)
+	@mkdir -p $(FUZZ_DIR)
+	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name DurableStorage -wmo -c -emit-module \
+	  -emit-module-path $(FUZZ_DIR)/DurableStorage.swiftmodule $(DURABLESTORAGE_SWIFT) -o $@
+
 # -enable-testing: the vault reader is internal to PinVault; the target uses @testable import.
-$(FUZZ_DIR)/PinVault.o: $(PINVAULT_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o
+$(FUZZ_DIR)/PinVault.o: $(PINVAULT_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/Biometry.o $(FUZZ_DIR)/DurableStorage.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -enable-testing -module-name PinVault -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/PinVault.swiftmodule $(PINVAULT_SWIFT) -o $@
 

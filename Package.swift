@@ -65,6 +65,13 @@ let core: [Target] = [
         dependencies: ["CSecureCore", "CProtocolCrypto"]),
 ]
 
+/// Plain POSIX durability, holding no secret: private directories, bounded reads, atomic
+/// replacement, overwrite in place, advisory locks. The vault and the activation store build on it.
+let storage: [Target] = [
+    .target(
+        name: "DurableStorage")
+]
+
 /// On the device: biometry, the PIN vault, and PIN entry in three modules: the strength rules,
 /// the entry model a UI drives, and the terminal driver.
 let device: [Target] = [
@@ -73,7 +80,7 @@ let device: [Target] = [
         dependencies: ["SecureCore"]),
     .target(
         name: "PinVault",
-        dependencies: ["SecureCore", "Biometry"]),
+        dependencies: ["SecureCore", "Biometry", "DurableStorage"]),
     // The vault's TPM 2.0 binding: a small audited C target over ESYS, and its Swift face. PinVault
     // itself links no TPM code; an app that binds vaults to a TPM adds PinVaultTPM.
     .target(
@@ -98,7 +105,7 @@ let device: [Target] = [
     // and the command-line check built on them.
     .target(
         name: "PinEntryTerminal",
-        dependencies: ["PinEntry", "PinStrength", "SecureCore"]),
+        dependencies: ["PinEntry", "PinStrength", "SecureCore", "TestSupport"]),
 ]
 
 /// PowerAuth: what client and server share, the client, and the server's protocol logic.
@@ -111,7 +118,7 @@ let powerAuth: [Target] = [
     // The client: the activation service, its flows, local storage and configuration.
     .target(
         name: "Activation",
-        dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry"]),
+        dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry", "DurableStorage"]),
     // The server's protocol logic; it never sees the client or the vault.
     .target(
         name: "ActivationServer",
@@ -154,7 +161,7 @@ let tools: [Target] = [
             "SecureCore", "PinVault", "PinVaultTPM", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol",
             "Activation",
             "ActivationServer",
-            "ReferenceServer", "ActivationHTTP", "HTTPServer", "COpenSSL",
+            "ReferenceServer", "ActivationHTTP", "HTTPServer",
         ],
         linkerSettings: linkHardening),
     .executableTarget(
@@ -185,6 +192,7 @@ let tools: [Target] = [
 let testing: [Target] = [
     .target(
         name: "TestSupport",
+        dependencies: ["SecureCore"],
         path: "Tests/TestSupport"),
     .target(
         name: "ActivationTestSupport",
@@ -192,7 +200,7 @@ let testing: [Target] = [
         path: "Tests/ActivationTestSupport"),
     .executableTarget(
         name: "spc-test-helper",
-        dependencies: ["SecureCore", "PinVault", "PinVaultTPM"],
+        dependencies: ["SecureCore", "PinVault", "PinVaultTPM", "TestSupport"],
         path: "Tests/Helpers/spc-test-helper"),
     .executableTarget(
         name: "sqlite-crash-helper",
@@ -202,14 +210,17 @@ let testing: [Target] = [
         name: "SecureCoreTests",
         dependencies: ["SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
+        name: "DurableStorageTests",
+        dependencies: ["DurableStorage"]),
+    .testTarget(
         name: "PinVaultTests",
-        dependencies: ["PinVault", "SecureCore", "spc-test-helper", "TestSupport"]),
+        dependencies: ["PinVault", "SecureCore", "DurableStorage", "spc-test-helper", "TestSupport"]),
     .testTarget(
         name: "PinVaultTPMTests",
         dependencies: ["PinVault", "PinVaultTPM", "SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
         name: "PinStrengthTests",
-        dependencies: ["PinStrength", "SecureCore"]),
+        dependencies: ["PinStrength", "SecureCore", "TestSupport"]),
     .testTarget(
         name: "PinEntryTests",
         dependencies: ["PinEntry", "PinStrength", "SecureCore"]),
@@ -240,6 +251,13 @@ let testing: [Target] = [
     .testTarget(
         name: "HTTPClientTests",
         dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
+    // The code of the DocC articles: each article's snippets compile and run here.
+    .testTarget(
+        name: "DocSnippetTests",
+        dependencies: [
+            "SecureCore", "PinVault", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol",
+            "Activation", "ActivationServer",
+        ]),
     .testTarget(
         name: "ReferenceServerTests",
         dependencies: [
@@ -268,5 +286,5 @@ let package = Package(
         .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
         .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),
     ],
-    targets: systemLibraries + core + device + powerAuth + network + tools + testing
+    targets: systemLibraries + core + storage + device + powerAuth + network + tools + testing
 )

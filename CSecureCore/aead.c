@@ -27,7 +27,7 @@ static int check_args(int alg, spc_buffer *key, size_t nonce_len) {
     return SPC_OK;
 }
 
-int spc_aead_seal(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len, spc_buffer *plaintext,
+spc_status spc_aead_seal(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len, spc_buffer *plaintext,
                   const uint8_t *ad, size_t ad_len, uint8_t *ciphertext) {
     int rc = check_args(alg, key, nonce_len);
     if (rc != SPC_OK) return rc;
@@ -49,7 +49,7 @@ int spc_aead_seal(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_l
     return rc == 0 ? SPC_OK : SPC_E_ARGUMENT;
 }
 
-int spc_aead_open(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len, const uint8_t *ciphertext,
+spc_status spc_aead_open(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len, const uint8_t *ciphertext,
                   size_t ciphertext_len, const uint8_t *ad, size_t ad_len, spc_buffer **out) {
     *out = NULL;
     int rc = check_args(alg, key, nonce_len);

@@ -16,7 +16,7 @@
 #include <argon2.h>
 #include <sodium.h>
 
-int spc_kdf_limits_default(spc_kdf_limits *out) {
+spc_status spc_kdf_limits_default(spc_kdf_limits *out) {
     uint64_t four_gib_kib = (uint64_t)4 * 1024 * 1024;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t half_ram_kib = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2048 : four_gib_kib;
@@ -25,7 +25,7 @@ int spc_kdf_limits_default(spc_kdf_limits *out) {
     return SPC_OK;
 }
 
-int spc_kdf_argon2id_check(const spc_argon2_params *p, const spc_kdf_limits *limits, size_t salt_len, size_t out_len) {
+spc_status spc_kdf_argon2id_check(const spc_argon2_params *p, const spc_kdf_limits *limits, size_t salt_len, size_t out_len) {
     if (p->t_cost < 1 || p->t_cost > limits->max_t_cost) return SPC_E_KDF_ITERATIONS;
     if (p->parallelism < 1 || p->parallelism > 0xFFFFFF) return SPC_E_KDF_PARALLELISM;
     if ((uint64_t)p->m_cost_kib < 8 * (uint64_t)p->parallelism) return SPC_E_KDF_MEMORY;
@@ -89,7 +89,7 @@ static int run_reference(const spc_argon2_input *in, const spc_argon2_params *p,
     return rc == ARGON2_OK ? SPC_OK : SPC_E_KDF_FAILED;
 }
 
-int spc_kdf_argon2id(const spc_argon2_input *in, const spc_argon2_params *params, const spc_kdf_limits *limits,
+spc_status spc_kdf_argon2id(const spc_argon2_input *in, const spc_argon2_params *params, const spc_kdf_limits *limits,
                      int backend, spc_buffer *out, int *backend_used) {
     if (backend_used != NULL) *backend_used = 0;
     if (!spc__ready()) return SPC_E_INIT;
@@ -110,7 +110,7 @@ int spc_kdf_argon2id(const spc_argon2_input *in, const spc_argon2_params *params
     return rc;
 }
 
-int spc_kdf_pbkdf2_sha256(const uint8_t *password, size_t password_len, const uint8_t *salt, size_t salt_len,
+spc_status spc_kdf_pbkdf2_sha256(const uint8_t *password, size_t password_len, const uint8_t *salt, size_t salt_len,
                           uint32_t iterations, spc_buffer *out) {
     if (!spc__ready()) return SPC_E_INIT;
     size_t out_len = spc_buffer_size(out);

@@ -101,7 +101,7 @@ static void fork_child(void) {
     pthread_mutex_unlock(&pool_lock); /* taken by fork_prepare in the forking thread, the child's only one */
 }
 
-int spc_init(void) {
+spc_status spc_init(void) {
     pthread_mutex_lock(&pool_lock);
     if (!ready) {
         if (sodium_init() < 0 || pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
@@ -121,7 +121,7 @@ void spc_random_fill(void *buf, size_t len) {
     randombytes_buf(buf, len);
 }
 
-int spc_pool_set_secretmem(int enabled) {
+spc_status spc_pool_set_secretmem(int enabled) {
     if (!spc__ready()) return SPC_E_INIT;
     pthread_mutex_lock(&pool_lock);
     secretmem_enabled = enabled != 0;
@@ -257,7 +257,7 @@ int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) {
     return SPC_OK;
 }
 
-int spc_buffer_new(size_t size, spc_buffer **out) { return spc__buffer_new_in(SPC_POOL_DATA, size, out); }
+spc_status spc_buffer_new(size_t size, spc_buffer **out) { return spc__buffer_new_in(SPC_POOL_DATA, size, out); }
 
 /* An inherited slab's mapping is not unmapped: it may be absent or reused. */
 static void slab_release(struct slab *s) {
@@ -294,7 +294,7 @@ unsigned spc_buffer_protection(const spc_buffer *b) {
     return p;
 }
 
-int spc_buffer_open(spc_buffer *b, uint8_t **data) {
+spc_status spc_buffer_open(spc_buffer *b, uint8_t **data) {
     *data = NULL;
     pthread_mutex_lock(&pool_lock);
     int rc = is_inherited(b->slab) ? SPC_E_FORKED : SPC_FAULT() ? SPC_E_NOMEM : slab_open(b->slab);
@@ -309,7 +309,7 @@ void spc_buffer_close(spc_buffer *b) {
     pthread_mutex_unlock(&pool_lock);
 }
 
-int spc_buffer_randomize(spc_buffer *b) {
+spc_status spc_buffer_randomize(spc_buffer *b) {
     uint8_t *p;
     int rc = spc_buffer_open(b, &p);
     if (rc != SPC_OK) return rc;
@@ -318,7 +318,7 @@ int spc_buffer_randomize(spc_buffer *b) {
     return SPC_OK;
 }
 
-int spc_buffer_equal(spc_buffer *a, spc_buffer *b, int *equal) {
+spc_status spc_buffer_equal(spc_buffer *a, spc_buffer *b, int *equal) {
     *equal = 0;
     if (a->size != b->size) return SPC_OK;
     uint8_t *pa, *pb;
@@ -339,7 +339,7 @@ void spc_wipe(void *p, size_t len) {
     if (len > 0) sodium_memzero(p, len);
 }
 
-int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len, int *equal) {
+spc_status spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len, int *equal) {
     *equal = 0;
     if (len == 0) {
         *equal = 1;
@@ -350,7 +350,7 @@ int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len, int *equal) 
     return SPC_OK;
 }
 
-int spc_pool_stats_get(spc_pool_stats *out) {
+spc_status spc_pool_stats_get(spc_pool_stats *out) {
     memset(out, 0, sizeof *out);
     if (!spc__ready()) return SPC_E_INIT;
     pthread_mutex_lock(&pool_lock);
@@ -369,7 +369,7 @@ int spc_pool_stats_get(spc_pool_stats *out) {
     return SPC_OK;
 }
 
-const char *spc_status_name(int status) {
+const char *spc_status_name(spc_status status) {
     switch (status) {
     case SPC_OK: return "ok";
     case SPC_E_INIT: return "library not initialised";

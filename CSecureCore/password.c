@@ -60,7 +60,7 @@ static int storage_new(size_t cap, spc_buffer **data, spc_buffer **pad, size_t *
     return SPC_OK;
 }
 
-int spc_password_new(spc_password **out) {
+spc_status spc_password_new(spc_password **out) {
     *out = NULL;
     if (!spc__ready()) return SPC_E_INIT;
     spc_password *pw = calloc(1, sizeof *pw);
@@ -137,7 +137,7 @@ fail:
     return rc;
 }
 
-int spc_password_insert(spc_password *pw, size_t index, uint32_t cp) {
+spc_status spc_password_insert(spc_password *pw, size_t index, uint32_t cp) {
     if (index > pw->length) return SPC_E_RANGE;
     uint32_t valid = spc__scalar_ok(cp);
     SPC_DECLASSIFY(&valid, sizeof valid); /* the accept/reject bit is the documented disclosure */
@@ -164,9 +164,9 @@ int spc_password_insert(spc_password *pw, size_t index, uint32_t cp) {
     return SPC_OK;
 }
 
-int spc_password_add(spc_password *pw, uint32_t cp) { return spc_password_insert(pw, pw->length, cp); }
+spc_status spc_password_add(spc_password *pw, uint32_t cp) { return spc_password_insert(pw, pw->length, cp); }
 
-int spc_password_remove(spc_password *pw, size_t index) {
+spc_status spc_password_remove(spc_password *pw, size_t index) {
     if (index >= pw->length) return SPC_E_RANGE;
     view v;
     int rc = view_open(pw, &v);
@@ -188,12 +188,12 @@ int spc_password_remove(spc_password *pw, size_t index) {
     return SPC_OK;
 }
 
-int spc_password_remove_last(spc_password *pw) {
+spc_status spc_password_remove_last(spc_password *pw) {
     if (pw->length == 0) return SPC_E_RANGE;
     return spc_password_remove(pw, pw->length - 1);
 }
 
-int spc_password_clear(spc_password *pw) {
+spc_status spc_password_clear(spc_password *pw) {
     view v;
     int rc = view_open(pw, &v);
     if (rc != SPC_OK) return rc;
@@ -204,7 +204,7 @@ int spc_password_clear(spc_password *pw) {
     return SPC_OK;
 }
 
-int spc_password_copy(spc_password *pw, spc_password **out) {
+spc_status spc_password_copy(spc_password *pw, spc_password **out) {
     int rc = spc_password_new(out);
     if (rc != SPC_OK) return rc;
     spc_password *c = *out;
@@ -218,7 +218,7 @@ fail:
     return rc;
 }
 
-int spc_password_equal(spc_password *a, spc_password *b, int *equal) {
+spc_status spc_password_equal(spc_password *a, spc_password *b, int *equal) {
     *equal = 0;
     view va, vb;
     int rc = view_open(a, &va);

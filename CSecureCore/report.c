@@ -49,7 +49,7 @@ static int probe_madvise(int advice) {
     return ok;
 }
 
-int spc_machine_report_get(spc_machine_report *out) {
+spc_status spc_machine_report_get(spc_machine_report *out) {
     memset(out, 0, sizeof *out);
     if (!spc__ready()) return SPC_E_INIT;
     out->secretmem_available = probe_secretmem(&out->secretmem_errno);
@@ -71,7 +71,7 @@ int spc_machine_report_get(spc_machine_report *out) {
     return SPC_OK;
 }
 
-int spc_harden_process(void) {
+spc_status spc_harden_process(void) {
 #ifdef __linux__
     const struct rlimit none = {0, 0};
     if (setrlimit(RLIMIT_CORE, &none) != 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return SPC_E_UNSUPPORTED;

@@ -59,7 +59,7 @@ static void place(const enc *e, size_t n, uint8_t *out, size_t total) {
 
 static void sink_encode(uint32_t cp, size_t k, void *ctx) { encode(cp, &((enc *)ctx)[k]); }
 
-int spc_password_reveal(spc_password *pw, spc_buffer **out, size_t *len) {
+spc_status spc_password_reveal(spc_password *pw, spc_buffer **out, size_t *len) {
     *out = NULL;
     *len = 0;
     size_t n = spc_password_length(pw);
@@ -91,7 +91,7 @@ done:
     return rc;
 }
 
-int spc_password_with_utf8(spc_password *pw, spc_reveal_fn fn, void *ctx) {
+spc_status spc_password_with_utf8(spc_password *pw, spc_reveal_fn fn, void *ctx) {
     spc_buffer *b;
     size_t len;
     int rc = spc_password_reveal(pw, &b, &len);
@@ -137,7 +137,7 @@ static size_t decode_one(const uint8_t *s, size_t avail, uint32_t *cp) {
     return bad ? 0 : n;
 }
 
-int spc_password_from_utf8(spc_buffer *utf8, size_t len, spc_password **out) {
+spc_status spc_password_from_utf8(spc_buffer *utf8, size_t len, spc_password **out) {
     *out = NULL;
     if (len > spc_buffer_size(utf8)) return SPC_E_ARGUMENT;
     spc_password *pw;

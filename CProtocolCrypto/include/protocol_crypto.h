@@ -51,6 +51,12 @@ extern "C" {
 #define SPC_KNOWLEDGE_MEMORY_MAX_KIB 1048576   /* 1 GiB: caps a stored parameter */
 #define SPC_KNOWLEDGE_ITERATIONS_MAX 32
 #define SPC_HMAC_KEY_PARTS_MAX 8      /* secret parts of one spc_hmac_sha256_derive key */
+#define SPC_X963_MAX 1024             /* largest output of spc_kdf_x963_sha256   */
+#define SPC_ECIES_ENVELOPE_KEY_BYTES 48 /* KEY_ENC || KEY_MAC || KEY_IV, 16 each */
+#define SPC_ECIES_NONCE_BYTES 16
+#define SPC_ECIES_MAC_BYTES 32
+/* AES-128-CBC-PKCS7 always adds 1 ... 16 bytes: the ciphertext size of n plaintext bytes. */
+#define SPC_ECIES_CIPHERTEXT_BYTES(n) (((n) / 16 + 1) * 16)
 
 /**
  * Encrypt one 16-byte block with AES-128 (ECB, a single block: the PowerAuth
@@ -61,7 +67,7 @@ extern "C" {
  * Security: the result is treated as a secret (a derived key) and written
  *           into `out` only. The cipher context is cleansed by OpenSSL when freed.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_encrypt_block(spc_buffer *key,
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) spc_status spc_aes128_encrypt_block(spc_buffer *key,
                                                                  const uint8_t in[SPC_AES_BLOCK_BYTES],
                                                                  spc_buffer *out);
 
@@ -70,7 +76,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_encrypt_block(spc_buffer *key
  * Returns: as spc_aes128_encrypt_block.
  * Security: as spc_aes128_encrypt_block.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_decrypt_block(spc_buffer *key,
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) spc_status spc_aes128_decrypt_block(spc_buffer *key,
                                                                  const uint8_t in[SPC_AES_BLOCK_BYTES],
                                                                  spc_buffer *out);
 
@@ -84,7 +90,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_aes128_decrypt_block(spc_buffer *key
  * Security: no padding and no MAC: this mode has no integrity. Use it only
  *           where the protocol mandates it and validate the plaintext.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_encrypt(spc_buffer *key,
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) spc_status spc_aes128_cbc_nopad_encrypt(spc_buffer *key,
                                                                        const uint8_t iv[SPC_AES_BLOCK_BYTES],
                                                                        const uint8_t *in, size_t len, uint8_t *out);
 
@@ -94,7 +100,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_encrypt(spc_buff
  * Security: never reports a padding error (there is no padding), so it is
  *           no padding oracle; the plaintext is unauthenticated.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_decrypt(spc_buffer *key,
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) spc_status spc_aes128_cbc_nopad_decrypt(spc_buffer *key,
                                                                        const uint8_t iv[SPC_AES_BLOCK_BYTES],
                                                                        const uint8_t *in, size_t len, uint8_t *out);
 
@@ -103,7 +109,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_aes128_cbc_nopad_decrypt(spc_buff
  * Returns: SPC_OK; SPC_E_ARGUMENT (NULL with a length); SPC_E_INIT.
  * Security: for public data (counters, fingerprints); no secret handling.
  */
-SPC_MUST_CHECK SPC_NONNULL(3) int spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]);
+SPC_MUST_CHECK SPC_NONNULL(3) spc_status spc_sha256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA256_BYTES]);
 
 /**
  * HMAC-SHA256 (libsodium) keyed with the whole of `key` (any size), into
@@ -113,7 +119,7 @@ SPC_MUST_CHECK SPC_NONNULL(3) int spc_sha256(const uint8_t *msg, size_t len, uin
  *          SPC_E_CRYPTO; SPC_E_INIT.
  * Security: the hash state holding the padded key is wiped before return.
  */
-SPC_MUST_CHECK SPC_NONNULL(4) int spc_hmac_sha256(spc_buffer *key, const uint8_t *msg, size_t len,
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_hmac_sha256(spc_buffer *key, const uint8_t *msg, size_t len,
                                                   uint8_t out[SPC_HMAC_SHA256_BYTES]);
 
 /**
@@ -127,7 +133,7 @@ SPC_MUST_CHECK SPC_NONNULL(4) int spc_hmac_sha256(spc_buffer *key, const uint8_t
  * Security: the concatenated key lives in a secure buffer of the core, freed
  *           (wiped) before return; the result is written into `out` only.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 5) int spc_hmac_sha256_derive(spc_buffer *const parts[], size_t part_count,
+SPC_MUST_CHECK SPC_NONNULL(1, 5) spc_status spc_hmac_sha256_derive(spc_buffer *const parts[], size_t part_count,
                                                             const uint8_t *msg, size_t len, spc_buffer *out);
 
 /**
@@ -144,7 +150,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 5) int spc_hmac_sha256_derive(spc_buffer *const pa
  *           K are stack locals wiped before return; the components are the
  *           public authentication code.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 3, 6) int spc_authcode_compute(spc_buffer *const keys[], size_t key_count,
+SPC_MUST_CHECK SPC_NONNULL(1, 3, 6) spc_status spc_authcode_compute(spc_buffer *const keys[], size_t key_count,
                                                           const uint8_t ctr[SPC_COUNTER_BYTES], const uint8_t *data,
                                                           size_t len, uint8_t *out, size_t out_len);
 
@@ -154,7 +160,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 3, 6) int spc_authcode_compute(spc_buffer *const k
  * Returns: SPC_OK; SPC_E_KEY; SPC_E_ARGUMENT (NULL); SPC_E_INIT.
  * Security: public data only.
  */
-SPC_MUST_CHECK int spc_p256_public_check(const uint8_t *pub, size_t len);
+SPC_MUST_CHECK spc_status spc_p256_public_check(const uint8_t *pub, size_t len);
 
 /**
  * Generate a P-256 key pair: the private scalar (32 bytes, big-endian) into
@@ -165,7 +171,7 @@ SPC_MUST_CHECK int spc_p256_public_check(const uint8_t *pub, size_t len);
  * Security: OpenSSL's copy of the scalar is cleared when its key object is
  *           freed.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_p256_keypair_generate(spc_buffer *priv, uint8_t pub[SPC_P256_PUBLIC_BYTES]);
+SPC_MUST_CHECK SPC_NONNULL(1, 2) spc_status spc_p256_keypair_generate(spc_buffer *priv, uint8_t pub[SPC_P256_PUBLIC_BYTES]);
 
 /**
  * ECDH on P-256: the 32-byte x-coordinate of priv * pub, into the buffer
@@ -178,7 +184,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_p256_keypair_generate(spc_buffer *priv,
  * Security: the scalar's range check does not branch on its bytes; the
  *           byte-reversed copy OpenSSL needs is wiped.
  */
-SPC_MUST_CHECK SPC_NONNULL(4) int spc_p256_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len,
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_p256_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len,
                                                 spc_buffer *shared);
 
 /**
@@ -189,7 +195,7 @@ SPC_MUST_CHECK SPC_NONNULL(4) int spc_p256_ecdh(spc_buffer *priv, const uint8_t 
  * Security: the scalar is handled as in spc_p256_ecdh; the per-signature
  *           nonce is OpenSSL's.
  */
-SPC_MUST_CHECK SPC_NONNULL(4, 5) int spc_p256_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len,
+SPC_MUST_CHECK SPC_NONNULL(4, 5) spc_status spc_p256_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len,
                                                          uint8_t sig[SPC_P256_SIGNATURE_MAX], size_t *sig_len);
 
 /**
@@ -199,7 +205,7 @@ SPC_MUST_CHECK SPC_NONNULL(4, 5) int spc_p256_ecdsa_sign(spc_buffer *priv, const
  *          SPC_E_ARGUMENT; SPC_E_CRYPTO; SPC_E_INIT.
  * Security: public data only.
  */
-SPC_MUST_CHECK SPC_NONNULL(7) int spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg,
+SPC_MUST_CHECK SPC_NONNULL(7) spc_status spc_p256_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg,
                                                         size_t len, const uint8_t *sig, size_t sig_len, int *valid);
 
 /**
@@ -217,7 +223,7 @@ SPC_MUST_CHECK SPC_NONNULL(7) int spc_p256_ecdsa_verify(const uint8_t *pub, size
  *           (the one Argon2 path) into a secure buffer, freed before return.
  *           Use a fresh random salt for every wrap.
  */
-SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_wrap(spc_password *pin,
+SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) spc_status spc_knowledge_key_wrap(spc_password *pin,
                                                                const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
                                                                uint32_t memory_kib, uint32_t iterations,
                                                                spc_buffer *key, uint8_t wrapped[SPC_FACTOR_KEY_BYTES]);
@@ -232,11 +238,111 @@ SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_wrap(spc_password *pin
  *           codes made with the key, can tell a wrong PIN. The PIN and the
  *           derived key are handled as in the wrap.
  */
-SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) int spc_knowledge_key_unwrap(spc_password *pin,
+SPC_MUST_CHECK SPC_NONNULL(2, 5, 6) spc_status spc_knowledge_key_unwrap(spc_password *pin,
                                                                  const uint8_t salt[SPC_KNOWLEDGE_SALT_BYTES],
                                                                  uint32_t memory_kib, uint32_t iterations,
                                                                  const uint8_t wrapped[SPC_FACTOR_KEY_BYTES],
                                                                  spc_buffer *key);
+
+/* ------------------------------------------------------------------------ */
+/* ECIES as PowerAuth V3.0 ... V3.3 defines it. The version rules (what goes  */
+/* into SH1 and SH2, when there is a nonce) are the caller's: these functions */
+/* take SH1, SH2 and the nonce as bytes.                                      */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * ANSI X9.63 KDF with SHA-256: SHA256(secret || u32be(i) || info) for
+ * i = 1, 2, ..., concatenated and cut to the size of `out` (1 ...
+ * SPC_X963_MAX bytes). `secret` is a buffer of any size, `info` public (NULL
+ * when `info_len` is 0).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (NULL secret, `out` is `secret`, size of
+ *          `out`, NULL info with a length); SPC_E_NOMEM or SPC_E_FORKED;
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the hash state and each block are wiped; the result is written
+ *           into `out` only.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_kdf_x963_sha256(spc_buffer *secret, const uint8_t *info, size_t info_len,
+                                                      spc_buffer *out);
+
+/**
+ * The client's envelope key for a request: a fresh ephemeral P-256 key pair,
+ * Z = the ECDH x-coordinate with `server_pub` (SEC1, 33 or 65 bytes, fully
+ * validated), KEY_SECRET = X9.63-SHA256(Z, sh1 || eph_pub, 48) into the
+ * buffer `envelope` of SPC_ECIES_ENVELOPE_KEY_BYTES. `eph_pub` receives the
+ * ephemeral public key, compressed (33 bytes, as the mobile SDK sends it):
+ * exactly the bytes that entered the KDF, to be sent as they are.
+ * Returns: SPC_OK; SPC_E_KEY (invalid server key); SPC_E_ARGUMENT (size of
+ *          `envelope`, NULL sh1 with a length); SPC_E_NOMEM or SPC_E_FORKED;
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the ephemeral private key and Z live in secure buffers of the
+ *           core, freed (wiped) before return.
+ */
+SPC_MUST_CHECK SPC_NONNULL(5, 6) spc_status spc_ecies_envelope_from_public(const uint8_t *server_pub, size_t pub_len,
+                                                                    const uint8_t *sh1, size_t sh1_len,
+                                                                    spc_buffer *envelope,
+                                                                    uint8_t eph_pub[SPC_P256_COMPRESSED_BYTES]);
+
+/**
+ * The server's envelope key for a received request: Z = ECDH(priv,
+ * eph_pub), KEY_SECRET = X9.63-SHA256(Z, sh1 || eph_pub, 48) into `envelope`
+ * (SPC_ECIES_ENVELOPE_KEY_BYTES). `eph_pub` is used exactly as received (33
+ * or 65 bytes), never re-encoded. `priv` as for spc_p256_ecdh.
+ * Returns: SPC_OK; SPC_E_KEY (invalid private or ephemeral key);
+ *          SPC_E_ARGUMENT; SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO;
+ *          SPC_E_INIT.
+ * Security: Z lives in a secure buffer freed (wiped) before return.
+ */
+SPC_MUST_CHECK SPC_NONNULL(6) spc_status spc_ecies_envelope_from_private(spc_buffer *priv, const uint8_t *eph_pub,
+                                                                  size_t eph_len, const uint8_t *sh1, size_t sh1_len,
+                                                                  spc_buffer *envelope);
+
+/**
+ * Encrypt one ECIES message (request or response) under the envelope key:
+ * IV = 16 zero bytes when `nonce` is NULL (V3.0), fold(HMAC(KEY_IV, nonce))
+ * otherwise (SPC_ECIES_NONCE_BYTES); out = AES-128-CBC-PKCS7(KEY_ENC, IV,
+ * plain); mac = HMAC-SHA256(KEY_MAC, out || sh2). `plain` is a buffer, or
+ * NULL for an empty plaintext; `out_len` must be
+ * SPC_ECIES_CIPHERTEXT_BYTES(size of plain).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes, `plain` is `envelope`, NULL sh2
+ *          with a length); SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO;
+ *          SPC_E_INIT.
+ * Security: the plaintext goes from its buffer to the cipher; only the
+ *           padded last block is copied, into a stack local wiped before
+ *           return. Never use one envelope key for two requests.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 6, 8) spc_status spc_ecies_encrypt(spc_buffer *envelope, const uint8_t *nonce,
+                                                          spc_buffer *plain, const uint8_t *sh2, size_t sh2_len,
+                                                          uint8_t *out, size_t out_len,
+                                                          uint8_t mac[SPC_ECIES_MAC_BYTES]);
+
+/**
+ * Verify and decrypt one ECIES message: the MAC over in || sh2 is checked
+ * first (constant time), then the data decrypted with the IV as in
+ * spc_ecies_encrypt and the PKCS#7 padding removed. `len` is a positive
+ * multiple of 16; `plain` a buffer of exactly `len` bytes: the plaintext is
+ * its first `*plain_len` bytes, the rest is zero.
+ * Returns: SPC_OK; SPC_E_AEAD_AUTH (wrong MAC, or a MAC that verifies over
+ *          invalid padding: nothing is decrypted into `plain`, or it is
+ *          cleared); SPC_E_ARGUMENT; SPC_E_NOMEM or SPC_E_FORKED;
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: encrypt-then-MAC: no byte is decrypted before the MAC verifies,
+ *           so the padding check is no oracle; the padding is nevertheless
+ *           checked without branching on its bytes. The verdict and the
+ *           plaintext length are the only values derived from the secrets
+ *           that are revealed.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 3, 7, 8, 9) spc_status spc_ecies_decrypt(spc_buffer *envelope, const uint8_t *nonce,
+                                                                const uint8_t *in, size_t len, const uint8_t *sh2,
+                                                                size_t sh2_len, const uint8_t mac[SPC_ECIES_MAC_BYTES],
+                                                                spc_buffer *plain, size_t *plain_len);
+
+/**
+ * The version of the libcrypto this target runs on, as OpenSSL reports it
+ * (e.g. "OpenSSL 3.0.x 1 Jan 2025"): for `--version` and diagnostics, so no
+ * other target needs to link libcrypto to print it.
+ * Returns: a static string, never NULL. Nothing secret.
+ */
+const char *spc_crypto_library_version(void);
 
 #ifdef __cplusplus
 }

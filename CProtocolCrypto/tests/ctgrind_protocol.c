@@ -60,6 +60,34 @@ static void ct_authcode_compare(void) {
     spc_buffer_free(keys[0]), spc_buffer_free(keys[1]);
 }
 
+/* ECIES: the envelope key and the plaintext are secret; the MAC verdict and
+ * the plaintext length are the only values the code may branch on. */
+static void ct_ecies(void) {
+    uint8_t env_raw[48], plain[21], nonce[16], sh2[8] = "sh2-abc", ct[32], mac[32], server_pub[65], eph[33];
+    for (int i = 0; i < 48; i++) env_raw[i] = (uint8_t)(i * 11 + 5);
+    memset(plain, 0x42, sizeof plain), memset(nonce, 0x24, sizeof nonce);
+    spc_buffer *env = secret_buffer(env_raw, 48), *msg = secret_buffer(plain, sizeof plain), *out;
+    REQUIRE_OK(spc_buffer_new(32, &out));
+    REQUIRE_OK(verdict(spc_ecies_encrypt(env, nonce, msg, sh2, sizeof sh2, ct, sizeof ct, mac)));
+    PUBLIC(ct, sizeof ct), PUBLIC(mac, sizeof mac); /* what is sent */
+    size_t n = 0;
+    REQUIRE_OK(verdict(spc_ecies_decrypt(env, nonce, ct, sizeof ct, sh2, sizeof sh2, mac, out, &n)));
+    PUBLIC(&n, sizeof n);
+    CHECK_EQ(n, sizeof plain);
+    CHECK(buffer_equals(out, plain, sizeof plain));
+    mac[5] ^= 1;
+    CHECK_EQ(verdict(spc_ecies_decrypt(env, nonce, ct, sizeof ct, sh2, sizeof sh2, mac, out, &n)), SPC_E_AEAD_AUTH);
+    /* The envelope from a secret private key; the KDF over a secret Z. */
+    spc_buffer *server, *derived;
+    REQUIRE_OK(spc_buffer_new(32, &server));
+    REQUIRE_OK(spc_buffer_new(48, &derived));
+    REQUIRE_OK(spc_p256_keypair_generate(server, server_pub));
+    REQUIRE_OK(verdict(spc_ecies_envelope_from_public(server_pub, 65, sh2, sizeof sh2, derived, eph)));
+    PUBLIC(eph, sizeof eph);
+    REQUIRE_OK(verdict(spc_kdf_x963_sha256(env, sh2, sizeof sh2, derived)));
+    spc_buffer_free(env), spc_buffer_free(msg), spc_buffer_free(out), spc_buffer_free(server), spc_buffer_free(derived);
+}
+
 int main(void) {
     REQUIRE_OK(spc_init());
     /* valgrind (3.19) does not implement memfd_secret: ask for the pool's
@@ -67,5 +95,6 @@ int main(void) {
     REQUIRE_OK(spc_pool_set_secretmem(0));
     RUN(ct_knowledge_unwrap);
     RUN(ct_authcode_compare);
+    RUN(ct_ecies);
     return check_summary("ctgrind-protocol");
 }

@@ -33,30 +33,35 @@ extern "C" {
 /* Status codes                                                              */
 /* ------------------------------------------------------------------------ */
 
-#define SPC_OK 0
-#define SPC_E_INIT (-1)      /* spc_init() was not called or failed        */
-#define SPC_E_NOMEM (-2)     /* the kernel refused memory (not memlock)     */
-#define SPC_E_ARGUMENT (-3)  /* a size or argument outside its contract     */
-#define SPC_E_RANGE (-4)     /* an index outside the password               */
-#define SPC_E_CODEPOINT (-5) /* a surrogate or a value above U+10FFFF       */
-#define SPC_E_TOO_LONG (-6)  /* the password would exceed SPC_PASSWORD_MAX  */
-#define SPC_E_UTF8 (-7)      /* bytes that are not well-formed UTF-8        */
-#define SPC_E_CALLBACK (-8)  /* the caller's callback returned non-zero     */
-#define SPC_E_KDF_ITERATIONS (-9)  /* t below 1 or above the ceiling          */
-#define SPC_E_KDF_MEMORY (-10)     /* m below 8*p KiB                         */
-#define SPC_E_KDF_PARALLELISM (-11)/* p outside 1 ... 2^24-1                  */
-#define SPC_E_KDF_SALT (-12)       /* salt shorter than the minimum           */
-#define SPC_E_KDF_OUTPUT (-13)     /* output length outside 16 ... 64 bytes   */
-#define SPC_E_KDF_CEILING (-14)    /* m above the configured memory ceiling   */
-#define SPC_E_KDF_FAILED (-15)     /* the backend failed (e.g. out of memory) */
-#define SPC_E_AEAD_AUTH (-16)      /* authentication failed: wrong key, nonce, data or tag */
-#define SPC_E_UNSUPPORTED (-17)    /* not available on this CPU or build      */
-#define SPC_E_FORKED (-18)         /* a buffer inherited across fork(): see "Fork" */
-/* Codes of the protocol target (CProtocolCrypto, protocol_crypto.h); kept here
- * so that spc_status_name() and every caller know the whole list. */
-#define SPC_E_CRYPTO (-20) /* libcrypto or libsodium reported an internal failure */
-#define SPC_E_KEY (-21)    /* a key that is not a valid P-256 key (off the curve, */
-                           /* scalar not in 1 ... n-1, wrong encoding length)     */
+/* Every status-returning function returns an spc_status: SPC_OK or one of
+ * the negative codes below. A C enum, so a compiler and a Swift importer see
+ * the type, not a bare int; the values are fixed and never reused. */
+typedef enum spc_status {
+    SPC_OK = 0,
+    SPC_E_INIT = -1,             /* spc_init() was not called or failed            */
+    SPC_E_NOMEM = -2,            /* the kernel refused memory (not memlock)         */
+    SPC_E_ARGUMENT = -3,         /* a size or argument outside its contract         */
+    SPC_E_RANGE = -4,            /* an index outside the password                   */
+    SPC_E_CODEPOINT = -5,        /* a surrogate or a value above U+10FFFF           */
+    SPC_E_TOO_LONG = -6,         /* the password would exceed SPC_PASSWORD_MAX      */
+    SPC_E_UTF8 = -7,             /* bytes that are not well-formed UTF-8            */
+    SPC_E_CALLBACK = -8,         /* the caller's callback returned non-zero         */
+    SPC_E_KDF_ITERATIONS = -9,   /* t below 1 or above the ceiling                  */
+    SPC_E_KDF_MEMORY = -10,      /* m below 8*p KiB                                 */
+    SPC_E_KDF_PARALLELISM = -11, /* p outside 1 ... 2^24-1                          */
+    SPC_E_KDF_SALT = -12,        /* salt shorter than the minimum                   */
+    SPC_E_KDF_OUTPUT = -13,      /* output length outside 16 ... 64 bytes           */
+    SPC_E_KDF_CEILING = -14,     /* m above the configured memory ceiling           */
+    SPC_E_KDF_FAILED = -15,      /* the backend failed (e.g. out of memory)         */
+    SPC_E_AEAD_AUTH = -16,       /* authentication failed: wrong key, nonce, data or tag */
+    SPC_E_UNSUPPORTED = -17,     /* not available on this CPU or build              */
+    SPC_E_FORKED = -18,          /* a buffer inherited across fork(): see "Fork"    */
+    /* Codes of the protocol target (CProtocolCrypto, protocol_crypto.h); kept
+     * here so that spc_status_name() and every caller know the whole list. */
+    SPC_E_CRYPTO = -20, /* libcrypto or libsodium reported an internal failure */
+    SPC_E_KEY = -21     /* a key that is not a valid P-256 key (off the curve,
+                         * scalar not in 1 ... n-1, wrong encoding length)    */
+} spc_status;
 
 /* ------------------------------------------------------------------------ */
 /* Library                                                                   */
@@ -70,7 +75,7 @@ extern "C" {
  *          or the fork handlers cannot be registered.
  * Security: never changes process limits (RLIMIT_CORE, RLIMIT_MEMLOCK).
  */
-SPC_MUST_CHECK int spc_init(void);
+SPC_MUST_CHECK spc_status spc_init(void);
 
 /**
  * Whether spc_init() has succeeded in this process: 1 after it has, 0
@@ -98,14 +103,14 @@ int spc_initialized(void);
  *          (a core limit already set stays) and, changing nothing, on
  *          systems other than Linux.
  */
-SPC_MUST_CHECK int spc_harden_process(void);
+SPC_MUST_CHECK spc_status spc_harden_process(void);
 
 /** Fill `buf` with `len` bytes from the operating system's CSPRNG (for
  * public values: salts, nonces). Aborts if spc_init() has not succeeded. */
 SPC_NONNULL(1) void spc_random_fill(void *buf, size_t len);
 
 /** Human-readable name of a status code (static string, never NULL). */
-const char *spc_status_name(int status);
+const char *spc_status_name(spc_status status);
 
 /* ------------------------------------------------------------------------ */
 /* Protection report                                                         */
@@ -135,7 +140,7 @@ typedef struct spc_pool_stats {
  * Snapshot of the pool's statistics.
  * Returns: SPC_OK; SPC_E_INIT before spc_init().
  */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_pool_stats_get(spc_pool_stats *out);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_pool_stats_get(spc_pool_stats *out);
 
 /**
  * Disable memfd_secret for allocations made from now on (slabs already made
@@ -143,7 +148,7 @@ SPC_MUST_CHECK SPC_NONNULL(1) int spc_pool_stats_get(spc_pool_stats *out);
  * that must not use secret memory (it is not visible to hibernation).
  * Returns: SPC_OK; SPC_E_INIT before spc_init().
  */
-SPC_MUST_CHECK int spc_pool_set_secretmem(int enabled);
+SPC_MUST_CHECK spc_status spc_pool_set_secretmem(int enabled);
 
 /* ------------------------------------------------------------------------ */
 /* Secure buffers (keys, revealed passwords, any fixed-size secret)          */
@@ -164,7 +169,7 @@ typedef struct spc_buffer spc_buffer;
  *          SPC_E_NOMEM when mmap fails; SPC_E_INIT before spc_init().
  * Security: the buffer is no-access until spc_buffer_open().
  */
-SPC_MUST_CHECK SPC_NONNULL(2) int spc_buffer_new(size_t size, spc_buffer **out);
+SPC_MUST_CHECK SPC_NONNULL(2) spc_status spc_buffer_new(size_t size, spc_buffer **out);
 
 /*
  * Fork. A child made by fork() without exec has none of its parent's secrets:
@@ -209,7 +214,7 @@ SPC_NONNULL(1) unsigned spc_buffer_protection(const spc_buffer *buf);
  * Returns: SPC_OK; SPC_E_NOMEM if mprotect fails; SPC_E_FORKED for a buffer
  *          inherited across fork() (as does every call that opens one).
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_buffer_open(spc_buffer *buf, uint8_t **data);
+SPC_MUST_CHECK SPC_NONNULL(1, 2) spc_status spc_buffer_open(spc_buffer *buf, uint8_t **data);
 
 /** End an open. The pages return to no-access when nothing in them is open.
  * No effect on a buffer inherited across fork(). */
@@ -219,7 +224,7 @@ SPC_NONNULL(1) void spc_buffer_close(spc_buffer *buf);
  * Fill the buffer with bytes from the operating system's CSPRNG.
  * Returns: SPC_OK; SPC_E_NOMEM if the buffer cannot be opened.
  */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_buffer_randomize(spc_buffer *buf);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_buffer_randomize(spc_buffer *buf);
 
 /**
  * Compare two buffers: *equal is set to 1 if the sizes and contents are
@@ -229,7 +234,7 @@ SPC_MUST_CHECK SPC_NONNULL(1) int spc_buffer_randomize(spc_buffer *buf);
  *          either buffer cannot be opened.
  * Security: constant time in the contents (sodium_memcmp); sizes are public.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_buffer_equal(spc_buffer *a, spc_buffer *b, int *equal);
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) spc_status spc_buffer_equal(spc_buffer *a, spc_buffer *b, int *equal);
 
 /**
  * Compare two byte strings of the same public length `len` (authentication
@@ -240,7 +245,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_buffer_equal(spc_buffer *a, spc_buff
  *          length.
  * Security: constant time in the contents (sodium_memcmp); `len` is public.
  */
-SPC_MUST_CHECK SPC_NONNULL(4) int spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len, int *equal);
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_bytes_equal(const uint8_t *a, const uint8_t *b, size_t len, int *equal);
 
 /**
  * Zero `len` bytes at `p` (sodium_memzero) in a way no optimiser removes:
@@ -265,7 +270,7 @@ typedef struct spc_password spc_password;
  * pad that lives in a separate allocation (a separate slab pool).
  * Returns: SPC_OK; SPC_E_NOMEM; SPC_E_INIT.
  */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_new(spc_password **out);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_password_new(spc_password **out);
 
 /** Wipe and release. NULL is accepted and ignored. */
 void spc_password_free(spc_password *pw);
@@ -287,32 +292,32 @@ SPC_NONNULL(1) unsigned spc_password_protection(const spc_password *pw);
  * Security: validity of `cp` is computed without branches; the single
  *           branch is on the resulting accept/reject bit.
  */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_insert(spc_password *pw, size_t index, uint32_t cp);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_password_insert(spc_password *pw, size_t index, uint32_t cp);
 
 /** Append `cp`: spc_password_insert(pw, length, cp). Same statuses. */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_add(spc_password *pw, uint32_t cp);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_password_add(spc_password *pw, uint32_t cp);
 
 /**
  * Remove the code point at `index` (0 ... length-1), re-scrambling as for
  * insert and zeroing the vacated tail position.
  * Returns: SPC_OK; SPC_E_RANGE; SPC_E_NOMEM. On error nothing changes.
  */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_remove(spc_password *pw, size_t index);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_password_remove(spc_password *pw, size_t index);
 
 /** Remove the last code point. Returns SPC_E_RANGE when empty. */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_remove_last(spc_password *pw);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_password_remove_last(spc_password *pw);
 
 /**
  * Wipe the content (data and pad zeroed) and set the length to 0.
  * Returns: SPC_OK; SPC_E_NOMEM if the pages cannot be opened.
  */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_password_clear(spc_password *pw);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_password_clear(spc_password *pw);
 
 /**
  * Make an independent copy with a fresh pad.
  * Returns: SPC_OK; SPC_E_NOMEM.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_copy(spc_password *pw, spc_password **out);
+SPC_MUST_CHECK SPC_NONNULL(1, 2) spc_status spc_password_copy(spc_password *pw, spc_password **out);
 
 /**
  * Compare two passwords: *equal is set to 1 if they hold the same code
@@ -322,7 +327,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_copy(spc_password *pw, spc_pas
  * Security: constant time in the content; the loop runs over the shorter
  *           length (lengths are public, see spc_password_length).
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_password_equal(spc_password *a, spc_password *b, int *equal);
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) spc_status spc_password_equal(spc_password *a, spc_password *b, int *equal);
 
 /**
  * Reveal the password as UTF-8 into a new secure buffer of exactly the
@@ -333,7 +338,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_password_equal(spc_password *a, spc_
  *           index depends on a code point); cost is quadratic in the length,
  *           bounded by SPC_PASSWORD_MAX. The total byte length is revealed.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) int spc_password_reveal(spc_password *pw, spc_buffer **out, size_t *len);
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) spc_status spc_password_reveal(spc_password *pw, spc_buffer **out, size_t *len);
 
 /** Callback for spc_password_with_utf8: return 0 on success. */
 typedef int (*spc_reveal_fn)(const uint8_t *utf8, size_t len, void *ctx);
@@ -343,7 +348,7 @@ typedef int (*spc_reveal_fn)(const uint8_t *utf8, size_t len, void *ctx);
  * Returns: SPC_OK; SPC_E_CALLBACK if `fn` returned non-zero; SPC_E_NOMEM.
  * Security: the revealed bytes exist only for the duration of `fn`.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_with_utf8(spc_password *pw, spc_reveal_fn fn, void *ctx);
+SPC_MUST_CHECK SPC_NONNULL(1, 2) spc_status spc_password_with_utf8(spc_password *pw, spc_reveal_fn fn, void *ctx);
 
 /**
  * Build a password from UTF-8 bytes held in a secure buffer.
@@ -355,7 +360,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_password_with_utf8(spc_password *pw, sp
  *           stops being well-formed (it returns SPC_E_UTF8 there); a
  *           well-formed character's value steers no branch or index.
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 3) int spc_password_from_utf8(spc_buffer *utf8, size_t len, spc_password **out);
+SPC_MUST_CHECK SPC_NONNULL(1, 3) spc_status spc_password_from_utf8(spc_buffer *utf8, size_t len, spc_password **out);
 
 /* ------------------------------------------------------------------------ */
 /* Key derivation (kdf.c)                                                    */
@@ -394,7 +399,7 @@ typedef struct spc_argon2_input {
  * Default ceilings: memory min(4 GiB, half of physical RAM), 64 iterations.
  * Returns: SPC_OK.
  */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_kdf_limits_default(spc_kdf_limits *out);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_kdf_limits_default(spc_kdf_limits *out);
 
 /**
  * Check Argon2id parameters against RFC 9106 and the ceilings, without work.
@@ -402,7 +407,7 @@ SPC_MUST_CHECK SPC_NONNULL(1) int spc_kdf_limits_default(spc_kdf_limits *out);
  *          SPC_E_KDF_PARALLELISM, SPC_E_KDF_SALT, SPC_E_KDF_OUTPUT,
  *          SPC_E_KDF_CEILING (checked in that order).
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_kdf_argon2id_check(const spc_argon2_params *params, const spc_kdf_limits *limits,
+SPC_MUST_CHECK SPC_NONNULL(1, 2) spc_status spc_kdf_argon2id_check(const spc_argon2_params *params, const spc_kdf_limits *limits,
                                                             size_t salt_len, size_t out_len);
 
 /**
@@ -416,7 +421,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2) int spc_kdf_argon2id_check(const spc_argon2_par
  *           (MADV_DONTDUMP, wiped before unmap); libsodium's is unmapped by
  *           libsodium (returned to the kernel, which zeroes it before reuse).
  */
-SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_kdf_argon2id(const spc_argon2_input *in, const spc_argon2_params *params,
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) spc_status spc_kdf_argon2id(const spc_argon2_input *in, const spc_argon2_params *params,
                                                             const spc_kdf_limits *limits, int backend, spc_buffer *out,
                                                             int *backend_used);
 
@@ -427,7 +432,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 5) int spc_kdf_argon2id(const spc_argon2_inp
  *          SPC_E_KDF_OUTPUT; SPC_E_NOMEM.
  * Security: HMAC states are wiped; no branch depends on the password.
  */
-SPC_MUST_CHECK SPC_NONNULL(6) int spc_kdf_pbkdf2_sha256(const uint8_t *password, size_t password_len, const uint8_t *salt,
+SPC_MUST_CHECK SPC_NONNULL(6) spc_status spc_kdf_pbkdf2_sha256(const uint8_t *password, size_t password_len, const uint8_t *salt,
                                                         size_t salt_len, uint32_t iterations, spc_buffer *out);
 
 /* ------------------------------------------------------------------------ */
@@ -454,7 +459,7 @@ int spc_aead_available(int alg);
  * Security: never reuse a (key, nonce) pair; use random nonces with
  *           XChaCha20-Poly1305, whose 192-bit nonce makes that safe.
  */
-SPC_MUST_CHECK SPC_NONNULL(2, 3, 8) int spc_aead_seal(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len,
+SPC_MUST_CHECK SPC_NONNULL(2, 3, 8) spc_status spc_aead_seal(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len,
                                                          spc_buffer *plaintext, const uint8_t *ad, size_t ad_len,
                                                          uint8_t *ciphertext);
 
@@ -465,7 +470,7 @@ SPC_MUST_CHECK SPC_NONNULL(2, 3, 8) int spc_aead_seal(int alg, spc_buffer *key, 
  * Security: no plaintext is released unless the tag verifies; the tag check
  *           is libsodium's constant-time verification.
  */
-SPC_MUST_CHECK SPC_NONNULL(2, 3, 5, 9) int spc_aead_open(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len,
+SPC_MUST_CHECK SPC_NONNULL(2, 3, 5, 9) spc_status spc_aead_open(int alg, spc_buffer *key, const uint8_t *nonce, size_t nonce_len,
                                                          const uint8_t *ciphertext, size_t ciphertext_len, const uint8_t *ad,
                                                          size_t ad_len, spc_buffer **out);
 
@@ -480,7 +485,7 @@ SPC_MUST_CHECK SPC_NONNULL(2, 3, 5, 9) int spc_aead_open(int alg, spc_buffer *ke
  * Not for secrets: use the KDF or AEAD functions for those.
  * Returns: SPC_OK; SPC_E_INIT before spc_init().
  */
-SPC_MUST_CHECK SPC_NONNULL(3) int spc_digest(const uint8_t *data, size_t len, uint8_t out[SPC_DIGEST_BYTES]);
+SPC_MUST_CHECK SPC_NONNULL(3) spc_status spc_digest(const uint8_t *data, size_t len, uint8_t out[SPC_DIGEST_BYTES]);
 
 /* ------------------------------------------------------------------------ */
 /* Machine report (for `securepin doctor`)                                  */
@@ -505,7 +510,7 @@ typedef struct spc_machine_report {
  * Probe the machine (each probe maps and unmaps one page).
  * Returns: SPC_OK; SPC_E_INIT before spc_init().
  */
-SPC_MUST_CHECK SPC_NONNULL(1) int spc_machine_report_get(spc_machine_report *out);
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_machine_report_get(spc_machine_report *out);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,7 @@ import HTTPClient
 import PowerAuthProtocol
 import Synchronization
 
-/// ``ActivationTransport`` over HTTP(S) with the `HTTPClient` module
+/// `PowerAuthProtocol.ActivationTransport` over HTTP(S) with the `HTTPClient` module
 /// (URLSession): `POST baseEndpointURL + path` with the request's exact
 /// headers and body bytes.
 ///
@@ -15,15 +15,15 @@ import Synchronization
 /// - A request that did not reach the server or whose answer did not come
 ///   back — connection refused, time-out, a broken connection — and a 5xx
 ///   (the server failed, the request may not have been handled) are
-///   ``PowerAuthProtocol/TransportError/network(reason:)``; task cancellation is
-///   ``PowerAuthProtocol/TransportError/cancelled``. The service maps them to
-///   ``Activation/ActivationError/network(reason:)`` and ``Activation/ActivationError/cancelled``;
+///   `PowerAuthProtocol.TransportError.network(reason:)`; task cancellation is
+///   `PowerAuthProtocol.TransportError.cancelled`. The service maps them to
+///   `Activation.ActivationError.network(reason:)` and `Activation.ActivationError.cancelled`;
 ///   none of these ever removes an activation.
 /// - Every other HTTP answer (2xx, 4xx) is returned as a response, whose
 ///   PowerAuth error body the service reads.
-/// - ``TLSValidationStrategy/pinnedPublicKeys(_:)`` cannot be honoured by
+/// - `Activation.TLSValidationStrategy.pinnedPublicKeys(_:)` cannot be honoured by
 ///   URLSession on Linux (no server-trust callback); it is refused at
-///   creation rather than silently ignored. ``TLSValidationStrategy/noValidation``
+///   creation rather than silently ignored. `Activation.TLSValidationStrategy.noValidation`
 ///   is accepted for plain `http` on loopback only.
 public final class HTTPActivationTransport: ActivationTransport {
     /// The base URL (`baseEndpointURL`).
@@ -34,7 +34,7 @@ public final class HTTPActivationTransport: ActivationTransport {
 
     /// Creates the transport for an application's configuration.
     /// - Parameter configuration: the activation configuration (base URL and client settings).
-    /// - Throws: ``Activation/ActivationError/wrongParameter(reason:)`` for a base URL or TLS strategy it cannot use.
+    /// - Throws: `Activation.ActivationError.wrongParameter(reason:)` for a base URL or TLS strategy it cannot use.
     public convenience init(configuration: ActivationConfiguration) throws(ActivationError) {
         try self.init(baseEndpointURL: configuration.baseEndpointURL, client: configuration.clientConfiguration)
     }
@@ -43,7 +43,7 @@ public final class HTTPActivationTransport: ActivationTransport {
     /// - Parameters:
     ///   - baseEndpointURL: the part of the URL before `/pa/`.
     ///   - client: time-out, user agent, TLS strategy.
-    /// - Throws: ``Activation/ActivationError/wrongParameter(reason:)``.
+    /// - Throws: `Activation.ActivationError.wrongParameter(reason:)`.
     public init(baseEndpointURL: String, client: ActivationClientConfiguration) throws(ActivationError) {
         guard let url = URL(string: baseEndpointURL) else { throw .wrongParameter(reason: "baseEndpointURL") }
         switch client.tlsValidation {
@@ -67,8 +67,8 @@ public final class HTTPActivationTransport: ActivationTransport {
     ///   - request: method, path, headers and body.
     ///   - timeout: the time allowed for the whole exchange.
     /// - Returns: the status and body of a 2xx or 4xx answer.
-    /// - Throws: ``PowerAuthProtocol/TransportError/network(reason:)``, ``PowerAuthProtocol/TransportError/cancelled``,
-    ///   ``PowerAuthProtocol/TransportError/invalidConfiguration(reason:)`` if no HTTP client can be made for `timeout`.
+    /// - Throws: `PowerAuthProtocol.TransportError.network(reason:)`, `PowerAuthProtocol.TransportError.cancelled`,
+    ///   `PowerAuthProtocol.TransportError.invalidConfiguration(reason:)` if no HTTP client can be made for `timeout`.
     public func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError) -> TransportResponse {
         let client = try self.client(for: timeout)
         do throws(HTTPClientError) {

@@ -32,7 +32,7 @@ public struct ActivationRecord: Sendable {
     /// Whether biometry codes are accepted.
     public var biometryEnabled: Bool
 
-    /// Creates a record in the ``ProtocolActivationState/created`` state.
+    /// Creates a record in the `PowerAuthProtocol.ProtocolActivationState.created` state.
     /// - Parameters:
     ///   - activationId: the identifier.
     ///   - activationCode: the activation code.

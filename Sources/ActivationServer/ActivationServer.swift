@@ -42,18 +42,21 @@ public final class ActivationServer: Sendable {
     // MARK: - Back office
 
     /// Prepares an activation for a user: a fresh server key pair, counter,
-    /// identifier and activation code. State ``ProtocolActivationState/created``.
+    /// identifier and activation code (signed by the master key, as upstream's
+    /// `initActivation`). State `PowerAuthProtocol.ProtocolActivationState.created`.
     /// - Parameter userId: the user.
     /// - Returns: the identifier and the code to hand to the device.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``, the store's errors.
     public func initActivation(userId: String) throws(ActivationServerError) -> PreparedActivation {
         let keyPair = try protocolStep { () throws(ProtocolError) in try crypto.generateKeyPair() }
-        let code = try Self.activationCode()
+        let code = try signedActivationCode()
         let record = ActivationRecord(
-            activationId: UUID().uuidString.lowercased(), activationCode: code, userId: userId,
+            activationId: UUID().uuidString.lowercased(), activationCode: code.code, userId: userId,
             serverKeyPair: keyPair, counter: HashCounter.random(), maxFailedAttempts: configuration.maxFailedAttempts)
         try store.insert(record)
-        return PreparedActivation(activationId: record.activationId, activationCode: code)
+        return PreparedActivation(
+            activationId: record.activationId, activationCode: code.code,
+            activationSignature: Base64.encode(code.signature ?? []))
     }
 
     /// Commits an activation that waits for it.
@@ -96,7 +99,7 @@ public final class ActivationServer: Sendable {
         }
     }
 
-    /// Removes an activation for good (the record stays, in ``ProtocolActivationState/removed``).
+    /// Removes an activation for good (the record stays, in `PowerAuthProtocol.ProtocolActivationState.removed`).
     /// - Parameter activationId: the identifier.
     /// - Throws: ``ActivationServerError/activationNotFound``.
     public func removeActivation(_ activationId: String) throws(ActivationServerError) {
@@ -171,17 +174,13 @@ public final class ActivationServer: Sendable {
         return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factorSet)
     }
 
-    /// A 20-character code in four groups of Base32 letters and digits.
-    static func activationCode() throws(ActivationServerError) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-        let bytes: [UInt8]
-        do throws(SecureCoreError) {
-            bytes = try SecureRandom.bytes(count: 20)
-        } catch {
-            throw .protocolFailure(.core(error))
+    /// A fresh activation code (10 random bytes and their CRC-16/ARC in Base32),
+    /// signed by the master key for its QR form, as a PowerAuth server issues it.
+    func signedActivationCode() throws(ActivationServerError) -> ActivationCode {
+        let master = configuration.masterKeyPair.privateKey
+        return try protocolStep { () throws(ProtocolError) in
+            try ActivationCode.generate().signed(masterPrivateKey: master)
         }
-        let characters = bytes.map { alphabet[Int($0 & 31)] }
-        return stride(from: 0, to: 20, by: 5).map { String(characters[$0..<($0 + 5)]) }.joined(separator: "-")
     }
 }
 
@@ -189,8 +188,13 @@ public final class ActivationServer: Sendable {
 public struct PreparedActivation: Sendable, Equatable {
     /// The identifier.
     public let activationId: String
-    /// The code the device activates with.
+    /// The code the device activates with, `XXXXX-XXXXX-XXXXX-XXXXX`.
     public let activationCode: String
+    /// Base64 of the master key's ECDSA-SHA256 (DER) signature of ``activationCode``.
+    public let activationSignature: String
+
+    /// The QR form `CODE#SIGNATURE`, which the client verifies before it activates.
+    public var qrText: String { activationCode + "#" + activationSignature }
 }
 
 /// The public facts of an activation.

@@ -13,8 +13,8 @@ public struct InProcessTransport: ActivationTransport {
 
     /// Calls ``ActivationServer/handle(_:)``.
     /// - Returns: the server's 2xx or 4xx answer.
-    /// - Throws: ``PowerAuthProtocol/TransportError/cancelled`` when the task is cancelled,
-    ///   ``PowerAuthProtocol/TransportError/network(reason:)`` for a server failure (5xx), as
+    /// - Throws: `PowerAuthProtocol.TransportError.cancelled` when the task is cancelled,
+    ///   `PowerAuthProtocol.TransportError.network(reason:)` for a server failure (5xx), as
     ///   the transport contract asks of every transport.
     public func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError) -> TransportResponse {
         guard !Task.isCancelled else { throw .cancelled }

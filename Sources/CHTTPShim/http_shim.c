@@ -423,6 +423,11 @@ unsigned int spc_http_server_in_flight(const spc_http_server *server) {
     return atomic_load((atomic_uint *)&server->in_flight);
 }
 
+unsigned int spc_http_server_open_connections(const spc_http_server *server) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info != NULL ? info->num_connections : 0;
+}
+
 unsigned int spc_http_server_stop(spc_http_server *server, unsigned int drain_timeout_ms) {
     atomic_store(&server->stopping, true);
     MHD_socket listener = MHD_quiesce_daemon(server->daemon);

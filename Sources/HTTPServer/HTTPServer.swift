@@ -60,6 +60,9 @@ public final class HTTPServer: Sendable {
     /// Requests between their headers and the end of their response, now (0 when stopped).
     public var requestsInFlight: Int { daemon.withLock { $0.map(ShimBridge.inFlight) ?? 0 } }
 
+    /// Connections open now, idle keep-alive ones included (0 when stopped).
+    public var openConnections: Int { daemon.withLock { $0.map(ShimBridge.openConnections) ?? 0 } }
+
     /// Stops gracefully: no new connections are accepted, requests in flight get up to
     /// ``Configuration/drainTimeout`` to finish (their responses say `Connection: close`),
     /// then idle connections are closed and every thread is joined (`MHD_stop_daemon`).

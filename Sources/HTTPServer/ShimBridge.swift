@@ -87,6 +87,10 @@ enum ShimBridge {
 
     /// Requests currently in flight.
     static func inFlight(_ daemon: RunningDaemon) -> Int { Int(spc_http_server_in_flight(daemon.server)) }
+
+    static func openConnections(_ daemon: RunningDaemon) -> Int {
+        Int(spc_http_server_open_connections(daemon.server))
+    }
 }
 
 /// The one C callback: builds an ``HTTPRequest``, calls the handler, fills the C response.

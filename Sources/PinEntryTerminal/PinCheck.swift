@@ -34,7 +34,7 @@ public struct PinCheckRequest: Sendable {
     ///   - format: the accepted characters and length.
     ///   - source: terminal or descriptor.
     ///   - policy: the warning policy (default: Wultra rules, warn).
-    ///   - minimumPasswordRating: for passwords (default ``PasswordStrengthEstimate/Rating/fair``).
+    ///   - minimumPasswordRating: for passwords (default `PinStrength.PasswordStrengthEstimate.Rating.fair`).
     ///   - today: the day (default: system clock).
     public init(
         format: PinFormat, source: PinSource, policy: PinWarningPolicy = PinWarningPolicy(),

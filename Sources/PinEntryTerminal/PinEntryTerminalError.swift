@@ -28,8 +28,8 @@ public enum PinEntryTerminalError: Error, Equatable, Sendable {
     /// wrapped SecureCore error says why.
     case secureMemory(SecureCoreError)
     /// The entry model under the terminal pad failed: its password could not
-    /// be created or edited (``PinEntryError/secureMemory(_:)``), or its
-    /// keypad could not be shuffled (``PinEntryError/randomSourceFailed``).
+    /// be created or edited (`PinEntry.PinEntryError.secureMemory(_:)`), or its
+    /// keypad could not be shuffled (`PinEntry.PinEntryError.randomSourceFailed`).
     case entry(PinEntryError)
     /// The strength rules failed while ``PinCheck`` judged what was read.
     case strength(PinStrengthError)

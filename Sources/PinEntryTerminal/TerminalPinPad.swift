@@ -9,7 +9,7 @@ import SecureCore
 
 /// Reads a PIN or password from a terminal, safely: raw mode without echo,
 /// `read(2)` one byte at a time through an incremental UTF-8 decoder straight
-/// into a `MutablePassword` (through ``PinEntryController``), and only dots on
+/// into a `MutablePassword` (through `PinEntry.PinEntryController`), and only dots on
 /// screen.
 ///
 /// - Backspace deletes the last character; Enter confirms a variable length;
@@ -23,15 +23,15 @@ import SecureCore
 /// - Ctrl-C, Ctrl-Z, Escape, Ctrl-D, `SIGINT`, `SIGTERM`, `SIGQUIT`,
 ///   `SIGHUP` and `SIGTSTP` wipe the input and throw
 ///   ``PinEntryTerminalError/cancelled(_:)``; end of file or a read error on the
-///   terminal counts as ``CancellationReason/terminalClosed``.
+///   terminal counts as `PinEntry.CancellationReason.terminalClosed`.
 /// - Non-digits in a numeric PIN, other control characters, unknown escape
 ///   sequences and ill-formed UTF-8 are refused that way; nothing of them is
 ///   stored.
 /// - The terminal settings and signal handlers are restored on every exit
 ///   path, and unread type-ahead is discarded.
-/// - Optionally an on-screen keypad drawn from ``Keypad``: digits can be typed
+/// - Optionally an on-screen keypad drawn from `PinEntry.Keypad`: digits can be typed
 ///   or chosen with the arrow keys and Space. With
-///   ``KeypadLayout/shuffledDigits`` the same arrow movements mean different
+///   `PinEntry.KeypadLayout.shuffledDigits` the same arrow movements mean different
 ///   digits on every keypad, so a recording of the keystrokes alone does not
 ///   reveal the PIN (the screen itself still shows the cursor).
 public final class TerminalPinPad {

@@ -1,10 +1,5 @@
+import DurableStorage
 import SecureCore
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// The vault's key file (`key`, 104 bytes): the magic, a record key and two
 /// 32-byte halves. Every slot key, the vault file's MAC and the failure
@@ -27,20 +22,24 @@ struct KeyFile {
     static let recordLabel: [UInt8] = Array("SPC failures v2".utf8)
 
     let path: String
+    /// The system calls behind its writes (tests inject failures).
+    var fileSystem: any DurableFileSystem = SystemFileSystem()
 
     /// Creates the key file (it must not exist): a random record key and half 0, zeros in half 1.
     func create() throws(VaultError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(operation: "create key file", errno: errno) }
-        defer { close(fd) }
-        let random = try core { () throws(SecureCoreError) in try SecureBytes.random(count: 2 * KeyFile.partSize) }
-        defer { random.destroy() }
-        try pwriteAll(fd, KeyFile.magic, at: 0)
-        try random.withUnsafeBytes { (bytes) throws(VaultError) in
-            try pwriteAll(fd, bytes, at: KeyFile.recordKeyOffset)
+        _ = try DurableFile.withFile(path, .createNew, fileSystem: fileSystem, failure: VaultError.init) {
+            (file) throws(VaultError) in
+            let random = try core { () throws(SecureCoreError) in try SecureBytes.random(count: 2 * KeyFile.partSize) }
+            defer { random.destroy() }
+            try storage { () throws(StorageError) in
+                try file.write(KeyFile.magic, at: 0)
+                try random.withUnsafeBytes { (bytes) throws(StorageError) in
+                    try file.write(bytes, at: KeyFile.recordKeyOffset)
+                }
+                try file.fill(0, count: KeyFile.partSize, at: KeyFile.halfOffset(1))
+                try file.sync()
+            }
         }
-        try pwriteAll(fd, [UInt8](repeating: 0, count: KeyFile.partSize), at: KeyFile.halfOffset(1))
-        guard fsync(fd) == 0 else { throw .io(operation: "fsync key file", errno: errno) }
     }
 
     /// The record key, in secure memory.
@@ -65,99 +64,60 @@ struct KeyFile {
 
     /// Writes a new random half `index` in place and returns it.
     func renewHalf(_ index: UInt8) throws(VaultError) -> SecureBytes {
-        let fd = try openForWriting()
-        defer { close(fd) }
-        let fresh = try core { () throws(SecureCoreError) in try SecureBytes.random(count: KeyFile.partSize) }
-        try fresh.withUnsafeBytes { (bytes) throws(VaultError) in
-            try pwriteAll(fd, bytes, at: KeyFile.halfOffset(index))
+        try update { (file) throws(VaultError) in
+            let fresh = try core { () throws(SecureCoreError) in try SecureBytes.random(count: KeyFile.partSize) }
+            try storage { () throws(StorageError) in
+                try fresh.withUnsafeBytes { (bytes) throws(StorageError) in
+                    try file.write(bytes, at: KeyFile.halfOffset(index))
+                }
+                try file.sync()
+            }
+            return fresh
         }
-        guard fsync(fd) == 0 else { throw .io(operation: "fsync key file", errno: errno) }
-        return fresh
     }
 
     /// Overwrites half `index` in place: random bytes, fsync, zeros, fsync.
     func destroyHalf(_ index: UInt8) throws(VaultError) {
-        let fd = try openForWriting()
-        defer { close(fd) }
-        try KeyFile.overwrite(fd, offset: KeyFile.halfOffset(index), count: KeyFile.partSize, name: "key file")
-    }
-
-    /// Overwrites a file in place over its whole length (random, fsync, zeros,
-    /// fsync) before it is unlinked. No error when it does not exist.
-    static func overwriteInPlace(_ path: String, name: String) throws(VaultError) {
-        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT { return }
-            throw .io(operation: "open \(name) for overwriting", errno: errno)
+        try update { (file) throws(VaultError) in
+            try storage { () throws(StorageError) in
+                try file.overwrite(offset: KeyFile.halfOffset(index), count: KeyFile.partSize)
+            }
         }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .io(operation: "fstat \(name)", errno: errno) }
-        try overwrite(fd, offset: 0, count: Int(st.st_size), name: name)
     }
 
-    static func overwrite(_ fd: Int32, offset: Int, count: Int, name: String) throws(VaultError) {
-        guard count > 0 else { return }
-        let random = try core { () throws(SecureCoreError) in try SecureRandom.bytes(count: count) }
-        try pwriteAll(fd, random, at: offset)
-        guard fsync(fd) == 0 else { throw .io(operation: "fsync \(name)", errno: errno) }
-        try pwriteAll(fd, [UInt8](repeating: 0, count: count), at: offset)
-        guard fsync(fd) == 0 else { throw .io(operation: "fsync \(name)", errno: errno) }
-    }
-
-    private func openForWriting() throws(VaultError) -> Int32 {
-        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            throw errno == ENOENT
-                ? .damaged(reason: "the key file is missing") : .io(operation: "open key file", errno: errno)
+    /// Runs `body` with the key file open for writing in place.
+    private func update<R>(_ body: (OpenFile) throws(VaultError) -> R) throws(VaultError) -> R {
+        guard
+            let result = try DurableFile.withFile(path, .update, fileSystem: fileSystem, failure: VaultError.init, body)
+        else {
+            throw .damaged(reason: "the key file is missing")
         }
-        return fd
+        return result
     }
 
     private func read(at offset: Int) throws(VaultError) -> SecureBytes {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            throw errno == ENOENT
-                ? .damaged(reason: "the key file is missing: the vault cannot be opened")
-                : .io(operation: "open key file", errno: errno)
+        let read = try DurableFile.withFile(path, .read, failure: VaultError.init) {
+            (file) throws(VaultError) -> SecureBytes in
+            guard file.size == KeyFile.size,
+                try storage({ () throws(StorageError) in try file.readBytes(count: KeyFile.magic.count, at: 0) })
+                    == KeyFile.magic
+            else {
+                throw .damaged(reason: "the key file is damaged or was destroyed: the vault cannot be opened")
+            }
+            let out = try core { () throws(SecureCoreError) in try SecureBytes(count: KeyFile.partSize) }
+            let (n, allZero) = try storage { () throws(StorageError) -> (Int, Bool) in
+                try out.withUnsafeMutableBytes { (buffer) throws(StorageError) -> (Int, Bool) in
+                    let n = try file.read(into: buffer, at: offset)
+                    return (n, buffer.reduce(0) { $0 | $1 } == 0)
+                }
+            }
+            guard n == KeyFile.partSize else {
+                throw .damaged(reason: "the key file is damaged or was destroyed: the vault cannot be opened")
+            }
+            guard !allZero else { throw .damaged(reason: "the key file was destroyed: the vault cannot be opened") }
+            return out
         }
-        defer { close(fd) }
-        var head = [UInt8](repeating: 0, count: KeyFile.magic.count)
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .io(operation: "fstat key file", errno: errno) }
-        guard st.st_size == KeyFile.size, pread(fd, &head, head.count, 0) == head.count, head == KeyFile.magic else {
-            throw .damaged(reason: "the key file is damaged or was destroyed: the vault cannot be opened")
-        }
-        let out = try core { () throws(SecureCoreError) in try SecureBytes(count: KeyFile.partSize) }
-        let (n, allZero): (Int, Bool) = out.withUnsafeMutableBytes { buffer in
-            let n = pread(fd, buffer.baseAddress, KeyFile.partSize, off_t(offset))
-            return (n, buffer.reduce(0) { $0 | $1 } == 0)
-        }
-        guard n == KeyFile.partSize else { throw .io(operation: "read key file", errno: errno) }
-        guard !allZero else { throw .damaged(reason: "the key file was destroyed: the vault cannot be opened") }
-        return out
+        guard let read else { throw .damaged(reason: "the key file is missing: the vault cannot be opened") }
+        return read
     }
-}
-
-/// Writes all of `bytes` at `offset`.
-func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(VaultError) {
-    var done = 0
-    while done < bytes.count {
-        let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-        if n < 0 {
-            if errno == EINTR { continue }
-            throw .io(operation: "write in place", errno: errno)
-        }
-        done += n
-    }
-}
-
-func pwriteAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int) throws(VaultError) {
-    let result: Result<Void, VaultError> = bytes.withUnsafeBytes { buffer in
-        do throws(VaultError) {
-            try pwriteAll(fd, buffer, at: offset)
-            return .success(())
-        } catch { return .failure(error) }
-    }
-    try result.get()
 }

@@ -39,7 +39,7 @@ public struct LocalAuthService: Sendable {
     ///   - body: runs with the secret, which is wiped afterwards.
     /// - Returns: how the vault was opened and what `body` returned.
     /// - Throws: ``VaultError/cancelled`` when the PIN entry is cancelled,
-    ///   ``VaultError/locked``, or the PIN errors of ``PinVault/unlock(pin:_:)``.
+    ///   ``VaultError/locked``, or the PIN errors of `PinVault.unlock(pin:_:)`.
     public func unlock<R>(
         prompt: String, pinProvider: () async -> Password?, _ body: (SecureBytes) -> R
     ) async throws(VaultError) -> (Method, R) {

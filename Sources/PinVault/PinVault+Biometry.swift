@@ -6,7 +6,7 @@ extension PinVault {
     /// proves the user and is counted like an unlock.
     /// - Throws: ``VaultError/biometryFailed(_:)`` when the system cannot do
     ///   biometry, ``VaultError/biometryNotConfigured`` without an
-    ///   authenticator, and the errors of ``unlock(pin:_:)``.
+    ///   authenticator, and the errors of `unlock(pin:_:)`.
     public func addBiometricSlot(pin: Password) throws(VaultError) {
         guard let authenticator = options.authenticator else { throw .biometryNotConfigured }
         guard authenticator.systemStatus == .available else { throw .biometryFailed(authenticator.systemStatus) }

@@ -1,5 +1,6 @@
 // Biometry is its own module; PinVault re-exports it, so vault code keeps one import.
 @_exported import Biometry
+import DurableStorage
 import SecureCore
 
 #if canImport(Glibc)
@@ -96,7 +97,7 @@ public struct PinVault: Sendable {
     ///   - policy: what failures lead to (default ``ThrottlePolicy/soft(maxFailures:)``).
     ///   - pinFormat: the PIN format recorded in the vault; every later PIN must fit it
     ///     (default ``VaultPinFormat/unrecorded``: 1 to 256 printable characters).
-    ///   - parameters: Argon2id cost, for example from ``KDFCalibrator``.
+    ///   - parameters: Argon2id cost, for example from `SecureCore.KDFCalibrator`.
     ///   - binding: ``VaultBinding/software`` (default), or ``VaultBinding/tpm(_:)``: the PIN slot then
     ///     needs a value sealed in ``Options/tpm``, and the TPM's dictionary-attack parameters are set
     ///     from the binding's policy (with ``Options/tpmLockoutAuthorization``); `policy` is then
@@ -140,8 +141,10 @@ public struct PinVault: Sendable {
         try vault.directory.lockedCreatingDirectory { () throws(VaultError) in
             guard !vault.directory.exists else { throw .alreadyExists }
             // A key file without a vault file is what an interrupted create leaves: destroy it.
-            try KeyFile.overwriteInPlace(vault.directory.file(KeyFile.name), name: "key file")
-            unlink(vault.directory.file(KeyFile.name))
+            try storage { () throws(StorageError) in
+                try DurableFile.overwriteInPlace(vault.directory.file(KeyFile.name))
+                try DurableFile.remove(vault.directory.file(KeyFile.name))
+            }
             // The key file first, then the record: a vault file never exists without either.
             try vault.directory.keyFile.create()
             try vault.directory.syncDirectory()
@@ -234,7 +237,7 @@ public struct PinVault: Sendable {
     ///   - old: the current PIN (a wrong one is counted like an unlock).
     ///   - new: the new PIN.
     ///   - parameters: new Argon2id cost (default: keep the old slot's).
-    /// - Throws: as ``unlock(pin:_:)``, plus the parameter errors of
+    /// - Throws: as `unlock(pin:_:)`, plus the parameter errors of
     ///   ``create(at:secret:pin:policy:pinFormat:parameters:options:)``; a new PIN the vault's
     ///   format does not admit is ``VaultError/pinOutsideFormat(_:)``, before the old one is counted.
     public func changePIN(old: Password, new: Password, parameters: Argon2id.Parameters? = nil) throws(VaultError) {
@@ -350,7 +353,7 @@ public struct PinVault: Sendable {
         return report
     }
 
-    /// Checks, without changing anything, that ``create(at:secret:pin:policy:parameters:options:)``
+    /// Checks, without changing anything, that ``create(at:secret:pin:policy:pinFormat:parameters:options:)``
     /// can use `directory`: missing (it is then created), or an existing
     /// directory owned by this user, closed to the group and others, and empty.
     /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,

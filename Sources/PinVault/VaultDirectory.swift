@@ -1,10 +1,5 @@
+import DurableStorage
 import SecureCore
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// The vault's directory: mode 0700, files 0600, every write a new file,
 /// fsync, rename over the old one and fsync of the directory, and an
@@ -20,7 +15,7 @@ struct VaultDirectory: Sendable {
 
     func file(_ name: String) -> String { path + "/" + name }
 
-    var exists: Bool { access(file(VaultDirectory.vaultName), F_OK) == 0 }
+    var exists: Bool { DurableFile.exists(file(VaultDirectory.vaultName)) }
 
     /// The empty file that records that the vault created its directory, so
     /// that destroying the vault removes the directory only then.
@@ -34,7 +29,7 @@ struct VaultDirectory: Sendable {
     /// Whether `name` is one of the vault's files, or a temporary file of its writer.
     static func isOwned(_ name: String) -> Bool {
         ownedNames.contains(name)
-            || [vaultName, recordName].contains { name.hasPrefix(".\($0).") && name.hasSuffix(".tmp") }
+            || [vaultName, recordName].contains { DurableFile.isTemporary(name, for: $0) }
     }
 
     /// Checks, without changing anything, that a vault can be created here:
@@ -42,29 +37,12 @@ struct VaultDirectory: Sendable {
     /// closed to the group and others, and empty (or holding only what an
     /// interrupted create of a vault leaves).
     func checkCanCreate() throws(VaultError) {
-        var st = stat()
-        guard lstat(path, &st) == 0 else {
-            if errno == ENOENT { return }
-            throw .io(operation: "stat directory", errno: errno)
+        let names = try storage { () throws(StorageError) -> [String] in
+            guard let status = try DurableFile.status(path) else { return [] }
+            try DurableFile.checkOwnDirectory(path, status, forbidding: 0o077)
+            return try DurableFile.entries(in: path)
         }
-        guard st.st_mode & S_IFMT == S_IFDIR else {
-            throw .unsuitableDirectory(reason: "\(path) exists and is not a directory")
-        }
-        guard st.st_uid == geteuid() else {
-            throw .unsuitableDirectory(reason: "\(path) belongs to another user")
-        }
-        guard st.st_mode & 0o077 == 0 else {
-            throw .unsuitableDirectory(
-                reason: "\(path) is open to the group or others (mode \(String(st.st_mode & 0o777, radix: 8)));"
-                    + " use a new directory, or one with mode 0700")
-        }
-        guard let dir = opendir(path) else { throw .io(operation: "open directory", errno: errno) }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name == "." || name == ".." || VaultDirectory.isOwned(name) { continue }
+        if let name = names.first(where: { !VaultDirectory.isOwned($0) }) {
             throw .unsuitableDirectory(reason: "\(path) is not empty (it holds \(name)); use a new or empty directory")
         }
     }
@@ -73,59 +51,30 @@ struct VaultDirectory: Sendable {
     /// created it; an existing directory is used only if
     /// ``checkCanCreate()`` accepts it, and its mode is never changed.
     func prepare() throws(VaultError) {
-        if mkdir(path, 0o700) == 0 {
-            let fd = open(file(VaultDirectory.createdMarkerName), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw .io(operation: "create \(VaultDirectory.createdMarkerName)", errno: errno) }
-            close(fd)
-            try syncDirectory()
+        if try storage({ () throws(StorageError) in try DurableFile.makeDirectory(path) }) {
+            try storage { () throws(StorageError) in
+                try DurableFile.createEmpty(VaultDirectory.createdMarkerName, in: path)
+            }
             return
         }
-        guard errno == EEXIST else { throw .io(operation: "mkdir", errno: errno) }
         try checkCanCreate()
     }
 
-    /// Runs `body` holding the exclusive advisory lock.
+    /// Runs `body` holding the exclusive advisory lock
+    /// (``DurableStorage/DurableFile/withExclusiveLock(_:failure:_:)``).
     ///
-    /// Destroying a vault unlinks its lock file while holding it, so a
-    /// process that waited on the old file would otherwise "hold" a lock no
-    /// newcomer sees. After `flock` returns, the lock is therefore valid only
-    /// if the name still refers to the locked inode; otherwise it is dropped
-    /// and taken again on the current file (or ``VaultError/notFound`` when
-    /// the directory is gone).
+    /// Destroying a vault unlinks its lock file while holding it; a process
+    /// that waited on the old file locks the current one instead, or gets
+    /// ``VaultError/notFound`` when the directory is gone.
     ///
-    /// On a read-only file system the lock file cannot be created or opened
-    /// for writing: it is then opened read-only (`flock` works on such a
-    /// descriptor), and when it does not exist there, `body` runs unlocked,
+    /// On a read-only file system without a lock file `body` runs unlocked,
     /// since nobody can change the files. Writes in `body` then fail.
     func locked<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
-        let lockPath = file(VaultDirectory.lockName)
-        while true {
-            var fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            if fd < 0 && (errno == EROFS || errno == EACCES) {
-                let refused = errno
-                fd = open(lockPath, O_RDONLY | O_CLOEXEC)
-                if fd < 0 && errno == ENOENT && refused == EROFS && access(path, F_OK) == 0 { return try body() }
-            }
-            guard fd >= 0 else { throw errno == ENOENT ? .notFound : .io(operation: "open lock", errno: errno) }
-            while flock(fd, LOCK_EX) != 0 {
-                guard errno == EINTR else {
-                    let failure = errno
-                    close(fd)
-                    throw .io(operation: "flock", errno: failure)
-                }
-            }
-            var held = stat()
-            var named = stat()
-            guard fstat(fd, &held) == 0 else {
-                let failure = errno
-                close(fd)
-                throw .io(operation: "fstat lock", errno: failure)
-            }
-            guard stat(lockPath, &named) == 0, named.st_ino == held.st_ino, named.st_dev == held.st_dev else {
-                close(fd)  // unlinked or replaced while we waited: lock the file that is there now
-                continue
-            }
-            defer { close(fd) }
+        try DurableFile.withExclusiveLock(
+            file(VaultDirectory.lockName),
+            failure: { $0.isMissing ? .notFound : VaultError($0) }
+        ) { (held) throws(VaultError) in
+            guard held || DurableFile.exists(path) else { throw .notFound }
             return try body()
         }
     }
@@ -136,33 +85,16 @@ struct VaultDirectory: Sendable {
         while true {
             do {
                 return try locked(body)
-            } catch .notFound where access(path, F_OK) != 0 {
+            } catch .notFound where !DurableFile.exists(path) {
                 try prepare()
             }
         }
     }
 
-    /// Reads a whole file, or nil when it does not exist.
+    /// Reads a whole file, or nil when it does not exist; a file larger than
+    /// `limit` is damaged, and is refused before it is read.
     func readFile(_ name: String, limit: Int = 1 << 20) throws(VaultError) -> [UInt8]? {
-        let fd = open(file(name), O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw .io(operation: "open \(name)", errno: errno)
-        }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = read(fd, &chunk, chunk.count)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(operation: "read \(name)", errno: errno)
-            }
-            if n == 0 { break }
-            out += chunk[0..<n]
-            if out.count > limit { throw .damaged(reason: "\(name) is larger than any valid file") }
-        }
-        return out
+        try storage { () throws(StorageError) in try DurableFile.read(file(name), limit: limit) }
     }
 
     /// Why a replacement failed, and whether the new file is already in
@@ -181,24 +113,27 @@ struct VaultDirectory: Sendable {
     /// fsync is retried (the replacement is finished); if it still fails, the
     /// failure says `replaced`, so the caller can roll back.
     func replace(_ name: String, _ bytes: [UInt8]) throws(ReplaceFailure) {
-        let result: Result<Void, DurableFile.Failure> = bytes.withUnsafeBytes { buffer in
-            do throws(DurableFile.Failure) {
+        let result: Result<Void, StorageError> = bytes.withUnsafeBytes { buffer in
+            do throws(StorageError) {
                 return .success(try DurableFile.replace(name, in: path, with: buffer, fileSystem: fileSystem))
             } catch { return .failure(error) }
         }
         guard case .failure(let failure) = result else { return }
-        guard failure.replaced else {
-            throw ReplaceFailure(error: .io(operation: failure.operation, errno: failure.errno), replaced: false)
+        guard case .notDurable(_, var lastErrno) = failure else {
+            throw ReplaceFailure(error: VaultError(failure), replaced: false)
         }
-        var last = failure
+        var lastOperation = "fsync directory"
         for _ in 0..<VaultDirectory.syncRetries {
-            do throws(DurableFile.Failure) {
+            do throws(StorageError) {
                 try DurableFile.syncDirectory(path, fileSystem: fileSystem)
                 return
-            } catch { last = error }
+            } catch {
+                lastOperation = error.operation
+                lastErrno = error.errno ?? lastErrno
+            }
         }
         throw ReplaceFailure(
-            error: .io(operation: "\(last.operation) after replacing \(name) (not durable)", errno: last.errno),
+            error: .io(operation: "\(lastOperation) after replacing \(name) (not durable)", errno: lastErrno),
             replaced: true)
     }
 
@@ -208,13 +143,11 @@ struct VaultDirectory: Sendable {
     }
 
     func syncDirectory() throws(VaultError) {
-        do throws(DurableFile.Failure) { try DurableFile.syncDirectory(path, fileSystem: fileSystem) } catch {
-            throw .io(operation: error.operation, errno: error.errno)
-        }
+        try storage { () throws(StorageError) in try DurableFile.syncDirectory(path, fileSystem: fileSystem) }
     }
 
     /// The key file.
-    var keyFile: KeyFile { KeyFile(path: file(KeyFile.name)) }
+    var keyFile: KeyFile { KeyFile(path: file(KeyFile.name), fileSystem: fileSystem) }
 
     /// Destroys the vault so that no copy of it can be opened again: the key
     /// file first, overwritten in place (every slot key and the file MAC
@@ -226,42 +159,24 @@ struct VaultDirectory: Sendable {
     /// - Returns: what was removed.
     @discardableResult
     func removeAll() throws(VaultError) -> VaultDestruction {
-        try KeyFile.overwriteInPlace(file(KeyFile.name), name: "key file")
-        for name in [VaultDirectory.vaultName, VaultDirectory.recordName] {
-            try KeyFile.overwriteInPlace(file(name), name: name)
+        try storage { () throws(StorageError) in
+            for name in [KeyFile.name, VaultDirectory.vaultName, VaultDirectory.recordName] {
+                try DurableFile.overwriteInPlace(file(name), fileSystem: fileSystem)
+            }
         }
-        let createdDirectory = access(file(VaultDirectory.createdMarkerName), F_OK) == 0
+        let createdDirectory = DurableFile.exists(file(VaultDirectory.createdMarkerName))
+        let leftovers = ((try? DurableFile.entries(in: path)) ?? []).filter {
+            $0.hasPrefix(".") && VaultDirectory.isOwned($0)
+        }
         var removed: [String] = []
-        var leftovers: [String] = []
-        if let dir = opendir(path) {
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
-                if name.hasPrefix(".") && VaultDirectory.isOwned(name) { leftovers.append(name) }
-            }
-            closedir(dir)
-        }
-        for name in leftovers.sorted() + VaultDirectory.ownedNames {
-            if unlink(file(name)) == 0 {
-                removed.append(name)
-            } else if errno != ENOENT {
-                throw .io(operation: "unlink \(name)", errno: errno)
-            }
+        for name in leftovers.sorted() + VaultDirectory.ownedNames
+        where try storage({ () throws(StorageError) in try DurableFile.remove(file(name)) }) {
+            removed.append(name)
         }
         try syncDirectory()
         var removedDirectory = false
         if createdDirectory {
-            // By absolute name: rmdir(".") fails with EINVAL even when "." is empty.
-            let absolute = realpath(path, nil).map { pointer in
-                defer { free(pointer) }
-                return String(cString: pointer)
-            }
-            if rmdir(absolute ?? path) == 0 {
-                removedDirectory = true
-            } else if errno != ENOENT && errno != ENOTEMPTY {
-                throw .io(operation: "rmdir", errno: errno)
-            }
+            removedDirectory = try storage { () throws(StorageError) in try DurableFile.removeDirectory(path) }
         }
         return VaultDestruction(removedFiles: removed, removedDirectory: removedDirectory, directory: path)
     }
@@ -278,3 +193,16 @@ public struct VaultDestruction: Sendable, Equatable {
     /// The directory.
     public var directory: String
 }
+
+/// A failed system call is ``VaultError/io(operation:errno:)``, a file that is not what the
+/// vault writes is ``VaultError/damaged(reason:)``.
+extension VaultError: StorageErrorConvertible {
+    package static func storageFailed(operation: String, errno: Int32) -> VaultError {
+        .io(operation: operation, errno: errno)
+    }
+    package static func storageDamaged(reason: String) -> VaultError { .damaged(reason: reason) }
+    package static func storageRefused(reason: String) -> VaultError { .unsuitableDirectory(reason: reason) }
+}
+
+/// Runs a storage step, its failure as a ``VaultError``.
+func storage<R>(_ body: () throws(StorageError) -> R) throws(VaultError) -> R { try VaultError.converting(body) }

@@ -74,7 +74,7 @@ public struct ActivationStatusBlob: Sendable, Equatable {
     }
 
     /// Parses decrypted blob bytes, checking the length, the magic and the state.
-    /// - Parameter plaintext: 32 bytes.
+    /// - Parameter p: the decrypted blob, 32 bytes.
     /// - Throws: ``ProtocolError/invalidLength(field:expected:actual:)``,
     ///   ``ProtocolError/invalidStatusBlobMagic``, ``ProtocolError/unknownActivationState(_:)``.
     public init(plaintext p: [UInt8]) throws(ProtocolError) {

@@ -58,13 +58,18 @@ public enum ProtocolError: Error, Equatable, Sendable {
     case invalidKDFParameters(memoryKiB: UInt32, iterations: UInt32)
     /// An empty PIN was given for the knowledge factor.
     case emptyPIN
-    /// A configuration string, or a key that goes into one, is invalid (malformed
-    /// Base64, a version this library does not read, truncated, trailing bytes, a key
-    /// of the wrong size). `reason` names the value, never a secret.
-    case invalidConfiguration(reason: String)
+    /// A configuration string (`MOBILE_SDK_CONFIG`), or a part that goes into one, is
+    /// invalid; the ``ConfigurationError`` says which rule it broke.
+    case invalidConfiguration(ConfigurationError)
+    /// An activation code, or its QR form `CODE#SIGNATURE`, is invalid; the
+    /// ``ActivationCodeError`` says which rule it broke.
+    case invalidActivationCode(ActivationCodeError)
     /// A message body does not follow the API: it cannot be encoded, is too large,
     /// or is not the expected JSON. `reason` says which.
     case malformedMessage(reason: String)
+    /// A failure of PowerAuth's end-to-end encryption (``ECIESEncryptor``,
+    /// ``ECIESDecryptor``, ``ECIESEnvelope``), which throw ``ECIESError`` directly.
+    case ecies(ECIESError)
     /// A failure of the secure core inside a protocol computation (memory, a
     /// destroyed key, an internal error).
     case core(SecureCoreError)

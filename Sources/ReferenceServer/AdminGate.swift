@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// The configured token is kept only as a fixed-size digest (HMAC-SHA256 keyed
 /// with the token over a fixed label); a presented token arrives in secure
-/// memory (``HTTPServer/Configuration/secretHeaders``), is digested the same
+/// memory (`HTTPServer.Configuration.secretHeaders`), is digested the same
 /// way and compared in constant time, so neither its length nor the position
 /// of a first difference shows in the timing. Failed attempts (missing or
 /// wrong token) draw on a budget of ``AdminRateLimit/burst`` that refills at

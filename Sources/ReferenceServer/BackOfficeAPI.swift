@@ -8,7 +8,7 @@ import PowerAuthProtocol
 /// the `X-SecurePIN-Admin-Token` header: without it the answer is 401, with a
 /// wrong one (or when the server has no token) 403, both `ERR_AUTHENTICATION`.
 public enum BackOfficeAPI {
-    /// `userId` → `activationId`, `activationCode` (state `CREATED`).
+    /// `userId` → `activationId`, `activationCode`, `activationSignature` (state `CREATED`).
     public static let initActivation = "/admin/activation/init"
     /// `activationId`: `PENDING_COMMIT` → `ACTIVE`.
     public static let commitActivation = "/admin/activation/commit"
@@ -35,19 +35,24 @@ public struct InitActivationRequest: Codable, Sendable, Equatable {
     public init(userId: String) { self.userId = userId }
 }
 
-/// `{"activationId": …, "activationCode": …}`.
+/// `{"activationId": …, "activationCode": …, "activationSignature": …}`, the fields of
+/// upstream's `InitActivationResponse`; the QR code carries `activationCode#activationSignature`.
 public struct InitActivationResponse: Codable, Sendable, Equatable {
     /// The identifier.
     public var activationId: String
-    /// The code the device activates with.
+    /// The code the device activates with, `XXXXX-XXXXX-XXXXX-XXXXX`.
     public var activationCode: String
+    /// Base64 of the master key's ECDSA-SHA256 (DER) signature of the code.
+    public var activationSignature: String
     /// Creates the message.
     /// - Parameters:
     ///   - activationId: the identifier.
     ///   - activationCode: the code.
-    public init(activationId: String, activationCode: String) {
+    ///   - activationSignature: the Base64 signature of the code.
+    public init(activationId: String, activationCode: String, activationSignature: String) {
         self.activationId = activationId
         self.activationCode = activationCode
+        self.activationSignature = activationSignature
     }
 }
 

@@ -55,7 +55,7 @@ public struct BackOfficeClient: Sendable {
     /// - Parameters:
     ///   - activationId: the activation.
     ///   - untilSeconds: the end of a temporary block in seconds since 1970 (after now, at most
-    ///     ``UnixTime/latestSeconds``; anything else is refused with 400), or `nil`.
+    ///     `ActivationServer.UnixTime.latestSeconds`; anything else is refused with 400), or `nil`.
     /// - Throws: ``BackOfficeError``.
     public func block(_ activationId: String, untilSeconds: Int64?) async throws(BackOfficeError) {
         let _: EmptyMessage = try await call(

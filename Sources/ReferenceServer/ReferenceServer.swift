@@ -5,15 +5,15 @@ import PowerAuthProtocol
 import SecureCore
 
 /// The deployable reference activation server, HTTP and SQLite around the
-/// protocol logic: ``ActivationServer`` answers the API (it holds no socket
+/// protocol logic: `ActivationServer` answers the API (it holds no socket
 /// and no database of its own), ``SQLiteActivationStore`` keeps the
-/// activations durably, libmicrohttpd (``HTTPServer``) listens on loopback,
+/// activations durably, libmicrohttpd (`HTTPServer`) listens on loopback,
 /// and the back office of ``BackOfficeAPI`` sits behind an admin token.
 ///
 /// **Threads.** libmicrohttpd calls the handler synchronously on a thread per
 /// connection. The handler answers on that thread through
-/// ``ActivationServer/respond(to:)``, the synchronous form of
-/// ``ActivationServer/handle(_:)``: no semaphore parks a connection thread on
+/// `ActivationServer.respond(to:)`, the synchronous form of
+/// `ActivationServer.handle(_:)`: no semaphore parks a connection thread on
 /// a task, and no thread of the Swift concurrency pool ever waits for SQLite's
 /// lock. Concurrent requests meet at the store, whose changes each run in one
 /// `BEGIN IMMEDIATE` transaction.
@@ -36,6 +36,13 @@ public final class ReferenceServer: Sendable {
         public var failureBlockDuration: TimeInterval?
         /// Failed back-office attempts allowed before every back-office request gets 429.
         public var adminRateLimit = AdminRateLimit()
+        /// Where each answered request is logged (one JSON line, see ``AccessLog``); `nil`, the
+        /// default, logs nothing.
+        public var accessLog: AccessLog?
+        /// A second loopback port that serves only `GET /metrics`, without the admin token
+        /// (0 picks a free one); `nil`, the default, opens none. On the main port `/metrics`
+        /// needs the admin token.
+        public var metricsPort: UInt16?
 
         /// Creates the options.
         /// - Parameters:
@@ -66,7 +73,10 @@ public final class ReferenceServer: Sendable {
     public let activationServer: ActivationServer
     /// The durable store.
     public let store: SQLiteActivationStore
+    /// The counters served at `/metrics`.
+    public let metrics: ServerMetrics
     private let http: HTTPServer
+    private let metricsHTTP: HTTPServer?
 
     /// Opens the key file and the database (creating them on first use) and
     /// prepares the HTTP server; nothing listens before ``start()``.
@@ -87,20 +97,39 @@ public final class ReferenceServer: Sendable {
                     restoring: key, applicationSecret: secret, masterKeyPair: master, lookAhead: options.lookAhead,
                     maxFailedAttempts: options.maxFailedAttempts, failureBlockDuration: options.failureBlockDuration)
             })
+        let metrics = ServerMetrics()
         let server: ActivationServer
         do throws(ActivationServerError) {
-            server = try ActivationServer(configuration: configuration, store: store)
+            server = try ActivationServer(
+                configuration: configuration, store: ObservedStore(base: store, metrics: metrics))
         } catch {
             throw .activationServer(error)
         }
         self.activationServer = server
         self.store = store
+        self.metrics = metrics
         let router = Router(
-            server: server, store: store, gate: try AdminGate(token: options.adminToken, limit: options.adminRateLimit))
+            server: server, store: store, gate: try AdminGate(token: options.adminToken, limit: options.adminRateLimit),
+            metrics: metrics, log: options.accessLog)
         var http = options.http
         // The admin token goes from the request into secure memory, never into a String.
         http.secretHeaders.insert(HTTPHeader.adminToken.lowercased())
-        self.http = HTTPServer(configuration: http) { request in router.respond(to: request) }
+        let main = HTTPServer(configuration: http) { request in router.respond(to: request) }
+        self.http = main
+        metrics.readOpenConnections { main.openConnections }
+        if let metricsPort = options.metricsPort {
+            var configuration = options.http
+            configuration.host = "127.0.0.1"
+            configuration.port = metricsPort
+            configuration.secretHeaders = []
+            metricsHTTP = HTTPServer(configuration: configuration) { request in
+                guard request.path == ServerMetrics.path else { return .text(status: 404, "not found\n") }
+                guard request.method == "GET" else { return .text(status: 405, "method not allowed\n") }
+                return Router.metricsPage(metrics)
+            }
+        } else {
+            metricsHTTP = nil
+        }
     }
 
     /// Starts listening.
@@ -108,6 +137,12 @@ public final class ReferenceServer: Sendable {
     public func start() throws(ReferenceServerError) {
         do throws(HTTPServerError) {
             try http.start()
+            do throws(HTTPServerError) {
+                try metricsHTTP?.start()
+            } catch {
+                http.stop()
+                throw error
+            }
         } catch {
             throw .http(error)
         }
@@ -116,15 +151,24 @@ public final class ReferenceServer: Sendable {
     /// The port listened on (the ephemeral one when configured with 0), while running.
     public var port: Int? { http.port }
 
+    /// The metrics port (see ``Options/metricsPort``) while running, else `nil`.
+    public var metricsPort: Int? { metricsHTTP?.port }
+
     /// Stops gracefully: no new connections, requests in flight finish (up to the drain timeout).
     /// - Returns: how many requests were cut short.
     @discardableResult
-    public func stop() -> Int { http.stop() }
+    public func stop() -> Int {
+        metricsHTTP?.stop()
+        return http.stop()
+    }
 
     /// ``stop()`` from async code, on a thread of its own.
     /// - Returns: how many requests were cut short.
     @discardableResult
-    public func shutdown() async -> Int { await http.shutdown() }
+    public func shutdown() async -> Int {
+        await metricsHTTP?.shutdown()
+        return await http.shutdown()
+    }
 
     /// The configuration string the application is given.
     /// - Returns: the string (public: every copy of the application carries it).
@@ -138,15 +182,85 @@ public final class ReferenceServer: Sendable {
     }
 }
 
-/// Turns HTTP requests into API or back-office calls.
+/// Turns HTTP requests into API or back-office calls, and counts and logs each.
 struct Router: Sendable {
     let server: ActivationServer
     let store: SQLiteActivationStore
     let gate: AdminGate
+    let metrics: ServerMetrics
+    let log: AccessLog?
 
     static let adminPrefix = "/admin/"
 
+    /// The endpoints whose requests carry a PowerAuth authorization header.
+    static let signedPaths: Set<String> = [
+        ActivationAPI.validateSignature.path, ActivationAPI.removeActivation.path, ActivationAPI.unlockVault.path,
+        ActivationAPI.removeBiometry.path,
+    ]
+
+    /// Answers, then counts the request and writes its access-log line.
     func respond(to request: HTTPRequest) -> HTTPResponse {
+        let started = ContinuousClock.now
+        var response = dispatch(request)
+        let elapsed = started.duration(to: .now)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let endpoint = ServerMetrics.endpoint(for: request.path)
+        metrics.recordRequest(endpoint: endpoint, status: response.status, seconds: seconds)
+        var activationId: String?
+        if Self.signedPaths.contains(request.path),
+            let value = request.header(AuthorizationHeader.name),
+            let header = try? AuthorizationHeader.parse(value)
+        {
+            activationId = header.activationId
+            if response.status == 200 || response.status == 401 {
+                metrics.recordVerification(factors: header.factorSet, accepted: response.status == 200)
+            }
+        }
+        if request.path == BackOfficeAPI.blockActivation, response.status == 200 { metrics.recordBackOfficeBlock() }
+        let requestId = Self.requestId()
+        response.headers.append(HTTPHeader(name: "X-Request-Id", value: requestId))
+        if let log {
+            if activationId == nil, endpoint != "other" { activationId = Self.activationId(in: request, response) }
+            log.write(
+                AccessLog.Entry(
+                    time: Date(), requestId: requestId, method: request.method, endpoint: endpoint,
+                    status: response.status, seconds: seconds, activationId: activationId))
+        }
+        return response
+    }
+
+    /// 16 random hex digits.
+    static func requestId() -> String {
+        let bytes = (try? SecureRandom.bytes(count: 8)) ?? []
+        return bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// The `activationId` of the request's or the response's object, for the access log.
+    static func activationId(in request: HTTPRequest, _ response: HTTPResponse) -> String? {
+        struct Probe: Decodable {
+            struct Object: Decodable { var activationId: String? }
+            var requestObject: Object?
+            var responseObject: Object?
+        }
+        let decoder = JSONDecoder()
+        if let id = (try? decoder.decode(Probe.self, from: request.body))?.requestObject?.activationId { return id }
+        guard response.status == 200 else { return nil }
+        return (try? decoder.decode(Probe.self, from: response.body))?.responseObject?.activationId
+    }
+
+    /// The metrics page.
+    static func metricsPage(_ metrics: ServerMetrics) -> HTTPResponse {
+        HTTPResponse(
+            status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Data(metrics.render().utf8))
+    }
+
+    func dispatch(_ request: HTTPRequest) -> HTTPResponse {
+        if request.path == ServerMetrics.path {
+            let verdict = gate.check(request.secretHeaders[HTTPHeader.adminToken.lowercased()])
+            if let refusal = Self.refusal(verdict) { return refusal }
+            guard request.method == "GET" else { return .text(status: 405, "method not allowed\n") }
+            return Self.metricsPage(metrics)
+        }
         // One value per name, compared without case; the first occurrence wins, so a repeated
         // header cannot make the choice depend on dictionary order.
         var headers: [String: String] = [:]
@@ -160,7 +274,25 @@ struct Router: Sendable {
             return HTTPResponse(status: response.statusCode, body: Data(response.body))
         }
         let verdict = gate.check(request.secretHeaders[HTTPHeader.adminToken.lowercased()])
-        let response = backOffice(transport, verdict: verdict)
+        if let refusal = Self.refusal(verdict) { return refusal }
+        let response = backOffice(transport)
+        return HTTPResponse(status: response.statusCode, body: Data(response.body))
+    }
+
+    /// The answer to a request the admin gate did not let through, or `nil` when it did.
+    static func refusal(_ verdict: AdminGate.Verdict) -> HTTPResponse? {
+        let response: TransportResponse
+        switch verdict {
+        case .allowed: return nil
+        case .missing:
+            response = ActivationServer.error(401, ActivationAPI.authenticationErrorCode, "admin token required")
+        case .refused:
+            response = ActivationServer.error(403, ActivationAPI.authenticationErrorCode, "admin token refused")
+        case .limited(let seconds):
+            response = ActivationServer.error(
+                429, ActivationAPI.authenticationErrorCode,
+                "too many failed admin token attempts; retry in \(seconds) s")
+        }
         var answer = HTTPResponse(status: response.statusCode, body: Data(response.body))
         if case .limited(let seconds) = verdict {
             answer.headers.append(HTTPHeader(name: "Retry-After", value: String(seconds)))
@@ -170,18 +302,7 @@ struct Router: Sendable {
 
     // MARK: - Back office
 
-    func backOffice(_ request: TransportRequest, verdict: AdminGate.Verdict) -> TransportResponse {
-        switch verdict {
-        case .allowed: break
-        case .missing:
-            return ActivationServer.error(401, ActivationAPI.authenticationErrorCode, "admin token required")
-        case .refused:
-            return ActivationServer.error(403, ActivationAPI.authenticationErrorCode, "admin token refused")
-        case .limited(let seconds):
-            return ActivationServer.error(
-                429, ActivationAPI.authenticationErrorCode,
-                "too many failed admin token attempts; retry in \(seconds) s")
-        }
+    func backOffice(_ request: TransportRequest) -> TransportResponse {
         guard request.method == ActivationAPI.method else {
             return ActivationServer.error(405, ActivationAPI.requestErrorCode, "method not allowed")
         }
@@ -195,7 +316,8 @@ struct Router: Sendable {
                 let prepared = try server.initActivation(userId: body.userId)
                 return try Self.ok(
                     InitActivationResponse(
-                        activationId: prepared.activationId, activationCode: prepared.activationCode))
+                        activationId: prepared.activationId, activationCode: prepared.activationCode,
+                        activationSignature: prepared.activationSignature))
             case BackOfficeAPI.commitActivation:
                 try server.commitActivation(try Self.decode(request, BackOfficeActivationRequest.self).activationId)
                 return try Self.ok(EmptyMessage())

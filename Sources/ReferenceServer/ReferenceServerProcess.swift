@@ -28,18 +28,23 @@ public final class ReferenceServerProcess {
     /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    /// Starts `executable server --port 0 --db database --admin-token-file tokenFile [extra…]`
+    /// Starts `executable server --port 0 --db database --admin-token-file tokenFile --log-file logFile [extra…]`
     /// and reads its first lines (a bounded number) for the port and the configuration string.
     /// - Parameters:
     ///   - executable: the `securepin` binary.
     ///   - database: the SQLite file.
     ///   - tokenFile: the admin token file.
+    ///   - logFile: where the access log goes (default: nowhere, `/dev/null`).
     ///   - extraArguments: more `securepin server` options.
     /// - Throws: ``StartFailed`` when the child does not report its port, or what `Process.run` throws.
-    public init(executable: String, database: String, tokenFile: String, extraArguments: [String] = []) throws {
+    public init(
+        executable: String, database: String, tokenFile: String, logFile: String = "/dev/null",
+        extraArguments: [String] = []
+    ) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments =
-            ["server", "--port", "0", "--db", database, "--admin-token-file", tokenFile] + extraArguments
+            ["server", "--port", "0", "--db", database, "--admin-token-file", tokenFile, "--log-file", logFile]
+            + extraArguments
         process.standardOutput = output
         process.standardError = FileHandle.standardError
         try process.run()

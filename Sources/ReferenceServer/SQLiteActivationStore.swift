@@ -4,7 +4,7 @@ import PowerAuthProtocol
 import SQLiteStore
 import SecureCore
 
-/// ``ServerActivationStore`` in SQLite: WAL, `synchronous=FULL`, versioned schema.
+/// `ActivationServer.ServerActivationStore` in SQLite: WAL, `synchronous=FULL`, versioned schema.
 ///
 /// - Every change runs in one `BEGIN IMMEDIATE` transaction, so a
 ///   read-modify-write never interleaves with another (in this process or
@@ -83,8 +83,10 @@ public final class SQLiteActivationStore: ServerActivationStore {
 
     /// Loads the stored server configuration, or stores `make()`'s on first use.
     /// - Parameters:
-    ///   - options: look-ahead, limits and commit policy (not stored; they come from the command line).
     ///   - make: creates fresh keys when none are stored.
+    ///   - restore: rebuilds the configuration from the stored application key, application secret
+    ///     and master key pair (look-ahead, limits and commit policy are not stored; they come from
+    ///     the command line).
     /// - Returns: the configuration in force.
     /// - Throws: ``ReferenceServerError``.
     public func loadOrStoreConfiguration(
@@ -229,7 +231,7 @@ public final class SQLiteActivationStore: ServerActivationStore {
 
     /// Every activation identifier, oldest first.
     /// - Returns: the identifiers.
-    /// - Throws: ``ActivationServerError/storage(reason:)``.
+    /// - Throws: `ActivationServer.ActivationServerError.storage(reason:)`.
     public func activationIds() throws(ActivationServerError) -> [String] {
         try sqlStep { () throws(SQLiteError) in try database.query("SELECT id FROM activation ORDER BY rowid") }
             .compactMap { $0[0].string }
@@ -238,7 +240,7 @@ public final class SQLiteActivationStore: ServerActivationStore {
     /// The audit rows of one activation, oldest first.
     /// - Parameter activationId: the activation.
     /// - Returns: the time and outcome of every recorded attempt.
-    /// - Throws: ``ActivationServerError/storage(reason:)``.
+    /// - Throws: `ActivationServer.ActivationServerError.storage(reason:)`.
     public func auditTrail(activationId: String) throws(ActivationServerError) -> [AuditEntry] {
         try sqlStep { () throws(SQLiteError) in
             try database.query(

@@ -127,7 +127,7 @@ public enum Argon2id {
     /// Derives a key from secret bytes (a high-entropy secret, or a password
     /// already held as bytes). Same contract as the `Password` variant.
     /// - Returns: the key, in secure memory.
-    /// - Throws: as ``deriveKey(from:salt:parameters:outputByteCount:pepper:associatedData:limits:backend:)-(Password,_,_,_,_,_,_,_)``.
+    /// - Throws: as the `Password` variant of `deriveKey(from:salt:parameters:outputByteCount:pepper:associatedData:limits:backend:)`.
     public static func deriveKey(
         from secret: SecureBytes, salt: [UInt8], parameters: Parameters, outputByteCount: Int = 32,
         pepper: SecureBytes? = nil, associatedData: [UInt8] = [], limits: Limits = .default,

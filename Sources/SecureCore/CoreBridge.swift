@@ -19,7 +19,7 @@ extension SecureCoreError {
     ///   - index: the index of a range error, or the minimum of a salt error.
     ///   - length: the object's length, the size asked for, or the output length.
     ///   - argument: the error an `SPC_E_ARGUMENT` stands for in this call.
-    init(status: Int32, index: Int = 0, length: Int = 0, argument: SecureCoreError? = nil) {
+    init(status: spc_status, index: Int = 0, length: Int = 0, argument: SecureCoreError? = nil) {
         switch status {
         case SPC_E_INIT: self = .initializationFailed
         case SPC_E_NOMEM: self = .outOfMemory
@@ -39,8 +39,8 @@ extension SecureCoreError {
         case SPC_E_UNSUPPORTED: self = .unsupported
         case SPC_E_KEY: self = .invalidKey
         case SPC_E_FORKED: self = .inheritedAcrossFork
-        case SPC_E_CRYPTO: self = .internalFailure(status: Int(status))
-        default: self = .internalFailure(status: Int(status))
+        case SPC_E_CRYPTO: self = .internalFailure(status: Int(status.rawValue))
+        default: self = .internalFailure(status: Int(status.rawValue))
         }
     }
 }
@@ -48,7 +48,7 @@ extension SecureCoreError {
 /// Runs a C call and throws its status as a ``SecureCoreError``.
 @inline(__always)
 func check(
-    _ status: Int32, index: Int = 0, length: Int = 0, argument: SecureCoreError? = nil
+    _ status: spc_status, index: Int = 0, length: Int = 0, argument: SecureCoreError? = nil
 ) throws(SecureCoreError) {
     if status != SPC_OK { throw SecureCoreError(status: status, index: index, length: length, argument: argument) }
 }

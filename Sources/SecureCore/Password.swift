@@ -7,7 +7,7 @@ import Synchronization
 /// that is wiped as soon as the closure returns.
 ///
 /// Build it with ``MutablePassword/copyToImmutable()`` or from UTF-8 bytes
-/// already in secure memory (``init(utf8:)``). ``secureClear()`` wipes the
+/// already in secure memory (``init(utf8:count:)``). ``secureClear()`` wipes the
 /// content early; ``destroy()`` wipes and releases it.
 ///
 /// Concurrency: `Sendable`. The content cannot change except through

@@ -60,9 +60,21 @@ struct Arguments {
         return n
     }
 
+    /// Removes and returns the first argument that is not an option, or nil.
+    mutating func positional() -> String? {
+        guard let i = remaining.firstIndex(where: { !$0.hasPrefix("-") }) else { return nil }
+        return remaining.remove(at: i)
+    }
+
     /// Ends parsing: anything left over is a usage error; an unknown option
-    /// names the nearest known one.
+    /// names the nearest known one. With `SECUREPIN_PARSER_OPTIONS=1` in the environment it
+    /// prints, one a line, every option this command asked for, and exits 0: what
+    /// `Tests/cli/spec.sh` compares with the help, the completions and the man page.
     func finish() {
+        if let flag = getenv("SECUREPIN_PARSER_OPTIONS"), String(cString: flag) == "1" {
+            for name in known where name != "--help" { print(name) }
+            exit(ExitCode.ok)
+        }
         guard let extra = remaining.first else { return }
         guard extra.hasPrefix("-") else { usageError("unexpected argument '\(extra)'") }
         let hint = Help.nearest(to: extra, among: known).map { "; did you mean \($0)?" } ?? ""

@@ -1,4 +1,3 @@
-import COpenSSL
 import SecureCore
 
 #if canImport(Glibc)
@@ -44,7 +43,7 @@ enum CLI {
             securepin \(Help.version)
             libsodium \(report?.sodiumVersion ?? "unknown")
             libargon2 \(argon2) (RFC 9106)
-            OpenSSL   \(String(cString: OpenSSL_version(OPENSSL_VERSION)))
+            OpenSSL   \(CryptoLibrary.openSSLVersion)
             """
     }
 

@@ -40,14 +40,17 @@ extension DemoCommand {
         var flows = ActivationFlows(service: service)
         var activationId = ""
 
-        try await story.step("activate this device with the code from the back office, \(pins.label(.first))") {
+        try await story.step(
+            "activate this device with the signed QR code (CODE#SIGNATURE) from the back office, \(pins.label(.first))"
+        ) {
             let prepared = try await backOffice.initActivation(userId: "alice")
+            let qr = prepared.activationCode + "#" + prepared.activationSignature
             let result = try await service.createActivation(
-                activationCode: prepared.activationCode, name: "demo phone", password: try pins.password(.first))
+                activationCode: qr, name: "demo phone", password: try pins.password(.first))
             activationId = result.activationId
             let status = try await service.fetchActivationStatus()
             try expect(status.state == .pendingCommit, "expected pending commit, got \(status.state)")
-            return "pending commit"
+            return "checksum and master-key signature verified, pending commit"
         }
         try await story.step(
             "the device shows the activation fingerprint for the user to compare; the app waits for the commit"

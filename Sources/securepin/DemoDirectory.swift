@@ -31,7 +31,7 @@ enum DemoDirectory {
                 description: "cannot create a scratch directory in \(parent): \(String(cString: strerror(errno)))"
                     + " (set TMPDIR to a writable directory)")
         }
-        return String(cString: template)
+        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Removes `path` and exits 130 (128 + SIGINT) or 143 (SIGTERM) when one of those signals

@@ -39,6 +39,8 @@ enum Help {
         ("kdf", "Argon2id: hash standard input, calibrate the cost"),
         ("vault", "a secret sealed under a PIN"),
         ("pin", "strength flags and verdict for a PIN"),
+        ("completions", "shell completions: securepin completions bash|zsh|fish"),
+        ("man", "the securepin(1) manual page, in roff"),
         ("help", "help for a command: securepin help vault init"),
     ]
 
@@ -60,7 +62,7 @@ enum Help {
     static var main: String {
         var lines = ["usage: securepin <command> [options]", "       securepin help <command> [subcommand]", ""]
         lines.append("commands:")
-        for (name, summary) in commands { lines.append("  " + pad(name, 8) + summary) }
+        for (name, summary) in commands { lines.append("  " + pad(name, 13) + summary) }
         lines += [
             "",
             "options:",
@@ -114,7 +116,7 @@ enum Help {
     /// The usage line and the command list, for the top level's usage errors.
     static var briefMain: String {
         var lines = ["usage: securepin <command> [options]; commands:"]
-        for (name, summary) in commands { lines.append("  " + pad(name, 8) + summary) }
+        for (name, summary) in commands { lines.append("  " + pad(name, 13) + summary) }
         lines.append("(securepin --help tells more)")
         return lines.joined(separator: "\n")
     }
@@ -189,6 +191,8 @@ enum Help {
               --pin-fd N       read the current PIN from descriptor N
               --new-pin-fd N   read the new PIN from descriptor N (else typed twice on the terminal)
               --reject-weak    refuse a weak new PIN (default: warn and go on)
+              --complexity C   accepted only when it names the vault's own PIN format, which
+                               change-pin keeps (anything else is refused, exit 2)
 
             example:
               securepin vault change-pin --vault ~/.myvault
@@ -271,7 +275,9 @@ enum Help {
             usage: securepin server --port N --db PATH [--admin-token-file PATH] [options]
 
             The reference activation server over HTTP on 127.0.0.1, state in SQLite.
-            SIGTERM or SIGINT stops it gracefully.
+            SIGTERM or SIGINT stops it gracefully. Each answered request is logged as one
+            JSON line (time, request id, endpoint, status, duration, activation id) on
+            standard error; never a PIN, code, key, token or body.
 
             options:
               --port N              TCP port on 127.0.0.1 (0 picks a free one; the line
@@ -283,6 +289,12 @@ enum Help {
               --key-file PATH       the storage key file (default PATH.key next to the
                                     database; created 0600 when missing)
               --max-failures N      failed attempts that block new activations (default 5)
+              --metrics-port N      also serve GET /metrics without the token on 127.0.0.1:N
+                                    (on --port, /metrics needs the admin token)
+              --log-file PATH       append the access log (one JSON object a line) to PATH
+                                    instead of standard error; SIGHUP reopens it
+              --ready-file PATH     write the port to PATH once listening (removed at stop);
+                                    with NOTIFY_SOCKET set, READY=1 goes to systemd too
 
             example:
               securepin server --port 0 --db server.sqlite
@@ -297,6 +309,24 @@ enum Help {
 
             example:
               securepin doctor
+            """,
+            "completions": """
+            usage: securepin completions bash|zsh|fish
+
+            Prints the completion script for the shell, made from the same description as
+            this help. make install puts them where each shell looks.
+
+            example:
+              securepin completions bash > /etc/bash_completion.d/securepin
+            """,
+            "man": """
+            usage: securepin man
+
+            Prints the securepin(1) manual page in roff, made from the same description as
+            this help.
+
+            example:
+              securepin man | man -l -
             """,
             "demo": """
             usage: securepin demo [--interactive]

@@ -20,6 +20,9 @@ enum ServerCommand {
         let tokenFile = args.value("--admin-token-file")
         let keyFile = args.value("--key-file")
         let maxFailures = args.integer("--max-failures", range: 1...255) ?? 5
+        let metricsPort = args.integer("--metrics-port", range: UInt16(0)...UInt16.max)
+        let readyFile = args.value("--ready-file")
+        let logFile = args.value("--log-file")
         args.finish()
         guard let port = portValue else { args.usageError("--port is required (0 picks a free one)") }
         guard let database = databaseValue else { args.usageError("--db PATH is required") }
@@ -30,23 +33,55 @@ enum ServerCommand {
             var token: SecureBytes?
             if let tokenText { token = try AdminToken.copying(tokenText) }
             if let tokenFile { token = try AdminToken.load(at: tokenFile) }
-            let options = ReferenceServer.Options(
+            let log = try logFile.map { path throws(AccessLog.OpenFailed) in try AccessLog(path: path) } ?? AccessLog()
+            var options = ReferenceServer.Options(
                 databasePath: database, keyFilePath: keyFile, adminToken: token,
                 http: HTTPServer.Configuration(port: port), maxFailedAttempts: maxFailures)
+            options.accessLog = log
+            options.metricsPort = metricsPort
             let signals = ShutdownSignals()
+            let hangUp = reopenOnHangUp(log)
+            defer { hangUp.cancel() }
             let server = try ReferenceServer(options: options)
             try server.start()
             say("securepin server: listening on http://127.0.0.1:\(server.port ?? 0)")
+            if let metrics = server.metricsPort { say("metrics: http://127.0.0.1:\(metrics)/metrics") }
             say("configuration: \(try server.configurationString())")
             say("back office: \(token == nil ? "off (no admin token)" : "on")")
+            if let readyFile { try Readiness.writeReadyFile(readyFile, port: server.port ?? 0) }
+            Readiness.notify("READY=1\nMAINPID=\(getpid())")
             let signal = await signals.wait()
+            Readiness.notify("STOPPING=1")
+            if let readyFile { Readiness.removeReadyFile(readyFile) }
             let cut = await server.shutdown()
             say("securepin server: stopped on signal \(signal), \(cut) request(s) cut short")
             return 0
+        } catch let error as AccessLog.OpenFailed {
+            CLI.printError("securepin: server: cannot open the log file \(error)")
+            return ExitCode.refused
+        } catch let error as Readiness.WriteFailed {
+            CLI.printError("securepin: server: cannot write the ready file \(error)")
+            return ExitCode.refused
         } catch {
             CLI.printError("securepin: server: " + describe(error, port: port, database: database, keyFile: keyFile))
             return ExitCode.refused
         }
+    }
+
+    /// SIGHUP reopens the log file by name (after logrotate moved it); a failure is reported
+    /// and the old file stays in use.
+    static func reopenOnHangUp(_ log: AccessLog) -> any DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        source.setEventHandler {
+            do throws(AccessLog.OpenFailed) {
+                try log.reopen()
+            } catch {
+                CLI.printError("securepin: server: SIGHUP: cannot reopen the log file \(error)")
+            }
+        }
+        source.resume()
+        return source
     }
 
     /// One plain line for a start-up failure, naming the port or file and the fix.

@@ -32,6 +32,10 @@ case "vault":
     status = VaultCommand.run(arguments)
 case "pin":
     status = PinCommand.run(arguments)
+case "completions":
+    status = Completions.run(arguments)
+case "man":
+    status = ManPage.run(arguments)
 case "help":
     status = CLI.help(arguments)
 case "-h", "--help":

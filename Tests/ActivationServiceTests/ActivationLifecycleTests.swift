@@ -103,6 +103,50 @@ struct ActivationLifecycleTests {
         #expect(try h.storage.readSecret(h.configuration.storageNames.keys) == nil)
     }
 
+    @Test("a mistyped code is refused on the client, before anything is sent")
+    func mistypedCodeRefusedLocally() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let prepared = try h.server.initActivation(userId: "dave")
+        let p = try pin("1234")
+        var typo = Array(prepared.activationCode)
+        typo[0] = typo[0] == "A" ? "B" : "A"
+        await #expect(throws: ActivationError.protocolError(.invalidActivationCode(.checksumMismatch))) {
+            try await service.createActivation(activationCode: String(typo), name: "x", password: p)
+        }
+        await #expect(throws: ActivationError.protocolError(.invalidActivationCode(.malformed))) {
+            try await service.createActivation(activationCode: "ABCDE", name: "x", password: p)
+        }
+        #expect(h.transport.sent.isEmpty)
+    }
+
+    @Test("the QR form CODE#SIGNATURE activates; a signature by another master key is refused before sending")
+    func signedCode() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let prepared = try h.server.initActivation(userId: "erin")
+        let p = try pin("1234")
+        let impostor = try ActivationServerConfiguration.generate()
+        let forged = try ActivationCode(parsing: prepared.activationCode).signed(
+            masterPrivateKey: impostor.masterKeyPair.privateKey)
+        await #expect(throws: ActivationError.protocolError(.invalidActivationCode(.signatureMismatch))) {
+            try await service.createActivation(activationCode: forged.qrText, name: "x", password: p)
+        }
+        #expect(h.transport.sent.isEmpty)
+        _ = try await service.createActivation(activationCode: prepared.qrText, name: "x", password: p)
+        #expect(await service.hasValidActivation())
+        // The code goes out without its signature, the device key compressed (33 bytes).
+        let sent = try JSONDecoder().decode(
+            Envelope<CreateActivationRequest>.self, from: Data(try #require(h.transport.sent.first).body)
+        ).requestObject
+        #expect(sent.activationCode == prepared.activationCode)
+        #expect(Base64.decode(sent.devicePublicKey)?.count == 33)
+        let record = try h.server.activationDetail(try #require(await service.activationIdentifier()))
+        #expect(record.state == .pendingCommit)
+    }
+
+    private struct Envelope<T: Decodable>: Decodable { let requestObject: T }
+
     @Test("removed on the server: the router removes the activation locally")
     func removedOnServer() async throws {
         let h = try Harness()

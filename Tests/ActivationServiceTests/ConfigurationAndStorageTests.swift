@@ -10,12 +10,14 @@ import Testing
 @Suite("Configuration and local data")
 struct ConfigurationAndStorageTests {
     static let validConfiguration: String = {
-        // A fixed, valid configuration: version 1, key 0x01 × 16, secret 0x02 × 16, the P-256 generator.
+        // A fixed, valid MOBILE_SDK_CONFIG: version 1, Data(key 0x01 × 16), Data(secret 0x02 × 16),
+        // one key: id 0x01, Data(the P-256 generator, uncompressed).
         let generator: [UInt8] =
             [0x04] + hex("6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296")
             + hex("4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5")
         return Data(
-            [1, 16] + [UInt8](repeating: 1, count: 16) + [16] + [UInt8](repeating: 2, count: 16) + [65] + generator
+            [1, 16] + [UInt8](repeating: 1, count: 16) + [16] + [UInt8](repeating: 2, count: 16) + [1, 1, 65]
+                + generator
         ).base64EncodedString()
     }()
 
@@ -58,9 +60,13 @@ struct ConfigurationAndStorageTests {
             Data([1, 16] + [UInt8](repeating: 1, count: 16)).base64EncodedString(),
             Data([1, 15] + [UInt8](repeating: 1, count: 15) + [16] + [UInt8](repeating: 2, count: 16) + [0])
                 .base64EncodedString(),
-            Data([1, 16] + [UInt8](repeating: 1, count: 16) + [16] + [UInt8](repeating: 2, count: 16) + [3, 4, 0, 0])
+            Data(
+                [1, 16] + [UInt8](repeating: 1, count: 16) + [16] + [UInt8](repeating: 2, count: 16) + [1, 1, 4, 0, 0]
+            )
+            .base64EncodedString(),
+            Data([1, 16] + [UInt8](repeating: 1, count: 16) + [16] + [UInt8](repeating: 2, count: 16) + [0])
                 .base64EncodedString(),
-            String(repeating: "A", count: 2000),
+            String(repeating: "A", count: 9000),
         ])
     func malformedConfiguration(_ text: String) {
         #expect {
@@ -76,14 +82,14 @@ struct ConfigurationAndStorageTests {
         var bytes = [UInt8](Data(base64Encoded: Self.validConfiguration)!)
         #expect(
             throws: ActivationError.protocolError(
-                .invalidConfiguration(reason: "configuration string has trailing bytes"))
+                .invalidConfiguration(.trailingBytes))
         ) {
             try Self.configuration(Data(bytes + [0]).base64EncodedString())
         }
         bytes[bytes.count - 1] ^= 1
         #expect(
             throws: ActivationError.protocolError(
-                .invalidConfiguration(reason: "master server public key is not a valid P-256 key"))
+                .invalidConfiguration(.invalidMasterKey))
         ) { try Self.configuration(Data(bytes).base64EncodedString()) }
     }
 
@@ -257,6 +263,22 @@ struct FileStorageTests {
         try storage.remove("a")
         try storage.remove("a")
         #expect(try storage.read("a") == nil)
+    }
+
+    @Test("a directory the group or others can write is refused and left as it is")
+    func writableDirectoryIsRefused() throws {
+        let path = temporaryDirectory()
+        #expect(mkdir(path, 0o700) == 0 && chmod(path, 0o775) == 0)
+        let error = #expect(throws: ActivationError.self) { try FileActivationStorage(directory: path) }
+        guard case .wrongParameter(let reason) = error else {
+            Issue.record("refused for another reason: \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("writable by the group or others"))
+        var st = stat()
+        #expect(stat(path, &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o775)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: path).isEmpty)
     }
 
     @Test("a key file left without a state file (an interrupted create) is removed on open")

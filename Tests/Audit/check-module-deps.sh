@@ -25,10 +25,24 @@ closure() {
         deps($root) | unique | .[]' <<<"$graph"
 }
 
+# A target's object files, one per line. For a Swift target only the objects its output-file map
+# names: the files it compiles today, not those left behind by sources that moved to another module.
+object_files() {
+    local dir=$objects/$1.build
+    if [[ -f $dir/output-file-map.json ]]; then
+        jq -r '.[] | .object? // empty' "$dir/output-file-map.json" | while read -r file; do
+            [[ -f $file ]] && echo "$file"
+        done
+    else
+        find "$dir" -maxdepth 1 -name '*.o' 2>/dev/null
+    fi
+}
+
 # The undefined symbols of a target's object files (empty for a system library).
 undefined() {
-    local files=("$objects/$1.build"/*.o)
-    [[ -e ${files[0]} ]] || return 0
+    local files
+    mapfile -t files < <(object_files "$1")
+    ((${#files[@]})) || return 0
     nm -u "${files[@]}" | awk 'NF == 2 && $1 == "U" {print $2}' | sort -u
 }
 
@@ -52,14 +66,14 @@ check() {
     local count=0 target hits
     for target in $targets; do
         [[ -d $objects/$target.build ]] || continue
-        count=$((count + $(find "$objects/$target.build" -maxdepth 1 -name '*.o' | wc -l)))
+        count=$((count + $(object_files "$target" | wc -l)))
         hits=$(undefined "$target" | grep -E "^($forbidden)$|^\\\$s16PinEntryTerminal" || true)
         if [[ -n $hits ]]; then
             echo "check-module-deps: $target (linked with $module) calls $(tr '\n' ' ' <<<"$hits")" >&2
             failed=1
         fi
     done
-    if ! compgen -G "$objects/$module.build/*.o" >/dev/null; then
+    if [[ -z $(object_files "$module") ]]; then
         echo "check-module-deps: no object files of $module under $objects (build it first)" >&2
         failed=1
     fi

@@ -1,7 +1,7 @@
-// libFuzzer target: the configuration string parser, SDKConfiguration(parsing:).
-// Oracle: total (a typed error or a configuration, never a trap), and what it
-// accepts is canonical: parsing is a function of the text, so a second parse
-// of the same text must agree.
+// libFuzzer target: the MOBILE_SDK_CONFIG parser, SDKConfiguration(parsing:).
+// Oracle: total (a typed error or a configuration, never a trap); parsing is a function
+// of the text (a second parse agrees); and what it accepts survives the round trip
+// (the encoding of a parsed configuration parses to the same configuration).
 import PowerAuthProtocol
 
 /// libFuzzer's entry point: runs the configuration string parser on one input.
@@ -15,5 +15,8 @@ public func configurationStringFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) 
     let first = try? SDKConfiguration(parsing: text)
     let second = try? SDKConfiguration(parsing: text)
     if first != second { fatalError("the parser is not a function of its input") }
+    if let first, (try? SDKConfiguration(parsing: first.encoded)) != first {
+        fatalError("an accepted configuration does not survive its own encoding")
+    }
     return 0
 }

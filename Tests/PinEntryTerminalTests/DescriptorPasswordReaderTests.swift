@@ -1,6 +1,7 @@
 import PinEntry
 import PinStrength
 import SecureCore
+import TestSupport
 import Testing
 
 @testable import PinEntryTerminal

@@ -1,22 +1,8 @@
 import SecureCore
 import Synchronization
+import TestSupport
 
 @testable import PinEntry
-
-/// Test data as a password: the literal is test data, not a user's PIN.
-func password(_ text: String) throws -> Password {
-    let mutable = try MutablePassword()
-    defer { mutable.destroy() }
-    for scalar in text.unicodeScalars { try mutable.addCharacter(scalar) }
-    return try mutable.copyToImmutable()
-}
-
-/// Whether a password holds exactly `text`.
-func holds(_ candidate: Password, _ text: String) throws -> Bool {
-    let expected = try password(text)
-    defer { expected.destroy() }
-    return try candidate.isEqual(to: expected)
-}
 
 /// Whether a mutable password holds exactly `text`.
 func holds(_ candidate: MutablePassword, _ text: String) throws -> Bool {

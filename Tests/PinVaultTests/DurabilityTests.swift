@@ -1,3 +1,4 @@
+import DurableStorage
 import SecureCore
 import Synchronization
 import Testing

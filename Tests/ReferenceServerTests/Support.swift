@@ -73,7 +73,7 @@ struct InProcessServer {
 
     init(
         directory: String? = nil, maxConnections: Int = 256, adminToken: SecureBytes? = nil,
-        adminRateLimit: AdminRateLimit = AdminRateLimit()
+        adminRateLimit: AdminRateLimit = AdminRateLimit(), accessLog: AccessLog? = nil, metricsPort: UInt16? = nil
     ) throws {
         let directory = try directory ?? temporaryDirectory()
         self.directory = directory
@@ -82,6 +82,8 @@ struct InProcessServer {
             databasePath: directory + "/server.sqlite", adminToken: token,
             http: .init(maximumConnections: maxConnections))
         options.adminRateLimit = adminRateLimit
+        options.accessLog = accessLog
+        options.metricsPort = metricsPort
         server = try ReferenceServer(options: options)
         try server.start()
         backOffice = try BackOfficeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port ?? 0)")!, token: token)

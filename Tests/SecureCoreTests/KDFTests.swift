@@ -12,13 +12,6 @@ func hex(_ key: SecureBytes) throws -> String {
     key.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
 }
 
-func password(_ text: String) throws -> Password {
-    let pw = try MutablePassword()
-    for scalar in text.unicodeScalars { try pw.addCharacter(scalar) }
-    defer { pw.destroy() }
-    return try pw.copyToImmutable()
-}
-
 @Suite("Argon2id")
 struct Argon2idTests {
     let salt = Array("0123456789abcdef".utf8)

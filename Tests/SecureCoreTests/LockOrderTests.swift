@@ -1,6 +1,7 @@
 import Dispatch
 import SecureCore
 import Synchronization
+import TestSupport
 import Testing
 
 /// Where two secret objects meet, both locks are taken in one global order

@@ -54,15 +54,6 @@ final class Helper {
     }
 }
 
-/// Same derivation as the helper's: the marker is never a literal.
-func markerScalar(seed: UInt64, index: Int) -> UInt32 {
-    var x = seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15
-    x = (x ^ (x >> 31)) &* 0xBF58_476D_1CE4_E5B9
-    x ^= x >> 29
-    let letter = UInt32(x % 52)
-    return letter < 26 ? 0x41 + letter : 0x61 + letter - 26
-}
-
 /// The marker in UTF-8, UTF-16LE and UTF-32LE.
 func markerEncodings(seed: UInt64) -> [[UInt8]] {
     let scalars = (0..<16).map { markerScalar(seed: seed, index: $0) }
@@ -181,7 +172,15 @@ struct ProcessLevelTests {
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: dir) }
             executable = dir.appendingPathComponent("spc-test-helper").path
-            try FileManager.default.copyItem(atPath: source, toPath: executable)
+            // Copied by another process: if this process held the copy open for writing, a fork by a
+            // test running in parallel could inherit that descriptor and make the exec fail with
+            // "Text file busy" until the child execs.
+            let copy = Process()
+            copy.executableURL = URL(fileURLWithPath: "/bin/cp")
+            copy.arguments = [source, executable]
+            try copy.run()
+            copy.waitUntilExit()
+            #expect(copy.terminationStatus == 0, "cp of the helper failed")
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path)
             wrapper = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + wrapper
             let helper = try Helper(["many", "1000"], executable: executable, wrapper: wrapper)

@@ -356,7 +356,11 @@ check "demo makes its scratch directory with mkdtemp, mode 0700" 0 0 $?
 kill -INT $demo_pid
 wait $demo_pid
 code=$?
-sleep 0.3
+# The demo's server child may still be exiting: wait for it (up to 10 s), do not guess a delay.
+for _ in $(seq 1 100); do
+    [[ -z $(ls -A "$work/demo-tmp") ]] && ! pgrep -f "server --port 0 --db $scratch" >/dev/null && break
+    sleep 0.1
+done
 [[ -z $(ls -A "$work/demo-tmp") ]] && ! pgrep -f "server --port 0 --db $scratch" >/dev/null
 check "demo interrupted: exit 130, scratch directory and its server gone" 130 $code $?
 

@@ -14,7 +14,7 @@ public struct ActivationConfiguration: Sendable {
     public let baseEndpointURL: String
     /// The parsed configuration string.
     public let sdkConfiguration: SDKConfiguration
-    /// The protocol algorithm; only ``ProtocolAlgorithm/legacyP256`` is implemented.
+    /// The protocol algorithm; only `PowerAuthProtocol.ProtocolAlgorithm.legacyP256` is implemented.
     public let algorithm: ProtocolAlgorithm
     /// Digits of an offline authentication-code component, 4 ... 8 (default 8).
     public let offlineAuthenticationCodeComponentLength: Int
@@ -39,11 +39,11 @@ public struct ActivationConfiguration: Sendable {
     ///   - clientConfiguration: the HTTP client settings.
     ///   - knowledgeKeyParameters: Argon2id cost of the PIN wrap (default 64 MiB, 3 passes).
     /// - Throws: ``ActivationError/wrongParameter(reason:)`` for a client setting;
-    ///   ``ActivationError/protocolError(_:)`` with ``PowerAuthProtocol/ProtocolError/invalidConfiguration(reason:)``
+    ///   ``ActivationError/protocolError(_:)`` with `PowerAuthProtocol.ProtocolError.invalidConfiguration(reason:)`
     ///   for a configuration string that does not parse,
-    ///   ``PowerAuthProtocol/ProtocolError/invalidKDFParameters(memoryKiB:iterations:)``,
-    ///   ``PowerAuthProtocol/ProtocolError/unknownAlgorithm(_:)`` or
-    ///   ``PowerAuthProtocol/ProtocolError/unsupportedAlgorithm(name:missing:)``.
+    ///   `PowerAuthProtocol.ProtocolError.invalidKDFParameters(memoryKiB:iterations:)`,
+    ///   `PowerAuthProtocol.ProtocolError.unknownAlgorithm(_:)` or
+    ///   `PowerAuthProtocol.ProtocolError.unsupportedAlgorithm(name:missing:)`.
     public init(
         instanceId: String, baseEndpointURL: String, configuration: String,
         algorithm: String = ProtocolAlgorithm.legacyP256.rawValue,

@@ -37,7 +37,7 @@ extension ActivationService {
     ///   - newPassword: the new PIN (already confirmed by the user).
     ///   - data: the data from ``beginPasswordChange(currentPassword:)``.
     /// - Throws: ``ActivationError/invalidActivationState(reason:)`` for cleared or
-    ///   foreign data, ``ActivationError/protocolError(_:)`` with ``PowerAuthProtocol/ProtocolError/emptyPIN``
+    ///   foreign data, ``ActivationError/protocolError(_:)`` with `PowerAuthProtocol.ProtocolError.emptyPIN`
     ///   for an empty new PIN, ``ActivationError/storage(operation:errno:)``.
     public func finishPasswordChange(newPassword: Password, data: PasswordChangeData) async throws(ActivationError) {
         defer { data.secureClear() }

@@ -19,7 +19,7 @@ extension ActivationService {
     /// - Throws: ``ActivationError/missingActivation``, ``ActivationError/credentialsRejected``,
     ///   ``ActivationError/credentialsExpired``, the biometry errors, ``ActivationError/storage(operation:errno:)``,
     ///   ``ActivationError/protocolError(_:)`` for a method or body the protocol refuses (for example
-    ///   ``PowerAuthProtocol/ProtocolError/invalidHTTPMethod(_:)``) or a wrong PIN that does not unwrap.
+    ///   `PowerAuthProtocol.ProtocolError.invalidHTTPMethod(_:)`) or a wrong PIN that does not unwrap.
     public func signRequest(
         method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication
     ) async throws(ActivationError) -> AuthorizationHeader {

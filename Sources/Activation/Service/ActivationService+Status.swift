@@ -10,7 +10,7 @@ extension ActivationService {
     /// - Returns: the status.
     /// - Throws: ``ActivationError/missingActivation``, the network and server
     ///   errors, ``ActivationError/protocolError(_:)`` with
-    ///   ``PowerAuthProtocol/ProtocolError/unknownActivationState(_:)`` for a state
+    ///   `PowerAuthProtocol.ProtocolError.unknownActivationState(_:)` for a state
     ///   this library does not know, ``ActivationError/invalidResponse(reason:)``.
     public func fetchActivationStatus() async throws(ActivationError) -> ActivationStatus {
         guard let before = record, let keys else { throw .missingActivation }

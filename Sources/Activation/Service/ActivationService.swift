@@ -6,7 +6,7 @@ import SecureCore
 /// The client side of an activation: the module's one entry type. It creates
 /// an activation (device keys, key agreement with the server, factor keys
 /// stored: the knowledge key wrapped under the PIN, the biometry key behind
-/// the ``Biometry/BiometricAuthenticator``), signs requests, fetches the
+/// the `Biometry.BiometricAuthenticator`), signs requests, fetches the
 /// status, changes the PIN in two steps and adds or removes the biometry
 /// factor. Calls are serialised by the actor; the counter moves and is
 /// stored before any signed request leaves.
@@ -148,14 +148,18 @@ public actor ActivationService {
 
     /// Creates an activation from an activation code the server prepared.
     /// - Parameters:
-    ///   - activationCode: the code (from the back office or a QR code).
+    ///   - activationCode: the code `XXXXX-XXXXX-XXXXX-XXXXX` as typed, or the QR form
+    ///     `CODE#SIGNATURE`; its checksum is checked, and a signature verified under the
+    ///     configuration's master server public key, before anything is sent.
     ///   - name: a display name for this device.
     ///   - password: the new PIN; the knowledge key is wrapped under it.
     ///   - enableBiometry: also store the biometry key behind the authenticator.
     /// - Returns: the identifier and the fingerprint to show while the commit is pending.
     /// - Throws: ``ActivationError/invalidActivationState(reason:)`` when an activation
     ///   exists, ``ActivationError/protocolError(_:)`` with
-    ///   ``PowerAuthProtocol/ProtocolError/emptyPIN`` for an empty PIN,
+    ///   `PowerAuthProtocol.ProtocolError.emptyPIN` for an empty PIN or
+    ///   `PowerAuthProtocol.ProtocolError.invalidActivationCode(_:)` for a mistyped code or a
+    ///   signature that does not verify,
     ///   ``ActivationError/biometryNotAvailable(_:)``, the network and server errors,
     ///   ``ActivationError/invalidResponse(reason:)``, ``ActivationError/storage(operation:errno:)``,
     ///   ``ActivationError/core(_:)``.
@@ -164,6 +168,12 @@ public actor ActivationService {
     ) async throws(ActivationError) -> ActivationResult {
         guard record == nil else { throw .invalidActivationState(reason: "an activation already exists") }
         guard password.length > 0 else { throw .protocolError(.emptyPIN) }
+        let sdk = configuration.sdkConfiguration
+        let code = try protocolStep { () throws(ProtocolError) in
+            let code = try ActivationCode(parsing: activationCode)
+            try code.verifySignature(masterServerPublicKey: sdk.masterServerPublicKey)
+            return code
+        }
         if enableBiometry {
             guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
             guard authenticator.systemStatus == .available else {
@@ -172,15 +182,18 @@ public actor ActivationService {
         }
         let device = try protocolStep { () throws(ProtocolError) in try crypto.generateKeyPair() }
         defer { device.privateKey.destroy() }
-        let sdk = configuration.sdkConfiguration
+        // The device key goes out compressed, as the mobile SDK sends it.
+        let devicePublicKey = try protocolStep { () throws(ProtocolError) in
+            try PublicKeyEncoding.compressed(device.publicKey)
+        }
         let response = try await send(
             ActivationAPI.createActivation,
             CreateActivationRequest(
-                activationCode: activationCode, applicationKey: sdk.applicationKey,
-                devicePublicKey: Base64.encode(device.publicKey), activationName: name, biometryEnabled: enableBiometry),
+                activationCode: code.code, applicationKey: sdk.applicationKey,
+                devicePublicKey: Base64.encode(devicePublicKey), activationName: name, biometryEnabled: enableBiometry),
             authentication: nil)
         guard record == nil else { throw .invalidActivationState(reason: "an activation already exists") }
-        let (serverKey, counter) = try verifyCreateResponse(response, devicePublicKey: device.publicKey)
+        let (serverKey, counter) = try verifyCreateResponse(response, devicePublicKey: devicePublicKey)
         let factorKeys = try protocolStep { () throws(ProtocolError) in
             let master = try crypto.masterSecret(privateKey: device.privateKey, peerPublicKey: serverKey)
             defer { master.destroy() }
@@ -202,7 +215,7 @@ public actor ActivationService {
         let newRecord = LocalActivationRecord(
             formatVersion: LocalActivationRecord.currentFormatVersion, instanceId: configuration.instanceId,
             activationId: response.activationId, algorithm: configuration.algorithm.rawValue,
-            devicePublicKey: Base64.encode(device.publicKey), serverPublicKey: response.serverPublicKey,
+            devicePublicKey: Base64.encode(devicePublicKey), serverPublicKey: response.serverPublicKey,
             counter: counter.base64, counterIndex: 0, counterHistory: [],
             knowledgeKey: knowledgeKey,
             sealedBiometryKey: sealedBiometry, biometryEnabled: enableBiometry,

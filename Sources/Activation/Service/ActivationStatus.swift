@@ -93,7 +93,7 @@ public struct ActivationBiometricStatus: Sendable, Equatable {
     }
 }
 
-/// What ``ActivationService/createActivation(activationCode:name:password:enableBiometry:biometryPrompt:)`` returns.
+/// What ``ActivationService/createActivation(activationCode:name:password:enableBiometry:)`` returns.
 public struct ActivationResult: Sendable, Equatable {
     /// The activation identifier.
     public let activationId: String

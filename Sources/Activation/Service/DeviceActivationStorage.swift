@@ -5,7 +5,7 @@ import SecureCore
 /// registry): named blobs, each replaced
 /// atomically (a crash leaves the old or the new content, never a mix).
 /// Public blobs are ordinary bytes; secret blobs travel only in
-/// ``SecureCore/SecureBytes``.
+/// `SecureCore.SecureBytes`.
 public protocol DeviceActivationStorage: Sendable {
     /// Reads a public blob.
     /// - Parameter name: the blob's name.

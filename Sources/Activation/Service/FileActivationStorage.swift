@@ -1,11 +1,6 @@
+import DurableStorage
 import PowerAuthProtocol
 import SecureCore
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// ``DeviceActivationStorage`` in a directory: mode 0700, files 0600; every write
 /// goes to a temporary file that is fsynced, renamed over the old one, and
@@ -20,27 +15,26 @@ public struct FileActivationStorage: DeviceActivationStorage {
     /// The directory.
     public let directory: String
 
-    /// Uses `directory`, creating it (0700) when it is missing and taking
-    /// away the group's and others' access when it has any.
+    /// Uses `directory`, creating it (0700) when it is missing.
+    ///
+    /// An existing directory must be one this user owns (not a symbolic link)
+    /// that neither the group nor others can write. If they can read or search
+    /// it, that access is taken away (nothing was exposed: every file is 0600).
+    /// One they can write is refused and left unchanged: another user may
+    /// already have put files or links in it.
     /// - Parameter directory: an absolute path.
-    /// - Throws: ``ActivationError/storage(operation:errno:)``.
+    /// - Throws: ``ActivationError/wrongParameter(reason:)`` for a directory
+    ///   that is refused, ``ActivationError/storage(operation:errno:)``.
     public init(directory: String) throws(ActivationError) {
         self.directory = directory
-        do throws(DurableFile.Failure) { try DurableFile.prepareDirectory(directory) } catch {
-            throw .storage(operation: error.operation, errno: error.errno)
-        }
+        try storage { () throws(StorageError) in try DurableFile.preparePrivateDirectory(directory) }
     }
 
     private func path(_ name: String) -> String { directory + "/" + name }
 
     /// Reads a public blob.
     public func read(_ name: String) throws(ActivationError) -> [UInt8]? {
-        guard let (fd, size) = try openForReading(name) else { return nil }
-        defer { close(fd) }
-        var out = [UInt8](repeating: 0, count: size)
-        let n = out.withUnsafeMutableBytes { readFully(fd, $0) }
-        guard n == size else { throw .invalidActivationData(reason: "\(name) changed while it was read") }
-        return out
+        try storage { () throws(StorageError) in try DurableFile.read(path(name), limit: Self.maximumBlobSize) }
     }
 
     /// Replaces a public blob atomically.
@@ -54,15 +48,26 @@ public struct FileActivationStorage: DeviceActivationStorage {
 
     /// Reads a secret blob into secure memory.
     public func readSecret(_ name: String) throws(ActivationError) -> SecureBytes? {
-        guard let (fd, size) = try openForReading(name) else { return nil }
-        defer { close(fd) }
-        let out = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: max(size, 1)) }
-        let n = out.withUnsafeMutableBytes { readFully(fd, UnsafeMutableRawBufferPointer(rebasing: $0[0..<size])) }
-        guard n == size, size > 0 else {
-            out.destroy()
-            throw .invalidActivationData(reason: "\(name) is empty or changed while it was read")
+        try DurableFile.withFile(path(name), .read, limit: Self.maximumBlobSize, failure: ActivationError.init) {
+            (file) throws(ActivationError) -> SecureBytes in
+            let size = file.size
+            let out = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: max(size, 1)) }
+            let complete: Bool
+            do throws(StorageError) {
+                complete = try out.withUnsafeMutableBytes { (buffer) throws(StorageError) in
+                    let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<size]), at: 0)
+                    return try n == size ? file.isAtEnd(size) : false
+                }
+            } catch {
+                out.destroy()
+                throw ActivationError(error)
+            }
+            guard complete, size > 0 else {
+                out.destroy()
+                throw .invalidActivationData(reason: "\(name) is empty or changed while it was read")
+            }
+            return out
         }
-        return out
     }
 
     /// Replaces a secret blob atomically from secure memory.
@@ -70,68 +75,43 @@ public struct FileActivationStorage: DeviceActivationStorage {
         try bytes.withUnsafeBytes { (buffer) throws(ActivationError) in try replace(name, buffer) }
     }
 
-    /// Overwrites with zeros, deletes, and syncs the directory.
+    /// Overwrites in place (random bytes, then zeros, each fsynced), deletes,
+    /// and syncs the directory. A missing blob is no error.
     public func remove(_ name: String) throws(ActivationError) {
-        let fd = open(path(name), O_WRONLY | O_CLOEXEC)
-        if fd >= 0 {
-            var st = stat()
-            if fstat(fd, &st) == 0, st.st_size > 0 {
-                let zeros = [UInt8](repeating: 0, count: Int(st.st_size))
-                _ = zeros.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
-                _ = fsync(fd)
-            }
-            close(fd)
-        }
-        if unlink(path(name)) != 0 && errno != ENOENT { throw .storage(operation: "unlink", errno: errno) }
-        do throws(DurableFile.Failure) { try DurableFile.syncDirectory(directory) } catch {
-            throw .storage(operation: error.operation, errno: error.errno)
+        try storage { () throws(StorageError) in
+            try DurableFile.overwriteInPlace(path(name))
+            try DurableFile.remove(path(name))
+            try DurableFile.syncDirectory(directory)
         }
     }
 
-    /// Holds `flock(LOCK_EX)` on the directory's lock file while `body` runs.
+    /// Holds `flock(LOCK_EX)` on the directory's lock file while `body` runs;
+    /// processes and descriptors exclude each other.
     public func withExclusiveAccess<R>(_ body: () throws(ActivationError) -> R) throws(ActivationError) -> R {
-        let fd = open(path(Self.lockName), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storage(operation: "open lock", errno: errno) }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw .storage(operation: "flock", errno: errno) }
+        try DurableFile.withExclusiveLock(path(Self.lockName), failure: ActivationError.init) {
+            (_) throws(ActivationError) in
+            // On a read-only file system without a lock file it runs unlocked: nobody can write.
+            try body()
         }
-        return try body()
-    }
-
-    private func openForReading(_ name: String) throws(ActivationError) -> (Int32, Int)? {
-        let fd = open(path(name), O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw .storage(operation: "open", errno: errno)
-        }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let e = errno
-            close(fd)
-            throw .storage(operation: "fstat", errno: e)
-        }
-        guard st.st_size <= Self.maximumBlobSize else {
-            close(fd)
-            throw .invalidActivationData(reason: "\(name) is larger than any valid blob")
-        }
-        return (fd, Int(st.st_size))
-    }
-
-    private func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
-        var done = 0
-        while done < buffer.count {
-            let n = Glibc.read(fd, buffer.baseAddress! + done, buffer.count - done)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            done += n
-        }
-        return done
     }
 
     private func replace(_ name: String, _ buffer: UnsafeRawBufferPointer) throws(ActivationError) {
-        do throws(DurableFile.Failure) { try DurableFile.replace(name, in: directory, with: buffer) } catch {
-            throw .storage(operation: error.operation, errno: error.errno)
-        }
+        try storage { () throws(StorageError) in try DurableFile.replace(name, in: directory, with: buffer) }
     }
+
+    /// Runs a storage step, its failure as an ``ActivationError``.
+    private func storage<R>(_ body: () throws(StorageError) -> R) throws(ActivationError) -> R {
+        try ActivationError.converting(body)
+    }
+}
+
+/// A failed system call is ``ActivationError/storage(operation:errno:)``, a blob that is not
+/// what the store writes is ``ActivationError/invalidActivationData(reason:)``, and a refused
+/// directory is ``ActivationError/wrongParameter(reason:)``.
+extension ActivationError: StorageErrorConvertible {
+    package static func storageFailed(operation: String, errno: Int32) -> ActivationError {
+        .storage(operation: operation, errno: errno)
+    }
+    package static func storageDamaged(reason: String) -> ActivationError { .invalidActivationData(reason: reason) }
+    package static func storageRefused(reason: String) -> ActivationError { .wrongParameter(reason: reason) }
 }

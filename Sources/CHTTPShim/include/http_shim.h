@@ -102,6 +102,9 @@ uint16_t spc_http_server_port(const spc_http_server *server) __attribute__((nonn
 /** Requests currently between their first header and the end of their response. */
 unsigned int spc_http_server_in_flight(const spc_http_server *server) __attribute__((nonnull));
 
+/** Connections open now (libmicrohttpd's count, idle keep-alive ones included). */
+unsigned int spc_http_server_open_connections(const spc_http_server *server) __attribute__((nonnull));
+
 /**
  * Graceful stop: stops accepting connections, waits up to drain_timeout_ms for
  * requests in flight to finish, then stops the daemon (closing idle keep-alive

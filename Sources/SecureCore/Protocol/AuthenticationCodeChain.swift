@@ -35,7 +35,7 @@ package enum AuthenticationCodeChain {
                 try withPublicBytes(data) { (msg, len) throws(SecureCoreError) -> [UInt8] in
                     let total = HMACSHA256.byteCount * keys.count
                     return try makePublicBytes(count: total) { (out) throws(SecureCoreError) in
-                        let status = pointers.withUnsafeBufferPointer { list -> Int32 in
+                        let status = pointers.withUnsafeBufferPointer { list -> spc_status in
                             guard let base = list.baseAddress else { return SPC_E_ARGUMENT }
                             return spc_authcode_compute(base, keys.count, ctr, msg, len, out, total)
                         }

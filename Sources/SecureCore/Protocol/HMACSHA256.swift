@@ -41,7 +41,7 @@ package enum HMACSHA256 {
         try withHandles(parts + [out]) { (handles) throws(SecureCoreError) in
             let partHandles: [OpaquePointer?] = handles.prefix(parts.count).map { $0 }
             try withPublicBytes(label) { (msg, len) throws(SecureCoreError) in
-                let status = partHandles.withUnsafeBufferPointer { list -> Int32 in
+                let status = partHandles.withUnsafeBufferPointer { list -> spc_status in
                     guard let base = list.baseAddress else { return SPC_E_ARGUMENT }
                     return spc_hmac_sha256_derive(base, parts.count, msg, len, handles[parts.count])
                 }

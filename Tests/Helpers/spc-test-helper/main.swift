@@ -1,6 +1,7 @@
 import PinVault
 import PinVaultTPM
 import SecureCore
+import TestSupport
 
 // spc-test-helper: a small process that the process-level tests drive.
 //
@@ -26,15 +27,6 @@ import SecureCore
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-/// The i-th marker character for `seed`: letters only, computed, never stored.
-func markerScalar(seed: UInt64, index: Int) -> UInt32 {
-    var x = seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15
-    x = (x ^ (x >> 31)) &* 0xBF58_476D_1CE4_E5B9
-    x ^= x >> 29
-    let letter = UInt32(x % 52)
-    return letter < 26 ? 0x41 + letter : 0x61 + letter - 26
-}
 
 func say(_ line: String) {
     print(line)

@@ -1,0 +1,182 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The reference server's access log: one JSON object per line, one line per answered request.
+///
+/// ```json
+/// {"time":"2026-11-30T21:04:05.123Z","request_id":"5f0c9a1e2b7d4c36","method":"POST","endpoint":"/pa/v3/activation/status","status":200,"duration_ms":3.412,"activation_id":"…"}
+/// ```
+///
+/// A line holds only what ``Entry`` holds: the time, a request identifier, the method (or
+/// `other`), the endpoint (a known path or `other`, see ``ServerMetrics/endpoint(for:)``), the
+/// status, the duration and, where known, the activation identifier (written only when it has
+/// the form of one). Never a header value, a body, a PIN, an authentication code, a key or a
+/// token: there is no way to hand the log one.
+///
+/// The log goes to standard error, or appends to a file that ``reopen()`` opens again by name,
+/// for log rotation (`securepin server` calls it on SIGHUP). Each line is one `write(2)`.
+public final class AccessLog: Sendable {
+    /// One answered request.
+    public struct Entry: Sendable, Equatable {
+        /// When the request was answered.
+        public var time: Date
+        /// The identifier the response carried in `X-Request-Id`.
+        public var requestId: String
+        /// `GET`, `POST`, or `other`.
+        public var method: String
+        /// A known path or `other`.
+        public var endpoint: String
+        /// The HTTP status sent.
+        public var status: Int
+        /// From the complete request to the response, in seconds.
+        public var seconds: Double
+        /// The activation the request concerned, when known.
+        public var activationId: String?
+
+        /// Creates an entry.
+        /// - Parameters:
+        ///   - time: when the request was answered.
+        ///   - requestId: the request identifier.
+        ///   - method: the method (anything but `GET` and `POST` is written as `other`).
+        ///   - endpoint: the endpoint label.
+        ///   - status: the status.
+        ///   - seconds: the duration.
+        ///   - activationId: the activation identifier, if known.
+        public init(
+            time: Date, requestId: String, method: String, endpoint: String, status: Int, seconds: Double,
+            activationId: String? = nil
+        ) {
+            self.time = time
+            self.requestId = requestId
+            self.method = method
+            self.endpoint = endpoint
+            self.status = status
+            self.seconds = seconds
+            self.activationId = activationId
+        }
+    }
+
+    /// Why the log file could not be opened.
+    public struct OpenFailed: Error, Sendable, CustomStringConvertible {
+        /// The path.
+        public var path: String
+        /// `errno`.
+        public var code: Int32
+        /// The path and the system's reason.
+        public var description: String { "\(path): \(String(cString: strerror(code)))" }
+    }
+
+    private let path: String?
+    private let descriptor: Mutex<Int32>
+
+    /// A log on standard error.
+    public init() {
+        path = nil
+        descriptor = Mutex(2)
+    }
+
+    /// A log appended to `path` (created 0640 when missing).
+    /// - Parameter path: the file.
+    /// - Throws: ``OpenFailed``.
+    public init(path: String) throws(OpenFailed) {
+        self.path = path
+        descriptor = Mutex(try Self.openFile(path))
+    }
+
+    deinit {
+        let fd = descriptor.withLock { $0 }
+        if path != nil { close(fd) }
+    }
+
+    private static func openFile(_ path: String) throws(OpenFailed) -> Int32 {
+        let fd = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
+        guard fd >= 0 else { throw OpenFailed(path: path, code: errno) }
+        return fd
+    }
+
+    /// Opens the file again by name (after a rotation moved it away); a log on standard
+    /// error does nothing. On failure the old file stays in use.
+    /// - Throws: ``OpenFailed``.
+    public func reopen() throws(OpenFailed) {
+        guard let path else { return }
+        let fresh = try Self.openFile(path)
+        let old = descriptor.withLock { fd in
+            defer { fd = fresh }
+            return fd
+        }
+        close(old)
+    }
+
+    /// Writes one entry as one line.
+    /// - Parameter entry: the entry.
+    public func write(_ entry: Entry) {
+        var line = Array(Self.line(entry).utf8)
+        line.append(0x0A)
+        descriptor.withLock { fd in
+            var offset = 0
+            while offset < line.count {
+                let n = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, line.count - offset) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                offset += n
+            }
+        }
+    }
+
+    /// The JSON text of an entry (without the newline).
+    /// - Parameter entry: the entry.
+    /// - Returns: one JSON object.
+    public static func line(_ entry: Entry) -> String {
+        let method = entry.method == "GET" || entry.method == "POST" ? entry.method : "other"
+        let endpoint = ServerMetrics.endpoint(for: entry.endpoint)
+        var fields = [
+            "\"time\":\"\(timestamp(entry.time))\"",
+            "\"request_id\":\"\(hexOnly(entry.requestId))\"",
+            "\"method\":\"\(method)\"",
+            "\"endpoint\":\"\(endpoint)\"",
+            "\"status\":\(entry.status)",
+            "\"duration_ms\":\(Double(Int((entry.seconds * 1_000_000).rounded())) / 1000)",
+        ]
+        if let id = entry.activationId, isActivationId(id) { fields.append("\"activation_id\":\"\(id)\"") }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// Whether `text` has the form of an activation identifier (a lower-case UUID).
+    static func isActivationId(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return false }
+        for (i, byte) in bytes.enumerated() {
+            if [8, 13, 18, 23].contains(i) {
+                guard byte == UInt8(ascii: "-") else { return false }
+            } else {
+                guard (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) else { return false }
+            }
+        }
+        return true
+    }
+
+    /// The identifier when it is 1 to 32 lower-case hex digits (as ``ReferenceServer`` makes
+    /// them), else `invalid`.
+    private static func hexOnly(_ text: String) -> String {
+        let valid =
+            (1...32).contains(text.utf8.count)
+            && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        return valid ? text : "invalid"
+    }
+
+    /// RFC 3339 in UTC with milliseconds.
+    static func timestamp(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        let millis = Int((date.timeIntervalSince1970 - Double(seconds)) * 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+    }
+}

@@ -1,0 +1,217 @@
+import ActivationServer
+import Foundation
+import PowerAuthProtocol
+import Synchronization
+
+/// What the reference server counts, rendered in the Prometheus text exposition format
+/// (version 0.0.4) at `GET /metrics`.
+///
+/// Every label value comes from a closed set: the endpoint is one of the API's and back
+/// office's paths (anything else is `other`), the factor set is one of PowerAuth's names. No
+/// identifier, code, key or token ever becomes a label, so the page is safe to scrape and its
+/// size does not grow with traffic.
+///
+/// | Metric | Type | Labels |
+/// |---|---|---|
+/// | `securepin_http_requests_total` | counter | `endpoint`, `status` |
+/// | `securepin_http_request_duration_seconds` | histogram | `endpoint` |
+/// | `securepin_verifications_total` | counter | `factors`, `outcome` (`accepted`, `rejected`) |
+/// | `securepin_verification_failures_total` | counter | |
+/// | `securepin_activation_blocks_total` | counter | `cause` (`failures`, `back_office`) |
+/// | `securepin_store_errors_total` | counter | |
+/// | `securepin_http_open_connections` | gauge | |
+public final class ServerMetrics: Sendable {
+    /// The upper bounds of the latency histogram's buckets, in seconds (`+Inf` is implied).
+    public static let latencyBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    private struct Histogram {
+        var counts = [UInt64](repeating: 0, count: ServerMetrics.latencyBuckets.count)
+        var sum = 0.0
+        var count: UInt64 = 0
+    }
+
+    private struct Key: Hashable, Comparable {
+        var a: String
+        var b: String
+        static func < (l: Key, r: Key) -> Bool { (l.a, l.b) < (r.a, r.b) }
+    }
+
+    private struct State {
+        var requests: [Key: UInt64] = [:]
+        var latency: [String: Histogram] = [:]
+        var verifications: [Key: UInt64] = [:]
+        var failures: UInt64 = 0
+        var blocks: [String: UInt64] = [:]
+        var storeErrors: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+    private let openConnections: Mutex<(@Sendable () -> Int)?> = Mutex(nil)
+
+    /// Creates empty counters.
+    public init() {}
+
+    /// The endpoint label for a request path: the path itself when it is one the server
+    /// serves, else `other`.
+    /// - Parameter path: the request path.
+    /// - Returns: the label value.
+    public static func endpoint(for path: String) -> String {
+        knownPaths.contains(path) ? path : "other"
+    }
+
+    static let knownPaths: Set<String> = [
+        ActivationAPI.createActivation.path, ActivationAPI.activationStatus.path,
+        ActivationAPI.validateSignature.path, ActivationAPI.removeActivation.path, ActivationAPI.unlockVault.path,
+        ActivationAPI.removeBiometry.path, BackOfficeAPI.initActivation, BackOfficeAPI.commitActivation,
+        BackOfficeAPI.blockActivation, BackOfficeAPI.unblockActivation, BackOfficeAPI.removeActivation,
+        BackOfficeAPI.activationDetail, BackOfficeAPI.listActivations, BackOfficeAPI.configuration,
+        ServerMetrics.path,
+    ]
+
+    /// The path the metrics are served at.
+    public static let path = "/metrics"
+
+    /// Counts one answered request.
+    /// - Parameters:
+    ///   - endpoint: the label from ``endpoint(for:)``.
+    ///   - status: the HTTP status sent.
+    ///   - seconds: the time from the complete request to the response.
+    public func recordRequest(endpoint: String, status: Int, seconds: Double) {
+        state.withLock { state in
+            state.requests[Key(a: endpoint, b: String(status)), default: 0] += 1
+            var histogram = state.latency[endpoint] ?? Histogram()
+            for (i, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { histogram.counts[i] += 1 }
+            histogram.sum += seconds
+            histogram.count += 1
+            state.latency[endpoint] = histogram
+        }
+    }
+
+    /// Counts one verification of a PowerAuth authorization header.
+    /// - Parameters:
+    ///   - factors: the factor set the header claimed.
+    ///   - accepted: whether it verified.
+    public func recordVerification(factors: FactorSet, accepted: Bool) {
+        state.withLock {
+            $0.verifications[Key(a: factors.rawValue, b: accepted ? "accepted" : "rejected"), default: 0] += 1
+        }
+    }
+
+    /// Counts a failed attempt recorded against an activation, and the block it caused, if any.
+    /// - Parameter blocked: whether this failure blocked the activation.
+    func recordFailure(blocked: Bool) {
+        state.withLock { state in
+            state.failures += 1
+            if blocked { state.blocks["failures", default: 0] += 1 }
+        }
+    }
+
+    /// Counts a block set through the back office.
+    func recordBackOfficeBlock() {
+        state.withLock { $0.blocks["back_office", default: 0] += 1 }
+    }
+
+    /// Counts an error of the activation store.
+    func recordStoreError() {
+        state.withLock { $0.storeErrors += 1 }
+    }
+
+    /// Where the open-connection gauge reads from (the HTTP server, once it exists).
+    func readOpenConnections(from source: @escaping @Sendable () -> Int) {
+        openConnections.withLock { $0 = source }
+    }
+
+    /// The whole page in the Prometheus text format.
+    /// - Returns: the text, ending with a newline.
+    public func render() -> String {
+        let open = openConnections.withLock { $0 }?() ?? 0
+        let state = self.state.withLock { $0 }
+        var out: [String] = []
+        func header(_ name: String, _ type: String, _ help: String) {
+            out.append("# HELP \(name) \(help)")
+            out.append("# TYPE \(name) \(type)")
+        }
+        header("securepin_http_requests_total", "counter", "HTTP requests answered, by endpoint and status.")
+        for (key, value) in state.requests.sorted(by: { $0.key < $1.key }) {
+            out.append("securepin_http_requests_total{endpoint=\"\(key.a)\",status=\"\(key.b)\"} \(value)")
+        }
+        header(
+            "securepin_http_request_duration_seconds", "histogram",
+            "Time from a complete request to its response, by endpoint.")
+        for (endpoint, histogram) in state.latency.sorted(by: { $0.key < $1.key }) {
+            let name = "securepin_http_request_duration_seconds"
+            for (i, bound) in Self.latencyBuckets.enumerated() {
+                out.append("\(name)_bucket{endpoint=\"\(endpoint)\",le=\"\(bound)\"} \(histogram.counts[i])")
+            }
+            out.append("\(name)_bucket{endpoint=\"\(endpoint)\",le=\"+Inf\"} \(histogram.count)")
+            out.append("\(name)_sum{endpoint=\"\(endpoint)\"} \(histogram.sum)")
+            out.append("\(name)_count{endpoint=\"\(endpoint)\"} \(histogram.count)")
+        }
+        header(
+            "securepin_verifications_total", "counter",
+            "PowerAuth authorization headers verified, by factor set and outcome.")
+        for (key, value) in state.verifications.sorted(by: { $0.key < $1.key }) {
+            out.append("securepin_verifications_total{factors=\"\(key.a)\",outcome=\"\(key.b)\"} \(value)")
+        }
+        header(
+            "securepin_verification_failures_total", "counter", "Failed attempts counted against an activation.")
+        out.append("securepin_verification_failures_total \(state.failures)")
+        header("securepin_activation_blocks_total", "counter", "Activations blocked, by cause.")
+        for cause in ["failures", "back_office"] {
+            out.append("securepin_activation_blocks_total{cause=\"\(cause)\"} \(state.blocks[cause] ?? 0)")
+        }
+        header("securepin_store_errors_total", "counter", "Errors of the activation store (SQLite).")
+        out.append("securepin_store_errors_total \(state.storeErrors)")
+        header("securepin_http_open_connections", "gauge", "HTTP connections open now.")
+        out.append("securepin_http_open_connections \(open)")
+        return out.joined(separator: "\n") + "\n"
+    }
+}
+
+/// A `ActivationServer.ServerActivationStore` that passes everything to the real one and counts, for
+/// ``ServerMetrics``, the failed attempts, the blocks they cause and the store's errors.
+struct ObservedStore: ServerActivationStore {
+    let base: SQLiteActivationStore
+    let metrics: ServerMetrics
+
+    private func observe<R>(_ body: () throws(ActivationServerError) -> R) throws(ActivationServerError) -> R {
+        do throws(ActivationServerError) {
+            return try body()
+        } catch {
+            if case .storage = error { metrics.recordStoreError() }
+            throw error
+        }
+    }
+
+    func insert(_ record: ActivationRecord) throws(ActivationServerError) {
+        try observe { () throws(ActivationServerError) in try base.insert(record) }
+    }
+
+    func fetch(activationId: String) throws(ActivationServerError) -> ActivationRecord? {
+        try observe { () throws(ActivationServerError) in try base.fetch(activationId: activationId) }
+    }
+
+    func activationId(forCode activationCode: String) throws(ActivationServerError) -> String? {
+        try observe { () throws(ActivationServerError) in try base.activationId(forCode: activationCode) }
+    }
+
+    func update<R: Sendable>(
+        activationId: String, _ body: (inout ActivationRecord) throws(ActivationServerError) -> R
+    ) throws(ActivationServerError) -> R {
+        try observe { () throws(ActivationServerError) in try base.update(activationId: activationId, body) }
+    }
+
+    func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
+    ) throws(ActivationServerError) -> AttemptResult {
+        let result = try observe { () throws(ActivationServerError) in
+            try base.recordAttempt(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
+        }
+        if !result.accepted {
+            metrics.recordFailure(
+                blocked: result.state == .blocked && result.failedAttempts >= result.maxFailedAttempts)
+        }
+        return result
+    }
+}
