@@ -34,6 +34,10 @@ let systemLibraries: [Target] = [
     .systemLibrary(
         name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
         providers: [.apt(["libsqlite3-dev"])]),
+    // The TPM Software Stack: ESYS, the TCTI loader, marshalling.
+    .systemLibrary(
+        name: "CTSS2", path: "Sources/CTSS2", pkgConfig: "tss2-esys",
+        providers: [.apt(["libtss2-dev"])]),
 ]
 
 /// The audited C core and its Swift face: secure memory, passwords, KDFs, AEAD; the protocol
@@ -77,6 +81,17 @@ let device: [Target] = [
     .target(
         name: "PinVault",
         dependencies: ["SecureCore", "Biometry", "DurableStorage"]),
+    // The vault's TPM 2.0 binding: a small audited C target over ESYS, and its Swift face. PinVault
+    // itself links no TPM code; an app that binds vaults to a TPM adds PinVaultTPM.
+    .target(
+        name: "CTPMBinding",
+        dependencies: ["CTSS2", "CSecureCore"],
+        publicHeadersPath: "include",
+        cSettings: cHardening,
+        linkerSettings: linkHardening + ["tss2-esys", "tss2-tctildr", "tss2-mu", "tss2-sys"].map { .linkedLibrary($0) }),
+    .target(
+        name: "PinVaultTPM",
+        dependencies: ["PinVault", "CTPMBinding", "SecureCore"]),
     // The strength rules: pure functions of a PIN or password in secure memory.
     .target(
         name: "PinStrength",
@@ -143,7 +158,8 @@ let tools: [Target] = [
     .executableTarget(
         name: "securepin",
         dependencies: [
-            "SecureCore", "PinVault", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol", "Activation",
+            "SecureCore", "PinVault", "PinVaultTPM", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol",
+            "Activation",
             "ActivationServer",
             "ReferenceServer", "ActivationHTTP", "HTTPServer",
         ],
@@ -184,7 +200,7 @@ let testing: [Target] = [
         path: "Tests/ActivationTestSupport"),
     .executableTarget(
         name: "spc-test-helper",
-        dependencies: ["SecureCore", "PinVault", "TestSupport"],
+        dependencies: ["SecureCore", "PinVault", "PinVaultTPM", "TestSupport"],
         path: "Tests/Helpers/spc-test-helper"),
     .executableTarget(
         name: "sqlite-crash-helper",
@@ -199,6 +215,9 @@ let testing: [Target] = [
     .testTarget(
         name: "PinVaultTests",
         dependencies: ["PinVault", "SecureCore", "DurableStorage", "spc-test-helper", "TestSupport"]),
+    .testTarget(
+        name: "PinVaultTPMTests",
+        dependencies: ["PinVault", "PinVaultTPM", "SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
         name: "PinStrengthTests",
         dependencies: ["PinStrength", "SecureCore", "TestSupport"]),
@@ -252,6 +271,7 @@ let package = Package(
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .library(name: "PinVault", targets: ["PinVault"]),
+        .library(name: "PinVaultTPM", targets: ["PinVaultTPM"]),
         .library(name: "Biometry", targets: ["Biometry"]),
         .library(name: "PowerAuthProtocol", targets: ["PowerAuthProtocol"]),
         .library(name: "Activation", targets: ["Activation"]),

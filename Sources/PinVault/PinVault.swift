@@ -43,6 +43,11 @@ public struct PinVault: Sendable {
         public var authenticator: (any BiometricAuthenticator)?
         /// Told each step of an operation (tests and crash harnesses).
         public var observer: (@Sendable (VaultEvent) -> Void)?
+        /// The TPM a TPM-bound vault needs (``VaultBinding/tpm(_:)``); nil for software vaults.
+        public var tpm: (any VaultTPM)?
+        /// The TPM's lockout-hierarchy authorisation, used once when a TPM-bound vault is created
+        /// to set the dictionary-attack parameters (nil: empty, as on a fresh TPM or swtpm).
+        public var tpmLockoutAuthorization: SecureBytes?
         /// The system calls of durable writes; tests substitute failures.
         package var fileSystem: any DurableFileSystem = SystemFileSystem()
 
@@ -51,8 +56,11 @@ public struct PinVault: Sendable {
             floor: Argon2id.Parameters = .owaspMinimum, limits: Argon2id.Limits = .default,
             clock: any VaultClock = SystemVaultClock(), pepper: SecureBytes? = nil,
             biometricConfiguration: BiometricConfiguration = BiometricConfiguration(),
-            authenticator: (any BiometricAuthenticator)? = nil, observer: (@Sendable (VaultEvent) -> Void)? = nil
+            authenticator: (any BiometricAuthenticator)? = nil, observer: (@Sendable (VaultEvent) -> Void)? = nil,
+            tpm: (any VaultTPM)? = nil, tpmLockoutAuthorization: SecureBytes? = nil
         ) {
+            self.tpm = tpm
+            self.tpmLockoutAuthorization = tpmLockoutAuthorization
             self.floor = floor
             self.limits = limits
             self.clock = clock
@@ -90,17 +98,31 @@ public struct PinVault: Sendable {
     ///   - pinFormat: the PIN format recorded in the vault; every later PIN must fit it
     ///     (default ``VaultPinFormat/unrecorded``: 1 to 256 printable characters).
     ///   - parameters: Argon2id cost, for example from `SecureCore.KDFCalibrator`.
+    ///   - binding: ``VaultBinding/software`` (default), or ``VaultBinding/tpm(_:)``: the PIN slot then
+    ///     needs a value sealed in ``Options/tpm``, and the TPM's dictionary-attack parameters are set
+    ///     from the binding's policy (with ``Options/tpmLockoutAuthorization``); `policy` is then
+    ///     recorded as `.hard(maxFailures:)` of the TPM's tries, and the TPM alone enforces it.
     ///   - options: reader and writer settings.
     /// - Returns: the vault.
     /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,
     ///   ``VaultError/invalidSecretSize(_:)``,
     ///   ``VaultError/parametersBelowFloor``, ``VaultError/parametersAboveCeiling``, ``VaultError/io(operation:errno:)``,
-    ///   ``VaultError/pinOutsideFormat(_:)``.
+    ///   ``VaultError/pinOutsideFormat(_:)``; for a TPM binding ``VaultError/tpmRequired``,
+    ///   ``VaultError/tpmUnavailable(reason:)`` and ``VaultError/tpmFailed(_:)`` (nothing is written).
     public static func create(
         at directory: String, secret: SecureBytes, pin: Password, policy: ThrottlePolicy = .soft(),
-        pinFormat: VaultPinFormat = .unrecorded, parameters: Argon2id.Parameters, options: Options = Options()
+        pinFormat: VaultPinFormat = .unrecorded, parameters: Argon2id.Parameters, binding: VaultBinding = .software,
+        options: Options = Options()
     ) throws(VaultError) -> PinVault {
         let vault = PinVault(directory: directory, options: options)
+        var policy = policy
+        var tpmRecord: TPMBindingRecord? = nil
+        if case .tpm(let lockout) = binding {
+            guard (1...1000).contains(lockout.maxTries) else { throw .damaged(reason: "TPM max tries out of range") }
+            policy = .hard(maxFailures: Int(lockout.maxTries))
+            tpmRecord = TPMBindingRecord(
+                policy: lockout, object: TPMSealedObject(publicArea: [], privateBlob: [], parentName: []))
+        }
         guard (1...maximumSecretByteCount).contains(secret.count) else { throw .invalidSecretSize(secret.count) }
         guard (1...UInt16.max).contains(UInt16(clamping: policy.maxFailures)), policy.maxFailures <= 0xFFFF else {
             throw .damaged(reason: "policy limit out of range")
@@ -108,6 +130,13 @@ public struct PinVault: Sendable {
         try VaultFile.checkBounds(parameters, floor: options.floor, limits: options.limits)
         guard pinFormat.admits(pin) else { throw .pinOutsideFormat(pinFormat) }
         guard !vault.directory.exists else { throw .alreadyExists }
+        if let tpmRecord {
+            // Before anything is written: a TPM that is absent or refuses leaves no directory behind.
+            let tpm = try vault.requireTPM()
+            try VaultError.tpm { () throws(VaultTPMError) in
+                try tpm.setLockoutPolicy(tpmRecord.policy, lockoutAuthorization: options.tpmLockoutAuthorization)
+            }
+        }
         try vault.directory.prepare()
         try vault.directory.lockedCreatingDirectory { () throws(VaultError) in
             guard !vault.directory.exists else { throw .alreadyExists }
@@ -127,9 +156,13 @@ public struct PinVault: Sendable {
             var file = VaultFile(
                 vaultID: vaultID, policy: policy, keyHalf: 0, slots: [], payloadNonce: [], payloadCiphertext: [],
                 pinFormat: pinFormat)
-            file.slots = [
-                try vault.makePINSlot(pin: pin, dataKey: dataKey, parameters: parameters, file: file, half: half)
-            ]
+            if let tpmRecord {
+                file.version = VaultFile.bindingVersion
+                file.tpm = tpmRecord
+            }
+            let slot = try vault.makePINSlot(
+                pin: pin, dataKey: dataKey, parameters: parameters, file: &file, half: half)
+            file.slots = [slot]
             try vault.seal(secret, into: &file, dataKey: dataKey)
             try vault.writeRecord(FailureRecord.fresh(vaultID: vaultID, clock: options.clock), file)
             try vault.writeVault(file, half: half)
@@ -226,7 +259,7 @@ public struct PinVault: Sendable {
             var updated = file
             updated.keyHalf = newHalfIndex
             let newSlot = try makePINSlot(
-                pin: new, dataKey: dataKey, parameters: newParameters, file: updated, half: half)
+                pin: new, dataKey: dataKey, parameters: newParameters, file: &updated, half: half)
             updated.slots = [newSlot]
             if let biometric = file.slots.first(where: { $0.type == .biometric }),
                 let authenticator = options.authenticator, authenticator.systemStatus == .available
@@ -289,6 +322,7 @@ public struct PinVault: Sendable {
     public func status() throws(VaultError) -> VaultStatus {
         try directory.locked { () throws(VaultError) in
             let file = try loadFile()
+            if file.tpm != nil { return try tpmStatus(file) }
             let record = try loadRecord(file, persist: .ifPossible)
             let failures = Int(record.failures)
             let remaining = max(0, file.policy.maxFailures - failures)
@@ -345,6 +379,7 @@ public struct PinVault: Sendable {
     func openDataKey(pin: Password) throws(VaultError) -> (VaultFile, SecureBytes, VaultFile.Slot) {
         let file = try loadFile()
         guard file.pinFormat.admits(pin) else { throw .pinOutsideFormat(file.pinFormat) }
+        if file.tpm != nil { return try openTPMBoundDataKey(pin: pin, file: file) }
         var record = try loadRecord(file)
         try checkAllowed(record, policy: file.policy)
         record.failures += 1
@@ -496,20 +531,26 @@ public struct PinVault: Sendable {
         case ifPossible
     }
 
+    /// A new PIN slot; for a TPM-bound file, a fresh value is sealed and `file`'s binding names it.
     func makePINSlot(
-        pin: Password, dataKey: SecureBytes, parameters: Argon2id.Parameters, file: VaultFile, half: SecureBytes
+        pin: Password, dataKey: SecureBytes, parameters: Argon2id.Parameters, file: inout VaultFile, half: SecureBytes
     ) throws(VaultError) -> VaultFile.Slot {
         let salt = try core { () throws(SecureCoreError) in try SecureRandom.bytes(count: VaultFile.saltSize) }
+        let flags =
+            (options.pepper == nil ? 0 : VaultFile.slotFlagPepper) | (file.tpm == nil ? 0 : VaultFile.slotFlagTPM)
         var slot = VaultFile.Slot(
-            type: .pin, kdf: VaultFile.kdfArgon2id, parameters: parameters,
-            flags: options.pepper == nil ? 0 : VaultFile.slotFlagPepper, salt: salt,
+            type: .pin, kdf: VaultFile.kdfArgon2id, parameters: parameters, flags: flags, salt: salt,
             biometricFingerprint: [UInt8](repeating: 0, count: VaultFile.fingerprintSize), nonce: [], wrappedKey: [])
         let derived = try core { () throws(SecureCoreError) in
             try Argon2id.deriveKey(
                 from: pin, salt: salt, parameters: parameters, pepper: options.pepper, limits: options.limits)
         }
         defer { derived.destroy() }
-        let wrapKey = try slotKey(derived, half: half)
+        let inner =
+            file.tpm == nil
+            ? try core { () throws(SecureCoreError) in try derived.copy() } : try sealForNewSlot(derived, file: &file)
+        defer { inner.destroy() }
+        let wrapKey = try slotKey(inner, half: half)
         defer { wrapKey.destroy() }
         let box = try core { () throws(SecureCoreError) in
             try AEAD.seal(dataKey, using: wrapKey, associatedData: file.slotAssociatedData(slot))
@@ -530,7 +571,14 @@ public struct PinVault: Sendable {
                 from: pin, salt: slot.salt, parameters: slot.parameters, pepper: options.pepper, limits: options.limits)
         }
         defer { derived.destroy() }
-        let wrapKey = try slotKey(derived, half: half)
+        guard slot.flags & VaultFile.slotFlagTPM != 0 else {
+            let wrapKey = try slotKey(derived, half: half)
+            defer { wrapKey.destroy() }
+            return try unwrap(slot, with: wrapKey, file: file)
+        }
+        guard let inner = try unsealForSlot(derived, file: file) else { return nil }
+        defer { inner.destroy() }
+        let wrapKey = try slotKey(inner, half: half)
         defer { wrapKey.destroy() }
         return try unwrap(slot, with: wrapKey, file: file)
     }
@@ -610,6 +658,20 @@ public struct VaultStatus: Sendable, Equatable, Codable {
     public var policy: ThrottlePolicy
     /// The PIN format the vault records.
     public var pinFormat: VaultPinFormat
+    /// What the vault's key needs besides the PIN and its files.
+    public var binding: Binding = .software
+    /// For a TPM-bound vault, the TPM's dictionary-attack state: ``failures`` and
+    /// ``maxFailures`` are then the TPM's counter and limit, shared by every DA-protected object
+    /// on that TPM, and the TPM enforces them.
+    public var tpmLockout: TPMLockoutState? = nil
+
+    /// Which binding, and so who enforces the attempt limit.
+    public enum Binding: String, Sendable, Codable {
+        /// The vault's own failure record, on disk: our code enforces it; a copy is open to offline guessing.
+        case software
+        /// The TPM's dictionary-attack logic enforces it; a copy without that TPM cannot be tested.
+        case tpm
+    }
 }
 
 /// Runs a SecureCore call and reports its error as ``VaultError/secureCore(_:)``.

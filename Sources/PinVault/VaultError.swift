@@ -60,6 +60,18 @@ public enum VaultError: Error, Equatable, Sendable {
     case io(operation: String, errno: Int32)
     /// A SecureCore operation failed.
     case secureCore(SecureCoreError)
+    /// The vault is bound to a TPM and ``PinVault/Options/tpm`` is nil. Nothing was counted.
+    case tpmRequired
+    /// The vault's TPM cannot be reached (no device, nothing at the TCTI). Nothing was counted.
+    case tpmUnavailable(reason: String)
+    /// The TPM reached is not the one the vault was sealed to (another machine, or this TPM
+    /// cleared): the vault cannot be opened here with any PIN. Nothing was counted.
+    case tpmMismatch
+    /// The TPM is in dictionary-attack lockout and refuses every guess, the right PIN included;
+    /// it forgets one failure every `retryAfterSeconds` (0 when it never does). Nothing was counted.
+    case tpmLockedOut(retryAfterSeconds: UInt64)
+    /// Another TPM failure.
+    case tpmFailed(VaultTPMError)
 }
 
 extension VaultError {

@@ -1,11 +1,16 @@
 import SecureCore
 
-/// The vault file, version 2, as `docs/vault-format.md` specifies it. Every
+/// The vault file, version 2 (software) or 3 (bound to a TPM), as `docs/vault-format.md` specifies it. Every
 /// constant of the format lives here; ``decode(_:floor:limits:)`` checks each
 /// MUST of the specification in its order and returns a typed error.
 struct VaultFile: Equatable {
     static let magic: [UInt8] = Array("SPCVAULT".utf8)
-    static let version: UInt16 = 2
+    /// The newest version this library reads.
+    static let version: UInt16 = 3
+    /// What a vault without a binding is written as: readers of version 2 keep reading it.
+    static let softwareVersion: UInt16 = 2
+    /// The first version that records a binding (a TPM's sealed object) in the bound header.
+    static let bindingVersion: UInt16 = 3
     /// Versions before this one are recognised and refused (``VaultError/unsupportedFormat(version:)``).
     static let oldestReadableVersion: UInt16 = 2
     /// The first version that records the PIN format in the bound header.
@@ -35,6 +40,12 @@ struct VaultFile: Equatable {
     static let kdfArgon2id: UInt8 = 1
     static let aeadXChaCha20Poly1305: UInt8 = 1
     static let slotFlagPepper: UInt8 = 0x01
+    /// The PIN slot's key also needs the value sealed in the TPM the header names (version 3).
+    static let slotFlagTPM: UInt8 = 0x02
+    static let bindingSoftware: UInt8 = 0
+    static let bindingTPM: UInt8 = 1
+    /// Largest TPM public area, private blob or name a version 3 header holds.
+    static let maxTPMBlobSize = 1024
 
     struct Slot: Equatable {
         var type: SlotType
@@ -69,10 +80,13 @@ struct VaultFile: Equatable {
     var slots: [Slot]
     var payloadNonce: [UInt8]
     var payloadCiphertext: [UInt8]
-    /// The version this file is written in (only ``version`` is read and written).
-    var version: UInt16 = VaultFile.version
+    /// The version this file is written in: ``softwareVersion`` without a binding,
+    /// ``bindingVersion`` with one.
+    var version: UInt16 = VaultFile.softwareVersion
     /// The PIN format every unlock and PIN change applies.
     var pinFormat: VaultPinFormat = .unrecorded
+    /// The TPM binding (version 3): the DA policy set at creation and the sealed object.
+    var tpm: TPMBindingRecord? = nil
 
     /// Magic, version, flags, vault id, policy and (version 2) the PIN format: what every AEAD binds.
     var boundHeader: [UInt8] {
@@ -88,6 +102,20 @@ struct VaultFile: Equatable {
             w.u8(pinFormat.characters.rawValue)
             w.u16(UInt16(pinFormat.minimumLength))
             w.u16(UInt16(pinFormat.maximumLength))
+        }
+        if version >= VaultFile.bindingVersion {
+            if let tpm {
+                w.u8(VaultFile.bindingTPM)
+                w.u32(tpm.policy.maxTries)
+                w.u32(tpm.policy.recoverySeconds)
+                w.u32(tpm.policy.lockoutRecoverySeconds)
+                for blob in [tpm.object.parentName, tpm.object.publicArea, tpm.object.privateBlob] {
+                    w.u16(UInt16(blob.count))
+                    w.bytes(blob)
+                }
+            } else {
+                w.u8(VaultFile.bindingSoftware)
+            }
         }
         return w.out
     }
@@ -175,6 +203,29 @@ struct VaultFile: Equatable {
             else { throw .damaged(reason: "unknown PIN format") }
             pinFormat = format
         }
+        var tpm: TPMBindingRecord? = nil
+        if version >= bindingVersion {
+            guard let binding = r.u8() else { throw .damaged(reason: "truncated header") }
+            switch binding {
+            case bindingSoftware: break
+            case bindingTPM:
+                guard let maxTries = r.u32(), let recovery = r.u32(), let lockoutRecovery = r.u32() else {
+                    throw .damaged(reason: "truncated TPM binding")
+                }
+                var blobs: [[UInt8]] = []
+                for _ in 0..<3 {
+                    guard let length = r.u16(), (1...maxTPMBlobSize).contains(Int(length)),
+                        let blob = r.bytes(Int(length))
+                    else { throw .damaged(reason: "truncated or oversized TPM binding") }
+                    blobs.append(blob)
+                }
+                tpm = TPMBindingRecord(
+                    policy: TPMLockoutPolicy(
+                        maxTries: maxTries, recoverySeconds: recovery, lockoutRecoverySeconds: lockoutRecovery),
+                    object: TPMSealedObject(publicArea: blobs[1], privateBlob: blobs[2], parentName: blobs[0]))
+            default: throw .damaged(reason: "unknown binding")
+            }
+        }
         guard let countByte = r.u8() else { throw .damaged(reason: "truncated header") }
         let count = Int(countByte)
         guard (1...maxSlots).contains(count) else { throw .damaged(reason: "slot count \(count) out of range") }
@@ -187,14 +238,18 @@ struct VaultFile: Equatable {
             else { throw .damaged(reason: "truncated slot") }
             guard let type = SlotType(rawValue: typeByte) else { throw .damaged(reason: "unknown slot type") }
             guard aead == aeadXChaCha20Poly1305 else { throw .damaged(reason: "unknown AEAD in slot") }
-            guard flags & ~slotFlagPepper == 0 else { throw .damaged(reason: "unknown slot flags") }
+            guard flags & ~(slotFlagPepper | slotFlagTPM) == 0 else { throw .damaged(reason: "unknown slot flags") }
             let parameters = Argon2id.Parameters(memoryKiB: m, iterations: t, parallelism: p)
             switch type {
             case .pin:
                 guard kdf == kdfArgon2id else { throw .damaged(reason: "PIN slot without Argon2id") }
                 try checkBounds(parameters, floor: floor, limits: limits)
+                // A TPM-bound vault's PIN slots all need the TPM; no other slot does.
+                guard (flags & slotFlagTPM != 0) == (tpm != nil) else {
+                    throw .damaged(reason: "PIN slot and TPM binding disagree")
+                }
             case .biometric:
-                guard kdf == kdfNone, m == 0, t == 0, p == 0 else {
+                guard kdf == kdfNone, m == 0, t == 0, p == 0, flags & slotFlagTPM == 0 else {
                     throw .damaged(reason: "biometric slot with a KDF")
                 }
             }
@@ -214,7 +269,7 @@ struct VaultFile: Equatable {
         }
         let file = VaultFile(
             vaultID: vaultID, policy: policy, keyHalf: keyHalf, slots: slots, payloadNonce: nonce,
-            payloadCiphertext: ciphertext, version: version, pinFormat: pinFormat)
+            payloadCiphertext: ciphertext, version: version, pinFormat: pinFormat, tpm: tpm)
         return (file, mac)
     }
 

@@ -156,6 +156,11 @@ enum Help {
                                    below the floor
               -t N -k KiB [-p N]   Argon2id iterations, memory and lanes (default t=2, 64 MiB, p=1);
                                    -t and -k go together, and not with --target-ms
+              --bind tpm           bind the vault to a TPM 2.0: each guess is a TPM command under its
+                                   dictionary-attack lockout; a copy elsewhere opens with no PIN
+              --tcti STRING        the TPM (every vault command): else $TSS2_TCTI, else /dev/tpmrm0
+              --tpm-max-tries N    the TPM's lockout after N failures (default 10; TPM-wide)
+              --tpm-recovery S     one failure forgotten every S seconds (default 600; TPM-wide)
             The vault refuses key derivation below its floor: \(floorText).
 
             example:

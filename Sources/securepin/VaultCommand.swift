@@ -1,6 +1,7 @@
 import Foundation
 import PinEntry
 import PinVault
+import PinVaultTPM
 import SecureCore
 
 /// `securepin vault init|unlock|change-pin|status|destroy --vault DIR`.
@@ -46,6 +47,29 @@ enum VaultCommand {
         }
     }
 
+    /// `--bind software|tpm` and `--tcti STRING`: the binding asked for (nil: whatever the vault
+    /// records) and the vault options with the TPM the TCTI names (`--tcti`, else `TSS2_TCTI`, else
+    /// the kernel's resource manager). The TPM is only reached when a vault is bound to it.
+    static func binding(_ args: inout Arguments) -> (bind: VaultStatus.Binding?, options: PinVault.Options) {
+        let bind = args.value("--bind").map { text -> VaultStatus.Binding in
+            guard let value = VaultStatus.Binding(rawValue: text) else {
+                args.fail("--bind must be software or tpm, not '\(text)'")
+            }
+            return value
+        }
+        let tcti = SoftwareStackTPM.tcti(option: args.value("--tcti"))
+        return (bind, PinVault.Options(tpm: SoftwareStackTPM(tcti: tcti)))
+    }
+
+    /// The vault's status, checked against `--bind` when one was given.
+    static func checkedStatus(_ vault: PinVault, bind: VaultStatus.Binding?, args: Arguments) throws -> VaultStatus {
+        let status = try vault.status()
+        if let bind, bind != status.binding {
+            args.fail("this vault is bound to \(status.binding.rawValue), not \(bind.rawValue) (--bind)")
+        }
+        return status
+    }
+
     /// Parses the remaining options, then requires `--vault`.
     static func requireVault(_ args: inout Arguments) -> String {
         let directory = args.value("--vault")
@@ -62,13 +86,27 @@ enum VaultCommand {
     static func initialize(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let format = parseComplexity(&args, default: .fourToEightDigits)
         let input = pinInput(&args, option: "--pin-fd", prompt: "New PIN")
-        let policy = parsePolicy(args.value("--policy"), &args)
+        let policyText = args.value("--policy")
+        let policy = parsePolicy(policyText, &args)
         let rejectWeak = args.flag("--reject-weak")
         let target = args.integer("--target-ms", range: 1...60_000)
         let t = args.integer("-t", range: UInt32(1)...UInt32.max)
         let k = args.integer("-k", range: UInt32(1)...UInt32.max)
         let p = args.integer("-p", range: UInt32(1)...UInt32(64))
+        let (bind, options) = binding(&args)
+        let maxTries = args.integer("--tpm-max-tries", range: UInt32(1)...UInt32(1000))
+        let recovery = args.integer("--tpm-recovery", range: UInt32(0)...UInt32(86_400 * 7))
         directory = requireVault(&args)
+        if bind != .tpm && (maxTries != nil || recovery != nil) {
+            args.usageError("--tpm-max-tries and --tpm-recovery go with --bind tpm")
+        }
+        if bind == .tpm && policyText != nil {
+            args.usageError(
+                "--policy is the software counter's: with --bind tpm the TPM's lockout counts (--tpm-max-tries)")
+        }
+        let vaultBinding: VaultBinding =
+            bind == .tpm
+            ? .tpm(TPMLockoutPolicy(maxTries: maxTries ?? 10, recoverySeconds: recovery ?? 600)) : .software
         // Every check before the secret is read or a PIN asked for.
         if case .descriptor(0, _) = input {
             args.usageError("standard input carries the secret: give the PIN on another descriptor (--pin-fd 3 3<FILE)")
@@ -96,18 +134,26 @@ enum VaultCommand {
         PinInput.checkStrength(pin, format: format, reject: rejectWeak, command: "vault init")
         _ = try PinVault.create(
             at: directory, secret: secret, pin: pin, policy: policy, pinFormat: VaultPinFormat(format),
-            parameters: parameters)
-        print(
-            "vault created: \(directory) (Argon2id \(parameters), policy \(describe(policy)), "
-                + "PIN format \(describeFormat(format)))")
+            parameters: parameters, binding: vaultBinding, options: options)
+        if case .tpm(let lockout) = vaultBinding {
+            print(
+                "vault created: \(directory) (Argon2id \(parameters), bound to the TPM at "
+                    + "\(options.tpm?.location ?? "?"): locked out after \(lockout.maxTries) failures, "
+                    + "one forgotten every \(lockout.recoverySeconds) s; PIN format \(describeFormat(format)))")
+        } else {
+            print(
+                "vault created: \(directory) (Argon2id \(parameters), policy \(describe(policy)), "
+                    + "PIN format \(describeFormat(format)))")
+        }
         return ExitCode.ok
     }
 
     /// Destroys after a confirmation (a terminal) or `--yes`, and says exactly what it removed.
     static func destroy(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let yes = args.flag("--yes")
+        let (_, options) = binding(&args)
         directory = requireVault(&args)
-        let vault = PinVault(directory: directory)
+        let vault = PinVault(directory: directory, options: options)
         // Only a missing vault stops here: a damaged one (say, a destroy interrupted after its key
         // file was overwritten) must still be destroyable.
         guard vault.exists else { throw VaultError.notFound }
@@ -218,10 +264,12 @@ enum VaultCommand {
 
     static func unlock(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let input = pinInput(&args, option: "--pin-fd", prompt: "PIN")
+        let (bind, options) = binding(&args)
         directory = requireVault(&args)
         input.checkAvailable(command: "vault unlock")
-        let vault = PinVault(directory: directory)
-        let state = try vault.status()  // a missing, damaged, locked or throttled vault fails before the PIN
+        let vault = PinVault(directory: directory, options: options)
+        // A missing, damaged, locked or throttled vault fails before the PIN.
+        let state = try checkedStatus(vault, bind: bind, args: args)
         try preflight(state, command: "vault unlock")
         let pin = input.read(format: PinFormat(state.pinFormat), command: "vault unlock")
         defer { pin.destroy() }
@@ -246,11 +294,12 @@ enum VaultCommand {
         let old = pinInput(&args, option: "--pin-fd", prompt: "Current PIN")
         let new = pinInput(&args, option: "--new-pin-fd", prompt: "New PIN")
         let rejectWeak = args.flag("--reject-weak")
+        let (bind, options) = binding(&args)
         directory = requireVault(&args)
         old.checkAvailable(command: "vault change-pin")
         new.checkAvailable(command: "vault change-pin")
-        let vault = PinVault(directory: directory)
-        let state = try vault.status()
+        let vault = PinVault(directory: directory, options: options)
+        let state = try checkedStatus(vault, bind: bind, args: args)
         let format = PinFormat(state.pinFormat)
         if let requested, PinComplexity(rawValue: requested).map(PinFormat.init) != format {
             args.fail(
@@ -270,14 +319,20 @@ enum VaultCommand {
 
     static func status(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let json = args.flag("--json")
+        let (bind, options) = binding(&args)
         directory = requireVault(&args)
-        let s = try PinVault(directory: directory).status()
+        let s = try checkedStatus(PinVault(directory: directory, options: options), bind: bind, args: args)
+        let enforcer =
+            s.binding == .tpm
+            ? "the TPM at \(options.tpm?.location ?? "?") (dictionary-attack lockout, shared by its DA-protected objects)"
+            : "this vault's failure record (software; a copy of the directory can be guessed offline)"
         let format = PinFormat(s.pinFormat)
         if json {
             var fields: [String: Any] = [
                 "state": s.state.rawValue, "failures": s.failures, "max_failures": s.maxFailures,
                 "remaining_attempts": s.remainingAttempts, "retry_after_seconds": s.retryAfterSeconds,
                 "biometric_slot": s.hasBiometricSlot, "policy": policyName(s.policy),
+                "binding": s.binding.rawValue, "enforced_by": s.binding == .tpm ? "tpm" : "software",
                 "pin_format": PinComplexity.allCases.first { PinFormat($0) == format }?.rawValue
                     ?? s.pinFormat.description,
             ]
@@ -293,9 +348,17 @@ enum VaultCommand {
             case .ready: next = "now"
             }
             print("state:              \(s.state.rawValue)")
+            print("binding:            \(s.binding.rawValue)")
+            print("enforced by:        \(enforcer)")
             print("failures:           \(s.failures) of \(s.maxFailures)")
             print("remaining attempts: \(s.remainingAttempts)")
-            print("policy:             \(describe(s.policy))")
+            if let tpm = s.tpmLockout {
+                print(
+                    "policy:             TPM lockout after \(tpm.maxTries), one failure forgotten every \(tpm.recoverySeconds) s"
+                )
+            } else {
+                print("policy:             \(describe(s.policy))")
+            }
             print("PIN format:         \(describeFormat(format))")
             print("next attempt:       \(next)")
         }
@@ -393,6 +456,20 @@ enum VaultCommand {
                 ("secure memory or cryptography failed (securepin doctor tells more)", ExitCode.refused)
             case .biometryNotConfigured, .biometryInvalidated, .biometryFailed:
                 ("biometry is not available to securepin", ExitCode.refused)
+            case .tpmRequired: ("the vault at \(directory) is bound to a TPM and none was given", ExitCode.usage)
+            case .tpmUnavailable(let reason):
+                ("the vault at \(directory) needs its TPM: \(reason); nothing was counted", ExitCode.refused)
+            case .tpmMismatch:
+                (
+                    "the vault at \(directory) is bound to another TPM (another machine, or this TPM was cleared): "
+                        + "no PIN can open it here; nothing was counted", ExitCode.refused
+                )
+            case .tpmLockedOut(let seconds):
+                (
+                    "the TPM is in dictionary-attack lockout: it refuses every PIN, the right one too; it forgets "
+                        + "one failure every \(seconds) s; nothing was counted", ExitCode.locked
+                )
+            case .tpmFailed(let error): ("the TPM failed: \(error)", ExitCode.refused)
             }
         CLI.printError("securepin: \(command): \(message)")
         return code

@@ -1,6 +1,6 @@
 #!/bin/bash
 # check-hardening.sh — verify the hardening of the audited C targets' objects
-# (CSecureCore and CProtocolCrypto) and of a linked binary, checksec-style,
+# (CSecureCore, CProtocolCrypto, CTPMBinding) and of a linked binary, checksec-style,
 # with readelf (binutils) only.
 #
 # Usage: check-hardening.sh BUILD_PATH CONFIGURATION BINARY
@@ -29,7 +29,8 @@ bad() { echo "  FAIL: $*"; fail=1; }
 [ -x "$bin" ] || { echo "no binary $bin" >&2; exit 1; }
 
 all_und=""
-for target in CSecureCore CProtocolCrypto; do
+for target in CSecureCore CProtocolCrypto CTPMBinding; do
+srcdir=$target; [ -d "$srcdir" ] || srcdir=Sources/$target
 objdir=$(find "$build" -path "*/$config/$target.build" -type d | head -n 1)
 [ -n "$objdir" ] || { echo "no $target objects under $build for $config" >&2; exit 1; }
 echo "hardening of the $target objects ($config):"
@@ -37,7 +38,7 @@ objects=0
 # The objects of the target's current sources only: a build directory may still hold an object
 # of a file that has since moved to another target.
 target_objects=()
-for src in "$target"/*.c; do target_objects+=("$objdir/$(basename "$src").o"); done
+for src in "$srcdir"/*.c; do target_objects+=("$objdir/$(basename "$src").o"); done
 for obj in "${target_objects[@]}"; do
     [ -f "$obj" ] || { bad "$(basename "$obj"): not built"; continue; }
     objects=$((objects + 1))

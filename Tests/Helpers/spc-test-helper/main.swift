@@ -1,4 +1,5 @@
 import PinVault
+import PinVaultTPM
 import SecureCore
 import TestSupport
 
@@ -87,8 +88,9 @@ func readPIN() throws -> Password {
     return try pin.copyToImmutable()
 }
 
+/// The vault options; with `SPC_TPM_TCTI` set, the TPM there serves a TPM-bound vault.
 func vaultOptions() -> PinVault.Options {
-    PinVault.Options(floor: .init(memoryKiB: 8, iterations: 1)) { event in
+    var options = PinVault.Options(floor: .init(memoryKiB: 8, iterations: 1)) { event in
         switch event {
         case .failureRecorded(let n): say("event failureRecorded \(n)")
         case .derivingKey: say("event derivingKey")
@@ -97,6 +99,8 @@ func vaultOptions() -> PinVault.Options {
         case .pinChangeOldSlotRemoved: say("event oldSlotRemoved")
         }
     }
+    if let tcti = getenv("SPC_TPM_TCTI") { options.tpm = SoftwareStackTPM(tcti: String(cString: tcti)) }
+    return options
 }
 
 func vaultCommand(_ command: String, directory: String) -> Int32 {

@@ -1,0 +1,258 @@
+import Foundation
+import PinVaultTPM
+import SecureCore
+import TestSupport
+import Testing
+
+@testable import PinVault
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+func pin(_ digits: String) throws -> Password {
+    let p = try MutablePassword()
+    for s in digits.unicodeScalars { try p.addCharacter(s) }
+    defer { p.destroy() }
+    return try p.copyToImmutable()
+}
+
+func secret(_ text: String) throws -> SecureBytes {
+    try Array(text.utf8).withUnsafeBytes { try SecureBytes(copying: $0) }
+}
+
+func text(_ s: SecureBytes) -> String {
+    s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+}
+
+let testParameters = Argon2id.Parameters(memoryKiB: 64, iterations: 1)
+let testFloor = Argon2id.Parameters(memoryKiB: 8, iterations: 1)
+
+func temporaryDirectory() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("spc-tpm-vault-\(UUID().uuidString)").path
+}
+
+func tpmOptions(_ tpm: SoftwareTPMProcess?) -> PinVault.Options {
+    PinVault.Options(floor: testFloor, tpm: tpm.map { SoftwareStackTPM(tcti: $0.tcti) })
+}
+
+/// Runs `body` with a fresh software TPM, stopped afterwards whatever happens.
+func withSoftwareTPM<R>(_ body: (SoftwareTPMProcess) throws -> R) throws -> R {
+    let tpm = try SoftwareTPMProcess()
+    defer { tpm.stop() }
+    return try body(tpm)
+}
+
+func makeVault(
+    _ tpm: SoftwareTPMProcess, pin digits: String = "2468", lockout: TPMLockoutPolicy = TPMLockoutPolicy(maxTries: 5)
+) throws -> PinVault {
+    try PinVault.create(
+        at: temporaryDirectory(), secret: secret("refresh-token-42"), pin: pin(digits), parameters: testParameters,
+        binding: .tpm(lockout), options: tpmOptions(tpm))
+}
+
+func unlockText(_ vault: PinVault, _ digits: String) throws(VaultError) -> String {
+    let p: Password
+    do { p = try pin(digits) } catch { throw .cancelled }
+    return try vault.unlock(pin: p) { text($0) }
+}
+
+func attempt(_ vault: PinVault, _ digits: String) -> VaultError? {
+    do throws(VaultError) {
+        _ = try unlockText(vault, digits)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+@Suite("Vault bound to a TPM 2.0 (swtpm)", .serialized)
+struct TPMVaultTests {
+    @Test func roundTripWritesVersionThreeAndReportsTheTPM() throws {
+        try withSoftwareTPM { tpm in
+            let vault = try makeVault(tpm)
+            defer { _ = try? vault.destroy() }
+            #expect(try unlockText(vault, "2468") == "refresh-token-42")
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: vault.directory.file("vault"))))
+            #expect(bytes[8] == 0 && bytes[9] == 3)
+            let status = try vault.status()
+            #expect(status.binding == .tpm)
+            #expect(status.tpmLockout?.maxTries == 5)
+            #expect(status.failures == 0 && status.maxFailures == 5 && status.state == .ready)
+        }
+    }
+
+    @Test func wrongPINsAreCountedByTheTPM() throws {
+        try withSoftwareTPM { tpm in
+            let vault = try makeVault(tpm, lockout: TPMLockoutPolicy(maxTries: 5, recoverySeconds: 3600))
+            defer { _ = try? vault.destroy() }
+            #expect(attempt(vault, "1111") == .wrongPIN(remainingAttempts: 4))
+            #expect(attempt(vault, "2222") == .wrongPIN(remainingAttempts: 3))
+            let state = try SoftwareStackTPM(tcti: tpm.tcti).lockoutState()
+            #expect(state.failures == 2 && !state.inLockout)
+            #expect(try vault.status().failures == 2)
+            // The right PIN opens; the TPM forgets failures only with time, never on success.
+            #expect(try unlockText(vault, "2468") == "refresh-token-42")
+            #expect(try vault.status().failures == 2)
+            // No software record of failures is kept or needed: the copy of the counter is the TPM's.
+            #expect(try vault.status().remainingAttempts == 3)
+        }
+    }
+
+    @Test func lockoutRefusesEvenTheRightPINUntilRecovery() throws {
+        try withSoftwareTPM { tpm in
+            let vault = try makeVault(tpm, lockout: TPMLockoutPolicy(maxTries: 3, recoverySeconds: 2))
+            defer { _ = try? vault.destroy() }
+            #expect(attempt(vault, "1111") == .wrongPIN(remainingAttempts: 2))
+            #expect(attempt(vault, "1112") == .wrongPIN(remainingAttempts: 1))
+            #expect(attempt(vault, "1113") == .wrongPIN(remainingAttempts: 0))
+            #expect(attempt(vault, "2468") == .tpmLockedOut(retryAfterSeconds: 2))
+            let status = try vault.status()
+            #expect(status.state == .throttled && status.tpmLockout?.inLockout == true)
+            sleep(3)
+            #expect(try unlockText(vault, "2468") == "refresh-token-42")
+        }
+    }
+
+    @Test func aCopyOnAnotherTPMIsAMismatchNotAWrongPIN() throws {
+        try withSoftwareTPM { first in
+            let vault = try makeVault(first)
+            defer { _ = try? vault.destroy() }
+            try withSoftwareTPM { second in
+                let copy = temporaryDirectory()
+                defer { try? FileManager.default.removeItem(atPath: copy) }
+                try FileManager.default.copyItem(atPath: vault.directory.path, toPath: copy)
+                let elsewhere = PinVault(directory: copy, options: tpmOptions(second))
+                #expect(attempt(elsewhere, "2468") == .tpmMismatch)
+                #expect(try SoftwareStackTPM(tcti: second.tcti).lockoutState().failures == 0)
+                // The same copy opens on its own TPM: the files were not the problem.
+                #expect(
+                    try unlockText(PinVault(directory: copy, options: tpmOptions(first)), "2468") == "refresh-token-42")
+            }
+        }
+    }
+
+    @Test func anAbsentTPMOrNoTPMIsATypedError() throws {
+        let directory: String = try withSoftwareTPM { tpm in try makeVault(tpm).directory.path }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let gone = PinVault(
+            directory: directory,
+            options: PinVault.Options(floor: testFloor, tpm: SoftwareStackTPM(tcti: "swtpm:host=127.0.0.1,port=1")))
+        guard case .tpmUnavailable = attempt(gone, "2468") else {
+            Issue.record("an absent TPM must be tpmUnavailable")
+            return
+        }
+        #expect(
+            attempt(PinVault(directory: directory, options: PinVault.Options(floor: testFloor)), "2468") == .tpmRequired
+        )
+        // Creating against an absent TPM leaves nothing behind.
+        let nothing = temporaryDirectory()
+        #expect(throws: VaultError.self) {
+            try PinVault.create(
+                at: nothing, secret: secret("x"), pin: pin("2468"), parameters: testParameters,
+                binding: .tpm(TPMLockoutPolicy()), options: gone.options)
+        }
+        #expect(!FileManager.default.fileExists(atPath: nothing))
+    }
+
+    @Test func changePINReSealsAndTheOldPINStops() throws {
+        try withSoftwareTPM { tpm in
+            let vault = try makeVault(tpm, lockout: TPMLockoutPolicy(maxTries: 10, recoverySeconds: 3600))
+            defer { _ = try? vault.destroy() }
+            let oldFile = try [UInt8](Data(contentsOf: URL(fileURLWithPath: vault.directory.file("vault"))))
+            try vault.changePIN(old: pin("2468"), new: pin("1357"))
+            #expect(try unlockText(vault, "1357") == "refresh-token-42")
+            #expect(attempt(vault, "2468") == .wrongPIN(remainingAttempts: 9))
+            // The old file with the old PIN, restored: its key-file half is gone, so it does not open.
+            try Data(oldFile).write(to: URL(fileURLWithPath: vault.directory.file("vault")))
+            #expect(attempt(vault, "2468") != nil)
+        }
+    }
+
+    @Test func aSoftwareVaultStaysVersionTwo() throws {
+        let vault = try PinVault.create(
+            at: temporaryDirectory(), secret: secret("s"), pin: pin("2468"), parameters: testParameters,
+            options: PinVault.Options(floor: testFloor))
+        defer { _ = try? vault.destroy() }
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: vault.directory.file("vault"))))
+        #expect(bytes[9] == 2)
+        #expect(try vault.status().binding == .software)
+    }
+}
+
+/// Trials of each kill harness against the TPM (more with SECUREPIN_KILL_TRIALS).
+let tpmKillTrials =
+    ProcessInfo.processInfo.environment["SECUREPIN_KILL_TRIALS"].flatMap { Int($0) }.map { $0 / 4 } ?? 25
+
+func startHelper(_ command: String, _ directory: String, tcti: String, input: String) throws -> (Process, Pipe) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("spc-test-helper"))
+    process.arguments = [command, directory]
+    process.environment = ProcessInfo.processInfo.environment.merging(["SPC_TPM_TCTI": tcti]) { $1 }
+    let stdin = Pipe()
+    let stdout = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    return (process, stdout)
+}
+
+@Suite("TPM-bound vault under kill -9", .serialized)
+struct TPMCrashTests {
+    /// kill -9 at random instants of unlocks (right and wrong PINs): the right PIN always opens
+    /// afterwards, and the TPM counts no more failures than wrong attempts were started.
+    @Test func killDuringUnlockKeepsTheVault() throws {
+        try withSoftwareTPM { tpm in
+            let vault = try makeVault(tpm, lockout: TPMLockoutPolicy(maxTries: 1000, recoverySeconds: 3600))
+            defer { _ = try? vault.destroy() }
+            var wrongStarted: UInt32 = 0
+            var completed = 0
+            for trial in 0..<tpmKillTrials {
+                let wrong = trial % 2 == 0
+                if wrong { wrongStarted += 1 }
+                let (process, stdout) = try startHelper(
+                    "vault-unlock", vault.directory.path, tcti: tpm.tcti, input: wrong ? "1357\n" : "2468\n")
+                usleep(UInt32.random(in: 0...30_000))
+                kill(process.processIdentifier, SIGKILL)
+                let output = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                if output.contains("done") || output.contains("wrong") { completed += 1 }
+                #expect(try unlockText(vault, "2468") == "refresh-token-42", "trial \(trial)")
+            }
+            let failures = try SoftwareStackTPM(tcti: tpm.tcti).lockoutState().failures
+            #expect(failures <= wrongStarted)
+            #expect(completed < tpmKillTrials, "every helper finished before its kill: the harness proves nothing")
+        }
+    }
+
+    /// kill -9 at random instants of PIN changes: the old or the new PIN opens, never neither.
+    @Test func killDuringPINChangeKeepsOldOrNew() throws {
+        try withSoftwareTPM { tpm in
+            var current = "1111"
+            var other = "2222"
+            let vault = try makeVault(
+                tpm, pin: current, lockout: TPMLockoutPolicy(maxTries: 1000, recoverySeconds: 3600))
+            defer { _ = try? vault.destroy() }
+            var changed = 0
+            for trial in 0..<tpmKillTrials {
+                let (process, stdout) = try startHelper(
+                    "vault-change", vault.directory.path, tcti: tpm.tcti, input: "\(current)\n\(other)\n")
+                usleep(UInt32.random(in: 0...60_000))
+                kill(process.processIdentifier, SIGKILL)
+                _ = stdout.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                if attempt(vault, current) == nil { continue }
+                if attempt(vault, other) == nil {
+                    swap(&current, &other)
+                    changed += 1
+                    continue
+                }
+                Issue.record("trial \(trial): neither the old nor the new PIN opens the vault")
+                return
+            }
+            #expect(changed > 0, "no PIN change completed before its kill: the harness proves nothing")
+        }
+    }
+}
