@@ -174,8 +174,10 @@ enum Help {
             the vault's format is refused (exit 2) without being counted.
 
             options:
-              --vault DIR   the vault directory
-              --pin-fd N    read the PIN from descriptor N (one line) instead of the terminal
+              --vault DIR       the vault directory
+              --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
+              --bind B          software or tpm: refuse (exit 2) a vault bound otherwise
+              --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
 
             example:
               securepin vault unlock --vault ~/.myvault --pin-fd 3 3<<<"2468"
@@ -193,6 +195,8 @@ enum Help {
               --reject-weak    refuse a weak new PIN (default: warn and go on)
               --complexity C   accepted only when it names the vault's own PIN format, which
                                change-pin keeps (anything else is refused, exit 2)
+              --bind B         software or tpm: refuse (exit 2) a vault bound otherwise
+              --tcti STRING    the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
 
             example:
               securepin vault change-pin --vault ~/.myvault
@@ -204,8 +208,10 @@ enum Help {
             without asking for a PIN.
 
             options:
-              --vault DIR   the vault directory
-              --json        one JSON object (snake_case keys)
+              --vault DIR     the vault directory
+              --json          one JSON object (snake_case keys)
+              --bind B        software or tpm: refuse (exit 2) a vault bound otherwise
+              --tcti STRING   the TPM of a TPM-bound vault (its lockout counter is read from it)
 
             example:
               securepin vault status --vault ~/.myvault
@@ -218,8 +224,10 @@ enum Help {
             exactly what it removed. Asks for confirmation on a terminal.
 
             options:
-              --vault DIR   the vault directory
-              --yes         do not ask (needed when standard input is not a terminal)
+              --vault DIR     the vault directory
+              --yes           do not ask (needed when standard input is not a terminal)
+              --bind B        software or tpm: refuse (exit 2) a vault bound otherwise
+              --tcti STRING   the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
 
             example:
               securepin vault destroy --vault ~/.myvault --yes

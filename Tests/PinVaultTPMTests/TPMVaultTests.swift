@@ -10,21 +10,6 @@ import Testing
     import Glibc
 #endif
 
-func pin(_ digits: String) throws -> Password {
-    let p = try MutablePassword()
-    for s in digits.unicodeScalars { try p.addCharacter(s) }
-    defer { p.destroy() }
-    return try p.copyToImmutable()
-}
-
-func secret(_ text: String) throws -> SecureBytes {
-    try Array(text.utf8).withUnsafeBytes { try SecureBytes(copying: $0) }
-}
-
-func text(_ s: SecureBytes) -> String {
-    s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-}
-
 let testParameters = Argon2id.Parameters(memoryKiB: 64, iterations: 1)
 let testFloor = Argon2id.Parameters(memoryKiB: 8, iterations: 1)
 
@@ -185,18 +170,9 @@ let tpmKillTrials =
     ProcessInfo.processInfo.environment["SECUREPIN_KILL_TRIALS"].flatMap { Int($0) }.map { $0 / 4 } ?? 25
 
 func startHelper(_ command: String, _ directory: String, tcti: String, input: String) throws -> (Process, Pipe) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("spc-test-helper"))
-    process.arguments = [command, directory]
-    process.environment = ProcessInfo.processInfo.environment.merging(["SPC_TPM_TCTI": tcti]) { $1 }
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    return (process, stdout)
+    try startHelper(
+        executable: try BuiltExecutable.path("spc-test-helper"), [command, directory],
+        environment: ["SPC_TPM_TCTI": tcti], input: input)
 }
 
 @Suite("TPM-bound vault under kill -9", .serialized)

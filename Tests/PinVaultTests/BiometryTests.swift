@@ -1,4 +1,5 @@
 import SecureCore
+import TestSupport
 import Testing
 
 @testable import PinVault

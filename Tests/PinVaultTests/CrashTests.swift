@@ -14,17 +14,7 @@ func vaultHelperPath() throws -> String { try BuiltExecutable.path("spc-test-hel
 
 /// Starts the helper on a vault operation; the PIN lines go to its stdin.
 func startHelper(_ command: String, _ directory: String, input: String) throws -> (Process, Pipe) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try vaultHelperPath())
-    process.arguments = [command, directory]
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    return (process, stdout)
+    try startHelper(executable: try vaultHelperPath(), [command, directory], input: input)
 }
 
 /// Trials per harness: 100 in `make test` (200 in all), more with SECUREPIN_KILL_TRIALS.

@@ -1,6 +1,7 @@
 import DurableStorage
 import SecureCore
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import PinVault

@@ -1,5 +1,6 @@
 import Foundation
 import SecureCore
+import TestSupport
 import Testing
 
 @testable import PinVault

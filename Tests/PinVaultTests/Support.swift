@@ -1,6 +1,7 @@
 import Foundation
 import SecureCore
 import Synchronization
+import TestSupport
 
 @testable import PinVault
 
@@ -42,21 +43,6 @@ final class EventLog: @unchecked Sendable {
     func record(_ e: VaultEvent) { events.withLock { $0.append(e) } }
     var all: [VaultEvent] { events.withLock { $0 } }
     func clear() { events.withLock { $0.removeAll() } }
-}
-
-func pin(_ digits: String) throws -> Password {
-    let p = try MutablePassword()
-    for s in digits.unicodeScalars { try p.addCharacter(s) }
-    defer { p.destroy() }
-    return try p.copyToImmutable()
-}
-
-func secret(_ text: String) throws -> SecureBytes {
-    try Array(text.utf8).withUnsafeBytes { try SecureBytes(copying: $0) }
-}
-
-func text(_ s: SecureBytes) throws -> String {
-    s.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
 }
 
 /// Cheap parameters and a matching floor, so tests run fast.

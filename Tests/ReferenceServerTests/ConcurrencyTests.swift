@@ -3,6 +3,7 @@ import ActivationHTTP
 import Foundation
 import PowerAuthProtocol
 import ReferenceServer
+import TestSupport
 import Testing
 
 @Suite("Concurrent wrong codes")

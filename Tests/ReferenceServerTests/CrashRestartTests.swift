@@ -5,6 +5,7 @@ import PowerAuthProtocol
 import ReferenceServer
 import SQLiteStore
 import SecureCore
+import TestSupport
 import Testing
 
 @Suite("kill -9 and restart of securepin server")

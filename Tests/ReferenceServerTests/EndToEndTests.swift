@@ -4,6 +4,7 @@ import Foundation
 import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
+import TestSupport
 import Testing
 
 @Suite("The client against the reference server over real HTTP")

@@ -4,6 +4,7 @@ import HTTPClient
 import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

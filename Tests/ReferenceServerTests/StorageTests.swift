@@ -5,6 +5,7 @@ import PowerAuthProtocol
 import ReferenceServer
 import SQLiteStore
 import SecureCore
+import TestSupport
 import Testing
 
 @Suite("SQLite storage: keys sealed at rest, key file, schema")

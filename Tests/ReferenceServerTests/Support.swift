@@ -12,13 +12,6 @@ import TestSupport
     import Glibc
 #endif
 
-func pin(_ digits: String) throws -> Password {
-    let p = try MutablePassword()
-    for s in digits.unicodeScalars { try p.addCharacter(s) }
-    defer { p.destroy() }
-    return try p.copyToImmutable()
-}
-
 func temporaryDirectory() throws -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("spc-refserver-\(UUID().uuidString)")
         .path

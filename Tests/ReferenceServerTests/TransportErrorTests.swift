@@ -3,6 +3,7 @@ import ActivationHTTP
 import Foundation
 import HTTPServer
 import PowerAuthProtocol
+import TestSupport
 import Testing
 
 @Suite("HTTP transport errors")

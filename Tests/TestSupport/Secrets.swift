@@ -25,3 +25,16 @@ public func markerScalar(seed: UInt64, index: Int) -> UInt32 {
     let letter = UInt32(x % 52)
     return letter < 26 ? 0x41 + letter : 0x61 + letter - 26
 }
+
+/// A PIN as a password (test data).
+public func pin(_ digits: String) throws -> Password { try password(digits) }
+
+/// Test data as a secret in secure memory.
+public func secret(_ text: String) throws -> SecureBytes {
+    try Array(text.utf8).withUnsafeBytes { try SecureBytes(copying: $0) }
+}
+
+/// A secret's bytes as text, for comparing with test data.
+public func text(_ secret: SecureBytes) -> String {
+    secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+}
