@@ -238,7 +238,7 @@ public struct PinVault: Sendable {
     ///   - new: the new PIN.
     ///   - parameters: new Argon2id cost (default: keep the old slot's).
     /// - Throws: as `unlock(pin:_:)`, plus the parameter errors of
-    ///   ``create(at:secret:pin:policy:pinFormat:parameters:options:)``; a new PIN the vault's
+    ///   ``create(at:secret:pin:policy:pinFormat:parameters:binding:options:)``; a new PIN the vault's
     ///   format does not admit is ``VaultError/pinOutsideFormat(_:)``, before the old one is counted.
     public func changePIN(old: Password, new: Password, parameters: Argon2id.Parameters? = nil) throws(VaultError) {
         try directory.locked { () throws(VaultError) in
@@ -353,7 +353,7 @@ public struct PinVault: Sendable {
         return report
     }
 
-    /// Checks, without changing anything, that ``create(at:secret:pin:policy:pinFormat:parameters:options:)``
+    /// Checks, without changing anything, that ``create(at:secret:pin:policy:pinFormat:parameters:binding:options:)``
     /// can use `directory`: missing (it is then created), or an existing
     /// directory owned by this user, closed to the group and others, and empty.
     /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,

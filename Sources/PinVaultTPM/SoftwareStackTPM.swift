@@ -6,8 +6,8 @@ import SecureCore
     import Glibc
 #endif
 
-/// A TPM 2.0 reached through the TPM Software Stack (ESYS over a TCTI), as ``PinVault`` needs it
-/// for ``VaultBinding/tpm(_:)``.
+/// A TPM 2.0 reached through the TPM Software Stack (ESYS over a TCTI), as `PinVault.PinVault` needs it
+/// for `PinVault.VaultBinding.tpm(_:)`.
 ///
 /// Each call opens the TCTI, derives the owner hierarchy's ECC P-256 storage primary key, runs
 /// in an HMAC session salted to that key with AES-128-CFB parameter encryption (the sealed value
@@ -45,7 +45,7 @@ public struct SoftwareStackTPM: VaultTPM {
     }
 
     /// Seals `value` under `authorization` in a new DA-protected sealed data object.
-    /// - Throws: ``VaultTPMError``.
+    /// - Throws: `PinVault.VaultTPMError`.
     public func seal(_ value: SecureBytes, authorization: SecureBytes) throws(VaultTPMError) -> TPMSealedObject {
         guard value.count == Int(SPC_TPM_SECRET_SIZE), authorization.count == Int(SPC_TPM_SECRET_SIZE) else {
             throw .failed(responseCode: 0)
@@ -68,7 +68,7 @@ public struct SoftwareStackTPM: VaultTPM {
     }
 
     /// The sealed value, in secure memory.
-    /// - Throws: ``VaultTPMError``.
+    /// - Throws: `PinVault.VaultTPMError`.
     public func unseal(_ sealed: TPMSealedObject, authorization: SecureBytes) throws(VaultTPMError) -> SecureBytes {
         let limit = Int(SPC_TPM_BLOB_MAX)
         guard authorization.count == Int(SPC_TPM_SECRET_SIZE), sealed.publicArea.count <= limit,
@@ -103,7 +103,7 @@ public struct SoftwareStackTPM: VaultTPM {
     }
 
     /// The TPM's dictionary-attack state.
-    /// - Throws: ``VaultTPMError``.
+    /// - Throws: `PinVault.VaultTPMError`.
     public func lockoutState() throws(VaultTPMError) -> TPMLockoutState {
         var state = spc_tpm_da_state()
         var rc: UInt32 = 0
@@ -114,7 +114,7 @@ public struct SoftwareStackTPM: VaultTPM {
     }
 
     /// Sets the dictionary-attack parameters (`TPM2_DictionaryAttackParameters`).
-    /// - Throws: ``VaultTPMError``.
+    /// - Throws: `PinVault.VaultTPMError`.
     public func setLockoutPolicy(_ policy: TPMLockoutPolicy, lockoutAuthorization: SecureBytes?) throws(VaultTPMError) {
         var rc: UInt32 = 0
         let status: spc_tpm_status
