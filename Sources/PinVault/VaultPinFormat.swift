@@ -58,8 +58,8 @@ public struct VaultPinFormat: Sendable, Hashable, Codable, CustomStringConvertib
         let digitsOnly = characters == .digits
         let bad: Int32 = pin.withUnsafeUTF8Bytes { bytes in
             // Each test is -1 (all bits) when true, 0 when false: no branch on a PIN byte.
-            func below(_ a: Int32, _ b: Int32) -> Int32 { (a - b) >> 31 }
-            func equal(_ a: Int32, _ b: Int32) -> Int32 { ((a ^ b) - 1) >> 31 }
+            let below = ConstantTimeEncoding.lessThan
+            let equal = ConstantTimeEncoding.equal
             var bad: Int32 = 0
             for i in 0..<bytes.count {
                 let byte = Int32(bytes[i])

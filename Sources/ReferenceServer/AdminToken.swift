@@ -119,11 +119,15 @@ public enum AdminToken {
     }
 }
 
-/// Runs a secure-memory call and reports its failure as a configuration error.
-func secureMemory<R>(_ body: () throws(SecureCoreError) -> R) throws(ReferenceServerError) -> R {
+/// Runs a secure-memory call and reports its failure as `failure` says (by default a
+/// configuration error), with the core's error in the reason.
+func secureMemory<R>(
+    reporting failure: (String) -> ReferenceServerError = ReferenceServerError.invalidConfiguration(reason:),
+    _ body: () throws(SecureCoreError) -> R
+) throws(ReferenceServerError) -> R {
     do throws(SecureCoreError) {
         return try body()
     } catch {
-        throw .invalidConfiguration(reason: "secure memory: \(error)")
+        throw failure("secure memory: \(error)")
     }
 }

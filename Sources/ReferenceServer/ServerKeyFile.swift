@@ -65,7 +65,9 @@ public enum ServerKeyFile {
         guard readFully(fd, into: &header), header == magic else {
             throw .keyFile(reason: "the key file has the wrong format")
         }
-        let key = try keyMemory { () throws(SecureCoreError) in try SecureBytes(count: keyByteCount) }
+        let key = try secureMemory(reporting: ReferenceServerError.keyFile(reason:)) { () throws(SecureCoreError) in
+            try SecureBytes(count: keyByteCount)
+        }
         guard key.withUnsafeMutableBytes({ readFully(fd, $0) }) else {
             key.destroy()
             throw .keyFile(reason: "the key file is truncated")
@@ -82,7 +84,9 @@ public enum ServerKeyFile {
             close(fd)
             if !ok { unlink(path) }
         }
-        let key = try keyMemory { () throws(SecureCoreError) in try SecureBytes.random(count: keyByteCount) }
+        let key = try secureMemory(reporting: ReferenceServerError.keyFile(reason:)) { () throws(SecureCoreError) in
+            try SecureBytes.random(count: keyByteCount)
+        }
         let header = magic.withUnsafeBytes { writeFully(fd, $0) }
         let body = key.withUnsafeBytes { writeFully(fd, $0) }
         guard header, body, fsync(fd) == 0 else {
@@ -127,14 +131,5 @@ public enum ServerKeyFile {
         guard fd >= 0 else { return }
         _ = fsync(fd)
         close(fd)
-    }
-}
-
-/// Runs a secure-memory call for a key file and reports its failure as a key-file error.
-private func keyMemory<R>(_ body: () throws(SecureCoreError) -> R) throws(ReferenceServerError) -> R {
-    do throws(SecureCoreError) {
-        return try body()
-    } catch {
-        throw .keyFile(reason: "secure memory: \(error)")
     }
 }

@@ -29,11 +29,13 @@ public enum ConstantTimeEncoding {
         return UInt8(truncatingIfNeeded: result)
     }
 
-    /// All ones when `x < y`, else 0 (both in 0 ... 255).
+    /// All ones when `x < y`, else 0 (both in 0 ... 255): a comparison of secret bytes
+    /// without a branch.
     @inline(__always)
-    static func lessThan(_ x: Int32, _ y: Int32) -> Int32 { (x &- y) >> 8 }
+    public static func lessThan(_ x: Int32, _ y: Int32) -> Int32 { (x &- y) >> 8 }
 
-    /// All ones when `x == y`, else 0 (both in 0 ... 255).
+    /// All ones when `x == y`, else 0 (both in 0 ... 255): an equality test of secret bytes
+    /// without a branch.
     @inline(__always)
-    static func equal(_ x: Int32, _ y: Int32) -> Int32 { ((x ^ y) &- 1) >> 8 }
+    public static func equal(_ x: Int32, _ y: Int32) -> Int32 { ((x ^ y) &- 1) >> 8 }
 }

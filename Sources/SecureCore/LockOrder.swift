@@ -121,10 +121,9 @@ func openForReading(_ buffer: OpaquePointer) throws(SecureCoreError) -> UnsafeMu
 /// the process: the accessors have no error of their own to report it with,
 /// and a secret is never handed out unprotected.
 func openOrTrap(_ buffer: OpaquePointer) -> UnsafeMutablePointer<UInt8> {
-    var data: UnsafeMutablePointer<UInt8>?
-    let status = spc_buffer_open(buffer, &data)
-    guard status == SPC_OK, let data else {
-        fatalError("secure buffer could not be opened: \(String(cString: spc_status_name(status)))")
+    do throws(SecureCoreError) {
+        return try openForReading(buffer)
+    } catch {
+        fatalError("secure buffer could not be opened: \(error)")
     }
-    return data
 }
