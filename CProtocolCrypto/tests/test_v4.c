@@ -336,6 +336,50 @@ static void test_token_digest_vectors(void) {
     each_case("Token_Digest_Test_Vectors.json", "tokenSecret", "", token_case);
 }
 
+/* Auth_Code_Test_Vectors.json encodes the OBSOLETE Feb-2025 authentication code (16-byte keys and
+ * components, another chaining than the final protocol's), composed here from spc_kmac256 only to
+ * run KMAC over upstream's data: K = KMAC(k1, ctr, 32); K = KMAC(KMAC(kj, ctr, 32), K, 32) for
+ * j = 2 ... i; component i = KMAC(K, data, 16); all with S = "PA4CODE". Online: Base64 of the
+ * components; offline: (u32be(last 4 bytes) & 0x7FFFFFFF) mod 10^8 per component, joined by '-'. */
+static void obsolete_kmac(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t len, uint8_t *out,
+                          size_t out_len) {
+    spc_buffer *k = buffer_with(key, key_len);
+    REQUIRE_OK(spc_kmac256(k, msg, len, (const uint8_t *)"PA4CODE", 7, out, out_len));
+    spc_buffer_free(k);
+}
+
+static void authcode_case(const char *c, const char *lim) {
+    uint8_t keys[3][16], ctr[32], data[256], chain[32], step[32], next[32], code[48];
+    char want_online[80], want_offline[40], online[80], offline[40] = "";
+    static const char *const names[3] = {"key1", "key2", "key3"};
+    for (int i = 0; i < 3; i++) CHECK_EQ(json_bytes(c, lim, names[i], 0, keys[i], 16), 16);
+    long dl = json_bytes(c, lim, "inputData", 0, data, sizeof data);
+    CHECK(json_bytes(c, lim, "ctrData", 0, ctr, 32) == 32 && dl >= 0 &&
+          json_text(c, lim, "authCodeOnline", want_online, sizeof want_online) &&
+          json_text(c, lim, "authCodeOffline", want_offline, sizeof want_offline));
+    if (dl < 0) return;
+    for (int i = 0; i < 3; i++) {
+        obsolete_kmac(keys[0], 16, ctr, 32, chain, 32);
+        for (int j = 1; j <= i; j++) {
+            obsolete_kmac(keys[j], 16, ctr, 32, step, 32);
+            obsolete_kmac(step, 32, chain, 32, next, 32);
+            memcpy(chain, next, 32);
+        }
+        obsolete_kmac(chain, 32, data, (size_t)dl, code + 16 * i, 16);
+        const uint8_t *t = code + 16 * i + 12;
+        uint32_t v = ((uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3]) & 0x7FFFFFFFu;
+        size_t used = strlen(offline);
+        snprintf(offline + used, sizeof offline - used, "%s%08u", i == 0 ? "" : "-", v % 100000000u);
+    }
+    sodium_bin2base64(online, sizeof online, code, 48, sodium_base64_VARIANT_ORIGINAL);
+    CHECK(strcmp(online, want_online) == 0);
+    CHECK(strcmp(offline, want_offline) == 0);
+}
+
+static void test_authcode_vectors_obsolete_feb2025(void) {
+    each_case("Auth_Code_Test_Vectors.json", "key1", " (OBSOLETE Feb-2025 code, online + offline)", authcode_case);
+}
+
 /* ---- AES-256-CTR: NIST SP 800-38A F.5.5 / F.5.6 ---- */
 
 static void test_aes256_ctr(void) {
@@ -709,6 +753,7 @@ int main(int argc, char **argv) {
     RUN(test_kdf_vectors);
     RUN(test_password_kdf_vectors);
     RUN(test_token_digest_vectors);
+    RUN(test_authcode_vectors_obsolete_feb2025);
     RUN(test_aes256_ctr);
     RUN(test_e2ee_vectors);
     RUN(test_aead_guards);
