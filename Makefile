@@ -228,12 +228,18 @@ format:
 	swift-format format -i -r Sources Tests Benchmarks Package.swift
 
 ## bench: speed figures, each beside a reference measured in the same run.
-bench: deps
+bench: deps $(BUILD_DIR)/bench/bench_pq $(PQ_PYTHON)
 	$(SWIFT) build -c release --product securepin-bench
 	$(BUILD_DIR)/release/securepin-bench memory
 	$(BUILD_DIR)/release/securepin-bench vault
 	$(SWIFT) build -c release --product activation-bench
 	$(BUILD_DIR)/release/activation-bench
+	$(PQ_PYTHON) Benchmarks/pq/bench.py $(BUILD_DIR)/bench/bench_pq
+
+# ML-KEM and ML-DSA per second, with the flags of the Swift build's C targets (Package.swift).
+$(BUILD_DIR)/bench/bench_pq: $(PQ_SRCS) $(PQ_HDRS) Benchmarks/pq/bench_pq.c
+	@mkdir -p $(BUILD_DIR)/bench
+	$(CC) $(CFLAGS_PQ) $(HARDEN_CFLAGS) -fstack-clash-protection $(PQ_SRCS) Benchmarks/pq/bench_pq.c $(LIBS_PQ) -o $@
 
 ## stress: the vault kill -9 harness with 500 trials each for unlock and PIN change (1,000 kills).
 stress: deps
