@@ -103,6 +103,12 @@ test-c: deps $(foreach t,$(C_TESTS) pq,$(C_TEST_DIR)/test_$(t) $(C_TEST_DIR)/tes
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_core_san --no-secretmem | tee $(BUILD_DIR)/test-logs/c-san-nosecretmem.log
 	$(C_TEST_DIR)/test_pq $(PQ_KAT_DIR) | tee $(BUILD_DIR)/test-logs/c-pq.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_pq_san $(PQ_KAT_DIR) | tee $(BUILD_DIR)/test-logs/c-pq-san.log
+	@if pkg-config --atleast-version=3.5 libcrypto 2>/dev/null; then \
+	  $(CC) $(CFLAGS_PQ) -O2 -DPQ_BACKEND_OPENSSL $$(pkg-config --cflags libcrypto) $(PQ_SRCS) CPostQuantum/tests/test_pq.c \
+	    $(LIBS_PQ) $$(pkg-config --libs libcrypto) -o $(C_TEST_DIR)/test_pq_openssl && \
+	  $(C_TEST_DIR)/test_pq_openssl $(PQ_KAT_DIR) | sed 's/^c-pq:/c-pq (OpenSSL backend):/' \
+	    | tee $(BUILD_DIR)/test-logs/c-pq-openssl.log; \
+	else echo "CPostQuantum's OpenSSL backend: not built or tested (libcrypto $$(pkg-config --modversion libcrypto) < 3.5)"; fi
 
 # The white-box test includes password.c itself, so it links the other sources only.
 $(C_TEST_DIR)/test_whitebox: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_whitebox.c CSecureCore/tests/check.h

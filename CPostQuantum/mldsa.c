@@ -112,6 +112,8 @@ typedef struct {
     unsigned k, l, eta, eta_bits, tau, beta, omega, ctilde;
 } params;
 
+#define ALG_NAME(p) ((p) == PQ_MLDSA_65 ? "ML-DSA-65" : "ML-DSA-87") /* the OpenSSL backend's */
+
 static int get_params(pq_mldsa_param p, params *pr) {
     if (p == PQ_MLDSA_65) *pr = (params){6, 5, 4, 4, 49, 196, 55, 48};
     else if (p == PQ_MLDSA_87) *pr = (params){8, 7, 2, 3, 60, 120, 75, 64};
@@ -248,6 +250,9 @@ static void matrix_mul(work *w, poly *out, const params *pr, const poly *v) {
 int pq_mldsa_keygen(pq_mldsa_param p, const uint8_t seed[PQ_MLDSA_SEED_BYTES], uint8_t *pk, uint8_t *sk) {
     params pr;
     if (get_params(p, &pr) || !seed || !pk || !sk) return PQ_E_INPUT;
+#ifdef PQ_BACKEND_OPENSSL
+    return pq_openssl_keygen(ALG_NAME(p), seed, PQ_MLDSA_SEED_BYTES, pk, pq_mldsa_pk_bytes(p), sk, pq_mldsa_sk_bytes(p));
+#endif
     work w;
     uint8_t in[34];
     memcpy(in, seed, 32);
@@ -316,6 +321,9 @@ int pq_mldsa_sign(pq_mldsa_param p, const uint8_t *sk, size_t sk_len, const uint
         memset(sig, 0, sig_len);
         return PQ_E_INPUT;
     }
+#ifdef PQ_BACKEND_OPENSSL
+    return pq_openssl_sign(ALG_NAME(p), sk, sk_len, msg, msg_len, ctx, ctx_len, rnd, sig, sig_len);
+#endif
     work w;
     const uint8_t *in = sk + 128;
     for (unsigned i = 0; i < pr.l; i++, in += 32 * pr.eta_bits) unpack_offset(&w.s1[i], in, (int32_t)pr.eta, pr.eta_bits), ntt(&w.s1[i]);
@@ -416,6 +424,9 @@ int pq_mldsa_verify(pq_mldsa_param p, const uint8_t *pk, size_t pk_len, const ui
     if (get_params(p, &pr) || !pk || !sig || pk_len != pq_mldsa_pk_bytes(p) || sig_len != pq_mldsa_sig_bytes(p) ||
         !msg_args_ok(msg, msg_len, ctx, ctx_len))
         return PQ_E_INPUT;
+#ifdef PQ_BACKEND_OPENSSL
+    return pq_openssl_verify(ALG_NAME(p), pk, pk_len, msg, msg_len, ctx, ctx_len, sig, sig_len);
+#endif
     work w;
     int ok = 0;
     const uint8_t *zin = sig + pr.ctilde;

@@ -151,6 +151,8 @@ typedef struct {
     unsigned k, du, dv;
 } params;
 
+#define ALG_NAME(p) ((p) == PQ_MLKEM_768 ? "ML-KEM-768" : "ML-KEM-1024") /* the OpenSSL backend's */
+
 static int get_params(pq_mlkem_param p, params *pr) {
     if (p == PQ_MLKEM_768) *pr = (params){3, 10, 4};
     else if (p == PQ_MLKEM_1024) *pr = (params){4, 11, 5};
@@ -233,6 +235,9 @@ static void pke_decrypt(work *w, const params *pr, const uint8_t *dk_pke, const 
 int pq_mlkem_keygen(pq_mlkem_param p, const uint8_t seed[PQ_MLKEM_SEED_BYTES], uint8_t *ek, uint8_t *dk) {
     params pr;
     if (get_params(p, &pr) || !seed || !ek || !dk) return PQ_E_INPUT;
+#ifdef PQ_BACKEND_OPENSSL
+    return pq_openssl_keygen(ALG_NAME(p), seed, PQ_MLKEM_SEED_BYTES, ek, pq_mlkem_ek_bytes(p), dk, pq_mlkem_dk_bytes(p));
+#endif
     const unsigned k = pr.k;
     work w;
     /* (rho, sigma) = G(d || k) */
@@ -282,6 +287,9 @@ int pq_mlkem_encaps_derand(pq_mlkem_param p, const uint8_t *ek, size_t ek_len, c
         sodium_memzero(ss, PQ_MLKEM_SS_BYTES);
         return PQ_E_INPUT;
     }
+#ifdef PQ_BACKEND_OPENSSL
+    return pq_openssl_encaps(ALG_NAME(p), ek, ek_len, m, ct, pq_mlkem_ct_bytes(p), ss);
+#endif
     work w;
     /* (K, r) = G(m || H(ek)) */
     memcpy(w.hash_in, m, 32);
@@ -329,6 +337,10 @@ int pq_mlkem_decaps(pq_mlkem_param p, const uint8_t *dk, size_t dk_len, const ui
         PQ_WIPE(w);
         return PQ_E_INPUT;
     }
+#ifdef PQ_BACKEND_OPENSSL
+    PQ_WIPE(w);
+    return pq_openssl_decaps(ALG_NAME(p), dk, dk_len, ct, ct_len, ss);
+#endif
     const uint8_t *ek = dk + 384 * k, *h = dk + 768 * k + 32, *z = dk + 768 * k + 64;
     pke_decrypt(&w, &pr, dk, ct);
     /* (K', r') = G(m' || h); Kbar = J(z || c) */

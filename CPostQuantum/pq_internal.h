@@ -57,4 +57,17 @@ void pq_unpack(uint32_t v[256], const uint8_t *in, unsigned bits);
 /* All-ones (0xFF) when the two arrays are equal, zero otherwise; no branch. */
 uint8_t pq_ct_equal_mask(const uint8_t *a, const uint8_t *b, size_t n);
 
+#ifdef PQ_BACKEND_OPENSSL
+/* The OpenSSL backend (pq_openssl.c), called after this target's own argument checks. */
+int pq_openssl_keygen(const char *alg, const uint8_t *seed, size_t seed_len, uint8_t *pub, size_t pub_len,
+                      uint8_t *priv, size_t priv_len);
+int pq_openssl_encaps(const char *alg, const uint8_t *ek, size_t ek_len, const uint8_t *m, uint8_t *ct, size_t ct_len,
+                      uint8_t *ss);
+int pq_openssl_decaps(const char *alg, const uint8_t *dk, size_t dk_len, const uint8_t *ct, size_t ct_len, uint8_t *ss);
+int pq_openssl_sign(const char *alg, const uint8_t *sk, size_t sk_len, const uint8_t *msg, size_t msg_len,
+                    const uint8_t *ctx, size_t ctx_len, const uint8_t *rnd, uint8_t *sig, size_t sig_len);
+int pq_openssl_verify(const char *alg, const uint8_t *pk, size_t pk_len, const uint8_t *msg, size_t msg_len,
+                      const uint8_t *ctx, size_t ctx_len, const uint8_t *sig, size_t sig_len);
+#endif
+
 #endif

@@ -37,11 +37,14 @@
  *    and selects the implicit-rejection secret by a masked move.
  *  - Inputs and outputs must not overlap. No function keeps a pointer.
  *
- * Backend switch: built with -DPQ_BACKEND_OPENSSL and against an OpenSSL of
- * at least 3.5 (pkg-config --atleast-version=3.5 libcrypto), the same
- * functions are served by EVP's "ML-KEM-768", ..., "ML-DSA-87" (pq_openssl.c)
- * instead of this target's code. Debian 12 has no such OpenSSL: that backend
- * is not built or tested here (see the report in docs/security.md).
+ * Backend switch: compiled with -DPQ_BACKEND_OPENSSL against the headers and libcrypto of an
+ * OpenSSL of at least 3.5 (pkg-config --atleast-version=3.5 libcrypto), each operation below
+ * runs this target's own argument checks and then EVP's "ML-KEM-768", ..., "ML-DSA-87"
+ * (pq_openssl.c: keygen from the "seed" parameter, encapsulation with "ikme" for an explicit m,
+ * the expanded keys as "priv", signing through EVP_PKEY_sign_message_init with
+ * "context-string" and "test-entropy" = rnd). The Swift build never sets it; `make test-c`
+ * builds and runs test_pq (with every known answer) on that backend only where pkg-config
+ * finds such an OpenSSL. Debian 12's is 3.0: there the backend is neither built nor tested.
  */
 #ifndef POST_QUANTUM_H
 #define POST_QUANTUM_H
