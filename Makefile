@@ -21,6 +21,8 @@ PQ_HDRS     := CPostQuantum/include/post_quantum.h CPostQuantum/pq_internal.h
 PQ_PY_DIR           := $(BUILD_DIR)/pq-python
 PQ_KAT_DIR          := $(BUILD_DIR)/pq-kat
 PQ_PYTHON           := $(PQ_PY_DIR)/bin/python3
+# Made once cryptography is installed, so that an interrupted install is redone.
+PQ_PY_READY          = $(PQ_PY_DIR)/.cryptography-$(PQ_CRYPTOGRAPHY)
 PQ_CRYPTOGRAPHY     ?= 50.0.2
 PQ_KAT_FILES        := MLKEM/kat_MLKEM_768.rsp MLKEM/kat_MLKEM_1024.rsp MLDSA/kat_MLDSA_65_det_pure.rsp \
                        MLDSA/kat_MLDSA_87_det_pure.rsp
@@ -155,11 +157,12 @@ $(C_TEST_DIR)/test_pq_san: $(PQ_TEST_DEPS)
 ## `cryptography` (OpenSSL 3.5+ inside its wheel) for the differential tests: both from PyPI at
 ## test time, into the build folder, in a virtual environment of their own. Never committed.
 
-$(PQ_PYTHON):
+$(PQ_PY_READY):
 	python3 -m venv $(PQ_PY_DIR)
 	$(PQ_PY_DIR)/bin/pip install -q --disable-pip-version-check cryptography==$(PQ_CRYPTOGRAPHY)
+	@touch $@
 
-$(PQ_KAT_DIR)/.fetched: | $(PQ_PYTHON)
+$(PQ_KAT_DIR)/.fetched: | $(PQ_PY_READY)
 	@mkdir -p $(PQ_KAT_DIR)/wheel
 	$(PQ_PY_DIR)/bin/pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
 	  -d $(PQ_KAT_DIR)/wheel cryptography-vectors==$(PQ_CRYPTOGRAPHY)
@@ -173,7 +176,7 @@ $(PQ_KAT_DIR)/.fetched: | $(PQ_PYTHON)
 ## PQ_DIFF_SEEDS random seeds per parameter set, one long-running securepin process fed JSON lines;
 ## and the PowerAuth ML-KEM-768 decapsulation vectors of ../shared/vectors/powerauth/v4.
 PQ_DIFF_SEEDS ?= 1000
-test-pq: deps $(PQ_PYTHON)
+test-pq: deps $(PQ_PY_READY)
 	@mkdir -p $(BUILD_DIR)/test-logs
 	$(SWIFT) build --product securepin
 	$(PQ_PYTHON) Tests/pq/interop.py --securepin $(BUILD_DIR)/debug/securepin --seeds $(PQ_DIFF_SEEDS) \
@@ -234,7 +237,7 @@ format:
 	swift-format format -i -r Sources Tests Benchmarks Package.swift
 
 ## bench: speed figures, each beside a reference measured in the same run.
-bench: deps $(BUILD_DIR)/bench/bench_pq $(PQ_PYTHON)
+bench: deps $(BUILD_DIR)/bench/bench_pq $(PQ_PY_READY)
 	$(SWIFT) build -c release --product securepin-bench
 	$(BUILD_DIR)/release/securepin-bench memory
 	$(BUILD_DIR)/release/securepin-bench vault
