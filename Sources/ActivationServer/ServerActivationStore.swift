@@ -165,8 +165,9 @@ extension InMemoryServerActivationStore {
 }
 
 /// A MAC token (`token/create`): which activation it belongs to and with which factors it
-/// was created. Its secret is not stored: ``PowerAuthProtocol/ActivationCrypto/tokenSecret(transportKey:tokenId:)``
-/// derives it from the activation's transport key.
+/// was created. Its secret is not stored: PowerAuthProtocol's
+/// `ActivationCrypto.tokenSecret(transportKey:tokenId:)` derives it from the activation's
+/// transport key.
 public struct TokenRecord: Sendable, Equatable {
     /// The identifier (UUID).
     public let tokenId: String
