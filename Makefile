@@ -210,6 +210,7 @@ test-cli: deps
 	Tests/cli/run.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/cli.log
 	Tests/cli/readme.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/readme.log
 	Tests/cli/spec.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/spec.log
+	Tests/cli/client.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/client.log
 
 ## docs: the DocC site of every public module, from the build's symbol graphs, with the articles
 ## (Sources/<Module>/<Module>.docc) whose code the DocSnippetTests target compiles and runs.
