@@ -33,8 +33,10 @@ extension ActivationServer {
             case ActivationAPI.activationStatus.path:
                 return try Self.ok(try status(try Self.decode(request, ActivationStatusRequest.self)))
             case ActivationAPI.removeActivation.path:
+                // restful-integration validateRequestSignature's default: two factors.
                 let (record, keys, _) = try authenticate(
-                    request, ActivationAPI.removeActivation.uriIdentifier, allowed: nil)
+                    request, ActivationAPI.removeActivation.uriIdentifier,
+                    allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
                 keys.destroy()
                 try removeActivation(record.activationId)
                 return try Self.ok(ActivationRemoveResponse(activationId: record.activationId))
@@ -123,11 +125,26 @@ extension ActivationServer {
             challenge.count == ProtocolConstants.challengeByteCount
         else { throw .malformedRequest(reason: "challenge must be 16 bytes") }
         let now = clock.now()
-        let record = try store.update(activationId: request.activationId) { r in
-            r.expireBlock(now: now)
-            return r
+        let found: ActivationRecord?
+        do throws(ActivationServerError) {
+            found = try store.update(activationId: request.activationId) { r in
+                r.expireBlock(now: now)
+                return r
+            }
+        } catch {
+            guard error == .activationNotFound else { throw error }
+            found = nil
         }
-        guard let device = record.devicePublicKey else { throw .invalidState(record.state) }
+        // As powerauth-server: an unknown activation (REMOVED for the client) or one without a
+        // device key (CREATED) gets 32 random bytes, which no transport key opens.
+        guard let record = found, let device = record.devicePublicKey else {
+            let random = try protocolStep { () throws(ProtocolError) in
+                try lift { () throws(SecureCoreError) in try SecureRandom.bytes(count: 48) }
+            }
+            return ActivationStatusResponse(
+                activationId: request.activationId, encryptedStatusBlob: Base64.encode(Array(random[0..<32])),
+                nonce: Base64.encode(Array(random[32..<48])), customObject: nil)
+        }
         let keys = try factorKeys(record, devicePublicKey: device)
         defer { keys.destroy() }
         let lookAhead = configuration.lookAhead

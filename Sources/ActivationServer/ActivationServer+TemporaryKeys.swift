@@ -13,7 +13,7 @@ extension ActivationServer {
     /// `POST /pa/v3/keystore/create`, as powerauth-server `TemporaryKeyBehavior.requestTemporaryKey`:
     /// reads the request claims, verifies the HS256 signature with the decoded
     /// application secret (application scope) or the activation's `KEY_TRANSPORT`
-    /// (activation scope; the activation must be active), issues a key pair and
+    /// (activation scope: `KDF_INTERNAL(KEY_TRANSPORT, decoded secret)`; the activation must be active or blocked), issues a key pair and
     /// answers with an ES256 JWT signed by the master key or the activation's server key.
     /// - Parameter message: `{"jwt": …}`.
     /// - Returns: `{"jwt": …}`.
@@ -27,12 +27,16 @@ extension ActivationServer {
         var activationKeys: FactorKeys?
         defer { activationKeys?.destroy() }
         if let activationId = claims.activationId {
-            guard let record = try store.fetch(activationId: activationId), record.state == .active,
-                let device = record.devicePublicKey
+            // As upstream's TemporaryKeyBehavior: an ACTIVE or BLOCKED activation.
+            guard let record = try store.fetch(activationId: activationId),
+                record.state == .active || record.state == .blocked, let device = record.devicePublicKey
             else { throw .temporaryKeyFailure }
             let keys = try self.factorKeys(record, devicePublicKey: device)
             activationKeys = keys
-            verificationKey = keys.transport
+            let secret = applicationSecret
+            verificationKey = try protocolStep { () throws(ProtocolError) in
+                try TemporaryKeyJWT.activationSigningKey(transportKey: keys.transport, applicationSecret: secret)
+            }
             signingKey = record.serverKeyPair.privateKey
         } else {
             verificationKey = try protocolStep { () throws(ProtocolError) in
@@ -40,7 +44,7 @@ extension ActivationServer {
             }
             signingKey = configuration.masterKeyPair.privateKey
         }
-        defer { if activationKeys == nil { verificationKey.destroy() } }
+        defer { verificationKey.destroy() }
         _ = try temporaryKeyStep { () throws(JWTError) in
             try TemporaryKeyJWT.verifyRequest(message.jwt, key: verificationKey)
         }

@@ -107,10 +107,6 @@ struct RegistryAndEndpointTests {
             (request(status, "{"), 400, "ERR_REQUEST"),
             (request(status, "{}"), 400, "ERR_REQUEST"),
             (request(status, #"{"requestObject":{"activationId":"x","challenge":"AAAA"}}"#), 400, "ERR_REQUEST"),
-            (
-                request(status, #"{"requestObject":{"activationId":"x","challenge":"AAAAAAAAAAAAAAAAAAAAAA=="}}"#),
-                400, "ERR_ACTIVATION"
-            ),
             (request("/pa/v3/unknown", "{}"), 404, "ERR_REQUEST"),
             (request(status, "{}", method: "GET"), 405, "ERR_REQUEST"),
             (
@@ -140,6 +136,27 @@ struct RegistryAndEndpointTests {
             #expect(response.statusCode == statusCode, "\(request.path)")
             #expect(try code(response) == errorCode, "\(request.path)")
         }
+    }
+
+    @Test("status of an unknown or a CREATED activation: 200 with 32 random bytes, as powerauth-server")
+    func statusOfUnknown() async throws {
+        let h = try Harness()
+        let created = try h.server.initActivation(userId: "u")
+        var blobs: Set<String> = []
+        for id in ["no-such-activation", created.activationId, created.activationId] {
+            let response = await h.server.handle(
+                request(
+                    ActivationAPI.activationStatus.path,
+                    #"{"requestObject":{"activationId":"\#(id)","challenge":"AAAAAAAAAAAAAAAAAAAAAA=="}}"#))
+            #expect(response.statusCode == 200)
+            let answer = try #require(
+                try WireCoding.decode(ResponseEnvelope<ActivationStatusResponse>.self, response.body).responseObject)
+            #expect(answer.activationId == id)
+            #expect(Base64.decode(answer.encryptedStatusBlob)?.count == 32)
+            #expect(Base64.decode(answer.nonce ?? "")?.count == 16)
+            blobs.insert(answer.encryptedStatusBlob)
+        }
+        #expect(blobs.count == 3)
     }
 
     @Test("the status endpoint answers for every state, and the client reads each")

@@ -231,17 +231,27 @@ struct ActivationLifecycleTests {
         let h = try Harness()
         let service = try h.makeService()
         try await h.activate(service)
-        // A second service instance with another id would get ERR_ACTIVATION; emulate
-        // it by asking for the status of a prepared activation the device never created.
-        let other = try h.server.initActivation(userId: "bob")
-        let response = await h.server.handle(
-            TransportRequest(
-                path: ActivationAPI.activationStatus.path,
-                body: try WireCoding.encode(
-                    RequestEnvelope(
-                        requestObject: ActivationStatusRequest(
-                            activationId: other.activationId, challenge: "AAAAAAAAAAAAAAAAAAAAAA==")))))
-        #expect(response.statusCode == 400)
+        /// Answers every status request with 400 ERR_ACTIVATION.
+        struct Refusing: ActivationTransport {
+            let inner: any ActivationTransport
+            func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError)
+                -> TransportResponse
+            {
+                guard request.path == ActivationAPI.activationStatus.path else {
+                    return try await inner.send(request, timeout: timeout)
+                }
+                return ActivationServer.error(400, "ERR_ACTIVATION", "POWER_AUTH_ACTIVATION_INVALID")
+            }
+        }
+        let refused = try ActivationService(
+            configuration: h.configuration, storage: h.storage, transport: Refusing(inner: h.transport),
+            clock: h.clock)
+        await #expect(throws: ActivationError.server(statusCode: 400, code: "ERR_ACTIVATION")) {
+            try await refused.fetchActivationStatus()
+        }
+        let flows = ActivationFlows(service: refused, clock: h.clock)
+        _ = await flows.refresh(trigger: .applicationStart)
+        #expect(await refused.hasValidActivation())
         #expect(await service.hasValidActivation())
     }
 

@@ -98,6 +98,34 @@ struct WireProtocolTests {
         #expect(try s.h.server.activationDetail(id).failedAttempts == 0)
     }
 
+    @Test("activation/remove takes two factors: possession alone is refused, uncounted, and nothing is removed")
+    func removeNeedsTwoFactors() async throws {
+        let (s, id) = try await setup()
+        await #expect(throws: ActivationError.authentication) {
+            try await s.service.removeActivation(authentication: .possession())
+        }
+        #expect(await s.service.hasValidActivation())
+        #expect(try s.h.server.activationDetail(id).state == .active)
+        #expect(try s.h.server.activationDetail(id).failedAttempts == 0)
+        try await s.service.removeActivation(authentication: .possessionWithPassword(try pin("1234")))
+        #expect(try s.h.server.activationDetail(id).state == .removed)
+        #expect(await s.service.hasValidActivation() == false)
+    }
+
+    @Test("a blocked activation still gets an activation-scope temporary key, as upstream")
+    func temporaryKeyWhileBlocked() async throws {
+        let (s, id) = try await setup()
+        try s.h.server.blockActivation(id)
+        await s.service.resetTemporaryEncryptionKeys()
+        let key = try await s.service.temporaryEncryptionKey(scope: .activation)
+        #expect(key.activationId == id)
+        try s.h.server.removeActivation(id)
+        await s.service.resetTemporaryEncryptionKeys()
+        await #expect(throws: ActivationError.server(statusCode: 400, code: "ERR_TEMPORARY_KEY")) {
+            try await s.service.temporaryEncryptionKey(scope: .activation)
+        }
+    }
+
     @Test("a token cannot be created with a wrong PIN, and the attempt counts")
     func tokenWrongPin() async throws {
         let (s, id) = try await setup()

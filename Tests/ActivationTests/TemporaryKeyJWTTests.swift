@@ -16,6 +16,7 @@ struct TemporaryKeyJWTTests {
         let applicationKey: String
         let applicationSecret: String
         let transportKey: String
+        let activationSigningKey: String
         let challenge: String
         let requestApplicationScope: String
         let requestActivationScope: String
@@ -52,10 +53,12 @@ struct TemporaryKeyJWTTests {
         #expect(f.requestApplicationScope.hasPrefix("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."))
     }
 
-    @Test("HS256 request in activation scope (KEY_TRANSPORT) is byte for byte the fixture")
+    @Test("HS256 request in activation scope (KDF_INTERNAL(KEY_TRANSPORT, secret)) is byte for byte the fixture")
     func requestActivationScope() throws {
         let f = try Self.fixture()
-        let key = try Self.secure(f.transportKey)
+        let key = try TemporaryKeyJWT.activationSigningKey(
+            transportKey: try Self.secure(f.transportKey), applicationSecret: f.applicationSecret)
+        #expect(try key.isEqual(to: try Self.secure(f.activationSigningKey)))
         let claims = TemporaryKeyRequestClaims(
             applicationKey: f.applicationKey, activationId: f.activationId, challenge: f.challenge)
         #expect(try TemporaryKeyJWT.signRequest(claims, key: key) == f.requestActivationScope)

@@ -49,7 +49,12 @@ extension ActivationService {
                 throw .missingActivation
             }
             verifyingKey = server
-            jwt = try jwtStep { () throws(JWTError) in try TemporaryKeyJWT.signRequest(claims, key: keys.transport) }
+            let key = try protocolStep { () throws(ProtocolError) in
+                try TemporaryKeyJWT.activationSigningKey(
+                    transportKey: keys.transport, applicationSecret: sdk.applicationSecret)
+            }
+            defer { key.destroy() }
+            jwt = try jwtStep { () throws(JWTError) in try TemporaryKeyJWT.signRequest(claims, key: key) }
         } else {
             verifyingKey = sdk.masterServerPublicKey
             let key = try protocolStep { () throws(ProtocolError) in

@@ -41,12 +41,35 @@ public enum TemporaryKeyJWT {
         }
     }
 
+    /// The HS256 key of an activation-scope request:
+    /// `KDF_INTERNAL(KEY_TRANSPORT, decoded application secret)` =
+    /// `fold(HMAC-SHA256(key: KEY_TRANSPORT, data: the 16 secret bytes))`, in secure memory
+    /// (powerauth-server `TemporaryKeyBehavior`: `deriveSecretKeyHmac(transportKey,
+    /// applicationSecretBytes)`; mobile SDK `Session.cpp` `signDataWithHmacKey`).
+    /// - Parameters:
+    ///   - transportKey: the activation's 16-byte transport key.
+    ///   - applicationSecret: the application secret, Base64 of 16 bytes.
+    /// - Returns: the 16-byte key.
+    /// - Throws: ``ProtocolError/malformedBase64(field:)``, ``ProtocolError/invalidLength(field:expected:actual:)``,
+    ///   ``ProtocolError/core(_:)``.
+    public static func activationSigningKey(transportKey: SecureBytes, applicationSecret: String) throws(ProtocolError)
+        -> SecureBytes
+    {
+        let bytes = try Base64.decode(
+            applicationSecret, field: "applicationSecret", count: ProtocolConstants.applicationKeyByteCount)
+        return try lift { () throws(SecureCoreError) -> SecureBytes in
+            let full = try HMACSHA256.deriveKey(label: bytes, from: [transportKey])
+            defer { full.destroy() }
+            return try full.folded()
+        }
+    }
+
     // MARK: - Request (HS256)
 
     /// Builds the signed request JWT.
     /// - Parameters:
     ///   - claims: the claims.
-    ///   - key: the HS256 key (``applicationSigningKey(applicationSecret:)`` or `KEY_TRANSPORT`).
+    ///   - key: the HS256 key (``applicationSigningKey(applicationSecret:)`` or ``activationSigningKey(transportKey:applicationSecret:)``).
     /// - Returns: the compact JWS.
     /// - Throws: ``JWTError/malformed(reason:)`` if the claims cannot be encoded, ``JWTError/core(_:)``.
     public static func signRequest(_ claims: TemporaryKeyRequestClaims, key: SecureBytes) throws(JWTError) -> String {

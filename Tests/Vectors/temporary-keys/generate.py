@@ -7,7 +7,10 @@ so the Swift tests cross-check against a second implementation:
 
 - HS256 request JWTs (header {"alg":"HS256","typ":"JWT"}, claims JSON with sorted
   keys and no spaces), keyed by the decoded application secret (application scope)
-  or by a 16-byte KEY_TRANSPORT (activation scope);
+  or by KDF_INTERNAL(KEY_TRANSPORT, decoded application secret) =
+  fold(HMAC-SHA256(key = KEY_TRANSPORT, data = the 16 secret bytes)) (activation scope:
+  powerauth-server TemporaryKeyBehavior deriveSecretKeyHmac, mobile SDK Session.cpp
+  signDataWithHmacKey);
 - an ES256 response JWT (JOSE r||s signature) made with a fixed P-256 key;
 - DER <-> JOSE signature pairs, including components with a high bit set and with
   leading zero bytes.
@@ -29,6 +32,12 @@ app_key = bytes(range(16))
 app_secret = bytes(range(0x80, 0x90))
 transport_key = bytes(range(0x40, 0x50))
 challenge = b64(bytes(range(0xA0, 0xB2)))
+
+def kdf_internal(key, data):
+    full = hmac.new(key, data, hashlib.sha256).digest()
+    return bytes(a ^ b for a, b in zip(full[:16], full[16:]))
+
+activation_key = kdf_internal(transport_key, app_secret)
 
 def hs256(claims, key):
     signing_input = b64u(b'{"alg":"HS256","typ":"JWT"}') + "." + b64u(compact(claims))
@@ -71,7 +80,8 @@ print(json.dumps({
     "applicationKey": b64(app_key), "applicationSecret": b64(app_secret), "transportKey": b64(transport_key),
     "challenge": challenge,
     "requestApplicationScope": hs256(app_claims, app_secret),
-    "requestActivationScope": hs256(act_claims, transport_key),
+    "activationSigningKey": b64(activation_key),
+    "requestActivationScope": hs256(act_claims, activation_key),
     "activationId": act_claims["activationId"],
     "serverPublicKey": b64(pub),
     "response": es256(response_claims),
