@@ -8,7 +8,7 @@ extension ActivationService {
     /// one from `POST /pa/v3/keystore/create` (mobile SDK `GetTemporaryKeyTask`).
     ///
     /// The request JWT is HS256 with the decoded application secret (application
-    /// scope) or `KEY_TRANSPORT` (activation scope); the response JWT must carry an
+    /// scope) or `KDF_INTERNAL(KEY_TRANSPORT, application secret)` (activation scope); the response JWT must carry an
     /// ES256 signature by the master server public key (application scope) or the
     /// activation's server public key (activation scope), echo the challenge,
     /// application key and activation, and not be expired.

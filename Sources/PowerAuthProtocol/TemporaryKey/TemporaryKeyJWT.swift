@@ -6,8 +6,9 @@ import SecureCore
 /// base64url segments without padding.
 ///
 /// HS256 keys: the decoded application secret (application scope) or
-/// `KEY_TRANSPORT` (activation scope), as powerauth-server
-/// `TemporaryKeyBehavior.obtainTemporaryKeyResult` verifies them. ES256 keys: the
+/// `KDF_INTERNAL(KEY_TRANSPORT, decoded application secret)` (activation scope,
+/// ``activationSigningKey(transportKey:applicationSecret:)``), as powerauth-server
+/// `TemporaryKeyBehavior` verifies them. ES256 keys: the
 /// master server key pair (application scope) or the activation's server key pair
 /// (activation scope); the signature is JOSE `r ‖ s`.
 public enum TemporaryKeyJWT {
