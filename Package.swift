@@ -228,6 +228,9 @@ let testing: [Target] = [
         name: "PinVaultTPMTests",
         dependencies: ["PinVault", "PinVaultTPM", "SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
+        name: "PinVaultServerTests",
+        dependencies: ["PinVault", "PinVaultServer", "ReferenceServer", "SecureCore", "securepin", "TestSupport"]),
+    .testTarget(
         name: "PinStrengthTests",
         dependencies: ["PinStrength", "SecureCore", "TestSupport"]),
     .testTarget(
