@@ -19,7 +19,7 @@ import VaultOPRFProtocol
 ///
 /// The calls are synchronous, as the vault's are: each waits for its answer on a semaphore that
 /// URLSession's own delegate queue signals, never on a task of the cooperative pool, so a vault
-/// opened from async code (``PinVault/PinVault/unlock(pin:_:)``, which runs off the executor) or
+/// opened from async code (`PinVault.PinVault.unlock(pin:_:)`, which runs off the executor) or
 /// from a test cannot starve the pool.
 public final class HTTPVaultServer: VaultOPRFServer, Sendable {
     /// Where the server is.

@@ -54,7 +54,9 @@ public final class VaultOPRFEndpoint: Sendable {
     }
 
     /// Answers one request under `/securepin/v1/vault/`.
-    /// - Parameter request: the HTTP request.
+    /// - Parameters:
+    ///   - request: the HTTP request.
+    ///   - now: the server's time (the ECIES timestamp window and the audit rows).
     /// - Returns: the answer.
     public func respond(to request: HTTPRequest, now: Date = Date()) -> HTTPResponse {
         guard let operation = VaultOPRFAPI.Operation(path: request.path) else {
