@@ -38,7 +38,7 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
     /// - Parameters:
     ///   - address: the URL and configuration string the vault records.
     ///   - timeout: seconds per request (default 10).
-    /// - Throws: ``VaultServerError/refused(reason:)`` for a URL that is not http(s) or a
+    /// - Throws: `PinVault.VaultServerError.refused(reason:)` for a URL that is not http(s) or a
     ///   configuration string that does not parse.
     public init(address: VaultServerAddress, timeout: TimeInterval = 10) throws(VaultServerError) {
         guard let url = URL(string: address.url), let scheme = url.scheme?.lowercased(),
