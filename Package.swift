@@ -156,8 +156,16 @@ let network: [Target] = [
         name: "ReferenceServer",
         dependencies: [
             "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore",
-            "HTTPClient",
+            "HTTPClient", "VaultOPRFProtocol",
         ]),
+    // The vault's server binding: the wire format both ends share (OPRF over ECIES), and the
+    // client that PinVault's binding calls. PinVault itself links no HTTP code.
+    .target(
+        name: "VaultOPRFProtocol",
+        dependencies: ["PowerAuthProtocol", "SecureCore"]),
+    .target(
+        name: "PinVaultServer",
+        dependencies: ["PinVault", "VaultOPRFProtocol", "PowerAuthProtocol", "SecureCore"]),
     .target(
         name: "ActivationHTTP",
         dependencies: ["PowerAuthProtocol", "Activation", "HTTPClient"]),
@@ -168,7 +176,8 @@ let tools: [Target] = [
     .executableTarget(
         name: "securepin",
         dependencies: [
-            "SecureCore", "PinVault", "PinVaultTPM", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol",
+            "SecureCore", "PinVault", "PinVaultTPM", "PinVaultServer", "PinEntry", "PinStrength", "PinEntryTerminal",
+            "PowerAuthProtocol",
             "Activation",
             "ActivationServer",
             "ReferenceServer", "ActivationHTTP", "HTTPServer", "CPostQuantum",
@@ -229,6 +238,9 @@ let testing: [Target] = [
         name: "PinVaultTPMTests",
         dependencies: ["PinVault", "PinVaultTPM", "SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
+        name: "PinVaultServerTests",
+        dependencies: ["PinVault", "PinVaultServer", "ReferenceServer", "SecureCore", "securepin", "TestSupport"]),
+    .testTarget(
         name: "PinStrengthTests",
         dependencies: ["PinStrength", "SecureCore", "TestSupport"]),
     .testTarget(
@@ -282,6 +294,7 @@ let package = Package(
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .library(name: "PinVault", targets: ["PinVault"]),
         .library(name: "PinVaultTPM", targets: ["PinVaultTPM"]),
+        .library(name: "PinVaultServer", targets: ["PinVaultServer"]),
         .library(name: "Biometry", targets: ["Biometry"]),
         .library(name: "PowerAuthProtocol", targets: ["PowerAuthProtocol"]),
         .library(name: "Activation", targets: ["Activation"]),

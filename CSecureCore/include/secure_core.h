@@ -488,6 +488,65 @@ SPC_MUST_CHECK SPC_NONNULL(2, 3, 5, 9) spc_status spc_aead_open(int alg, spc_buf
 SPC_MUST_CHECK SPC_NONNULL(3) spc_status spc_digest(const uint8_t *data, size_t len, uint8_t out[SPC_DIGEST_BYTES]);
 
 /* ------------------------------------------------------------------------ */
+/* Oblivious PRF (oprf.c): RFC 9497, modeOPRF (0x00), ristretto255-SHA512    */
+/* ------------------------------------------------------------------------ */
+
+#define SPC_OPRF_ELEMENT_BYTES 32 /* a serialized ristretto255 element       */
+#define SPC_OPRF_SCALAR_BYTES 32  /* a serialized scalar (blind, server key) */
+#define SPC_OPRF_OUTPUT_BYTES 64  /* Finalize's output (SHA-512)             */
+
+/**
+ * DeriveKeyPair (RFC 9497 3.2.1): the server's private key `sk` (a 32-byte
+ * buffer) from a 32-byte secret `seed` and public `info` (at most 65535 bytes).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes; or all 256 counters gave zero:
+ *          never in practice); SPC_E_INIT; buffer-open statuses.
+ * Security: seed and key stay in secure memory; the only branch is on the
+ *           public verdict "the scalar is zero".
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 4) spc_status spc_oprf_derive_key(spc_buffer *seed, const uint8_t *info, size_t info_len,
+                                                               spc_buffer *sk);
+
+/** A uniformly random nonzero scalar (a blind) into the 32-byte buffer `scalar`.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (size); SPC_E_INIT; buffer-open statuses. */
+SPC_MUST_CHECK SPC_NONNULL(1) spc_status spc_oprf_random_scalar(spc_buffer *scalar);
+
+/**
+ * Blind (RFC 9497 3.3.1) with a given blind: blinded = blind * HashToGroup(input).
+ * `input` is the client's secret input (1 ... 65535 bytes); `blind` a 32-byte
+ * nonzero scalar (spc_oprf_random_scalar; fixed only for test vectors).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes, or the input hashes to the
+ *          identity: InvalidInputError); SPC_E_INIT; buffer-open statuses.
+ *          `blinded` is cleared on failure.
+ * Security: the blinded element is uniformly distributed whatever the input:
+ *           it is safe to send.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) spc_status spc_oprf_blind(spc_buffer *input, spc_buffer *blind,
+                                                            uint8_t blinded[SPC_OPRF_ELEMENT_BYTES]);
+
+/**
+ * BlindEvaluate (RFC 9497 3.3.1), on the server: evaluated = sk * blinded.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (`blinded` is not a canonical encoding of
+ *          a non-identity element: DeserializeError; `sk` not 32 bytes);
+ *          SPC_E_INIT; buffer-open statuses. `evaluated` cleared on failure.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3) spc_status spc_oprf_blind_evaluate(spc_buffer *sk,
+                                                                     const uint8_t blinded[SPC_OPRF_ELEMENT_BYTES],
+                                                                     uint8_t evaluated[SPC_OPRF_ELEMENT_BYTES]);
+
+/**
+ * Finalize (RFC 9497 3.3.1): output = SHA-512(len(input) || input || 32 ||
+ * blind^-1 * evaluated || "Finalize") into the 64-byte buffer `output`.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes; `evaluated` not a valid
+ *          non-identity element); SPC_E_INIT; buffer-open statuses. On
+ *          failure `output` is left zero.
+ * Security: input, blind, the unblinded element and the output never leave
+ *           secure memory or wiped stack temporaries.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 3, 4) spc_status spc_oprf_finalize(spc_buffer *input, spc_buffer *blind,
+                                                                  const uint8_t evaluated[SPC_OPRF_ELEMENT_BYTES],
+                                                                  spc_buffer *output);
+
+/* ------------------------------------------------------------------------ */
 /* Machine report (for `securepin doctor`)                                  */
 /* ------------------------------------------------------------------------ */
 

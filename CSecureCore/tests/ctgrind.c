@@ -124,6 +124,31 @@ static void ct_leaky_reference(void) {
     CHECK_EQ(verdict(leaky_equal(code, presented, sizeof code)), 0);
 }
 
+
+/* The OPRF: the server's seed and key, the client's input (a PIN-derived
+ * value) and blind are secret; the blinded and evaluated elements are public
+ * by the protocol (they cross the network). */
+static void ct_oprf(void) {
+    uint8_t raw[32], blinded[32], evaluated[32];
+    for (int i = 0; i < 32; i++) raw[i] = (uint8_t)(0x5C ^ (i * 3));
+    spc_buffer *seed = secret_buffer(raw, 32), *input = secret_buffer((const uint8_t *)"482916", 6), *sk, *blind, *out;
+    REQUIRE_OK(spc_buffer_new(32, &sk));
+    REQUIRE_OK(spc_buffer_new(32, &blind));
+    REQUIRE_OK(spc_buffer_new(64, &out));
+    CHECK_EQ(verdict(spc_oprf_derive_key(seed, (const uint8_t *)"vault", 5, sk)), SPC_OK);
+    CHECK_EQ(verdict(spc_oprf_random_scalar(blind)), SPC_OK);
+    uint8_t *p;
+    REQUIRE_OK(spc_buffer_open(blind, &p));
+    SECRET(p, 32);
+    spc_buffer_close(blind);
+    CHECK_EQ(verdict(spc_oprf_blind(input, blind, blinded)), SPC_OK);
+    PUBLIC(blinded, sizeof blinded);
+    CHECK_EQ(verdict(spc_oprf_blind_evaluate(sk, blinded, evaluated)), SPC_OK);
+    PUBLIC(evaluated, sizeof evaluated);
+    CHECK_EQ(verdict(spc_oprf_finalize(input, blind, evaluated, out)), SPC_OK);
+    spc_buffer_free(seed), spc_buffer_free(input), spc_buffer_free(sk), spc_buffer_free(blind), spc_buffer_free(out);
+}
+
 int main(int argc, char **argv) {
     REQUIRE_OK(spc_init());
     if (argc > 1 && strcmp(argv[1], "--leaky") == 0) {
@@ -139,5 +164,6 @@ int main(int argc, char **argv) {
     RUN(ct_aead_open);
     RUN(ct_bytes_equal);
     RUN(ct_buffer_equal);
+    RUN(ct_oprf);
     return check_summary("ctgrind");
 }

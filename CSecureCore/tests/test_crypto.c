@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include <sodium.h>
+
 /* 1 when the secure buffer holds exactly `hex`. */
 static int buffer_is(spc_buffer *b, const char *hex) {
     uint8_t want[256];
@@ -245,6 +247,132 @@ static void test_argon2id_unknown_backend(void) {
     spc_buffer_free(out);
 }
 
+
+/* ---- RFC 9497 OPRF (ristretto255-SHA512, modeOPRF), vectors read from their file ---- */
+
+static const char *oprf_vectors = "Tests/Vectors/oprf/rfc9497-ristretto255-sha512-oprf.txt";
+
+/* One "Key = hex" line of the vector file into `out` (at most cap bytes); returns the length, 0 if absent. */
+static size_t oprf_field(const char *line, const char *key, uint8_t *out, size_t cap) {
+    size_t klen = strlen(key);
+    if (strncmp(line, key, klen) != 0 || strncmp(line + klen, " = ", 3) != 0) return 0;
+    const char *hex = line + klen + 3;
+    size_t n = strcspn(hex, "\r\n");
+    if (n % 2 != 0 || n / 2 > cap) return 0;
+    char tmp[512];
+    memcpy(tmp, hex, n), tmp[n] = 0;
+    return unhex(tmp, out);
+}
+
+static int buffer_equals(spc_buffer *b, const uint8_t *want, size_t n) {
+    uint8_t *p;
+    if (spc_buffer_size(b) != n || spc_buffer_open(b, &p) != SPC_OK) return 0;
+    int same = memcmp(p, want, n) == 0;
+    spc_buffer_close(b);
+    return same;
+}
+
+/* One vector: Blind with the given blind, BlindEvaluate with the derived key, Finalize. */
+static int oprf_check_vector(spc_buffer *sk, const uint8_t *input_bytes, size_t input_len, const uint8_t *blind_bytes,
+                             const uint8_t *blinded_want, const uint8_t *evaluated_want, const uint8_t *output_want) {
+    spc_buffer *input = buffer_from(input_bytes, input_len), *blind = buffer_from(blind_bytes, 32), *out;
+    REQUIRE_OK(spc_buffer_new(SPC_OPRF_OUTPUT_BYTES, &out));
+    uint8_t blinded[32], evaluated[32];
+    int before = check_failed;
+    CHECK_EQ(spc_oprf_blind(input, blind, blinded), SPC_OK);
+    CHECK(memcmp(blinded, blinded_want, 32) == 0);
+    CHECK_EQ(spc_oprf_blind_evaluate(sk, blinded, evaluated), SPC_OK);
+    CHECK(memcmp(evaluated, evaluated_want, 32) == 0);
+    CHECK_EQ(spc_oprf_finalize(input, blind, evaluated, out), SPC_OK);
+    CHECK(buffer_equals(out, output_want, 64));
+    /* A fresh random blind gives another blinded element and the same output. */
+    REQUIRE_OK(spc_oprf_random_scalar(blind));
+    CHECK_EQ(spc_oprf_blind(input, blind, blinded), SPC_OK);
+    CHECK(memcmp(blinded, blinded_want, 32) != 0);
+    CHECK_EQ(spc_oprf_blind_evaluate(sk, blinded, evaluated), SPC_OK);
+    CHECK_EQ(spc_oprf_finalize(input, blind, evaluated, out), SPC_OK);
+    CHECK(buffer_equals(out, output_want, 64));
+    spc_buffer_free(input), spc_buffer_free(blind), spc_buffer_free(out);
+    return check_failed == before;
+}
+
+static void test_oprf_rfc9497_vectors(void) {
+    FILE *f = fopen(oprf_vectors, "r");
+    CHECK(f != NULL);
+    if (f == NULL) return;
+    char line[512];
+    uint8_t seed[32], info[64], skm[32], input[64], blind[32], blinded[32], evaluated[32], output[64];
+    size_t info_len = 0, input_len = 0, have = 0;
+    int keys = 0, vectors = 0, passed = 0;
+    spc_buffer *sk = NULL;
+    while (fgets(line, sizeof line, f) != NULL) {
+        size_t n;
+        if (oprf_field(line, "Seed", seed, 32) == 32) have |= 1;
+        if ((n = oprf_field(line, "KeyInfo", info, sizeof info)) > 0) info_len = n, have |= 2;
+        if (oprf_field(line, "skSm", skm, 32) == 32 && have == 3) {
+            spc_buffer *s = buffer_from(seed, 32);
+            if (sk != NULL) spc_buffer_free(sk);
+            REQUIRE_OK(spc_buffer_new(32, &sk));
+            CHECK_EQ(spc_oprf_derive_key(s, info, info_len, sk), SPC_OK);
+            CHECK(buffer_equals(sk, skm, 32));
+            spc_buffer_free(s);
+            keys++, have = 0;
+        }
+        if ((n = oprf_field(line, "Input", input, sizeof input)) > 0) input_len = n, have = 4;
+        if (oprf_field(line, "Blind", blind, 32) == 32) have |= 8;
+        if (oprf_field(line, "BlindedElement", blinded, 32) == 32) have |= 16;
+        if (oprf_field(line, "EvaluationElement", evaluated, 32) == 32) have |= 32;
+        if (oprf_field(line, "Output", output, 64) == 64 && have == 60 && sk != NULL) {
+            vectors++;
+            passed += oprf_check_vector(sk, input, input_len, blind, blinded, evaluated, output);
+            have = 0;
+        }
+    }
+    fclose(f);
+    printf("  RFC 9497 ristretto255-SHA512 OPRF: %d key derivation(s), %d/%d vectors passed\n", keys, passed, vectors);
+    CHECK_EQ(keys, 1);
+    CHECK_EQ(vectors, 2);
+    CHECK_EQ(passed, vectors);
+    if (sk != NULL) spc_buffer_free(sk);
+}
+
+/* Bad elements and sizes are refused with SPC_E_ARGUMENT and cleared outputs. */
+static void test_oprf_rejects(void) {
+    uint8_t seed[32] = {1}, bad[32], out32[32];
+    spc_buffer *s = buffer_from(seed, 32), *sk, *short_key, *in = buffer_from((const uint8_t *)"1234", 4), *blind,
+               *out, *wrong_out;
+    REQUIRE_OK(spc_buffer_new(32, &sk));
+    REQUIRE_OK(spc_buffer_new(16, &short_key));
+    REQUIRE_OK(spc_buffer_new(32, &blind));
+    REQUIRE_OK(spc_buffer_new(64, &out));
+    REQUIRE_OK(spc_buffer_new(32, &wrong_out));
+    REQUIRE_OK(spc_oprf_derive_key(s, (const uint8_t *)"", 0, sk));
+    CHECK_EQ(spc_oprf_derive_key(s, (const uint8_t *)"", 0x10000, sk), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_oprf_derive_key(short_key, (const uint8_t *)"", 0, sk), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_oprf_random_scalar(short_key), SPC_E_ARGUMENT);
+    REQUIRE_OK(spc_oprf_random_scalar(blind));
+    CHECK_EQ(spc_oprf_blind(in, short_key, out32), SPC_E_ARGUMENT);
+    memset(bad, 0, sizeof bad); /* the identity */
+    memset(out32, 0x55, sizeof out32);
+    CHECK_EQ(spc_oprf_blind_evaluate(sk, bad, out32), SPC_E_ARGUMENT);
+    CHECK(sodium_is_zero(out32, 32));
+    memset(bad, 0xff, sizeof bad); /* not a canonical encoding */
+    CHECK_EQ(spc_oprf_blind_evaluate(sk, bad, out32), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_oprf_finalize(in, blind, bad, out), SPC_E_ARGUMENT);
+    uint8_t blinded[32];
+    REQUIRE_OK(spc_oprf_blind(in, blind, blinded));
+    CHECK_EQ(spc_oprf_blind_evaluate(short_key, blinded, out32), SPC_E_ARGUMENT);
+    REQUIRE_OK(spc_oprf_blind_evaluate(sk, blinded, out32));
+    CHECK_EQ(spc_oprf_finalize(in, blind, out32, wrong_out), SPC_E_ARGUMENT);
+    spc_buffer *zero_blind;
+    REQUIRE_OK(spc_buffer_new(32, &zero_blind)); /* a zero scalar has no inverse: refused, output zero */
+    CHECK_EQ(spc_oprf_finalize(in, zero_blind, out32, out), SPC_E_ARGUMENT);
+    uint8_t z[64] = {0};
+    CHECK(buffer_equals(out, z, 64));
+    spc_buffer_free(s), spc_buffer_free(sk), spc_buffer_free(short_key), spc_buffer_free(in);
+    spc_buffer_free(blind), spc_buffer_free(out), spc_buffer_free(wrong_out), spc_buffer_free(zero_blind);
+}
+
 int main(void) {
     REQUIRE_OK(spc_init());
     RUN(test_argon2id_rfc9106_vector);
@@ -256,5 +384,7 @@ int main(void) {
     RUN(test_aead_empty_message_and_wrong_key);
     RUN(test_digest);
     RUN(test_argon2id_unknown_backend);
+    RUN(test_oprf_rfc9497_vectors);
+    RUN(test_oprf_rejects);
     return check_summary("c-crypto");
 }

@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include <sodium.h>
+
 /* Run `call` with the n-th fallible step failing, n = 0, 1, ... until it
  * succeeds; `after_failure` checks each failure. Counts the failures seen. */
 #define EVERY_FAULT(failures, call, after_failure)                  \
@@ -158,6 +160,31 @@ static void test_kdf_and_aead_fail_cleanly(void) {
     spc_buffer_free(key), spc_buffer_free(msg), spc_buffer_free(out);
 }
 
+
+static void test_oprf_fails_cleanly(void) {
+    int failures;
+    spc_buffer *seed, *sk, *in, *blind, *out;
+    REQUIRE_OK(spc_buffer_new(32, &seed));
+    REQUIRE_OK(spc_buffer_randomize(seed));
+    REQUIRE_OK(spc_buffer_new(32, &sk));
+    REQUIRE_OK(spc_buffer_new(4, &in));
+    REQUIRE_OK(spc_buffer_randomize(in));
+    REQUIRE_OK(spc_buffer_new(32, &blind));
+    REQUIRE_OK(spc_buffer_new(64, &out));
+    uint8_t blinded[32], evaluated[32];
+    EVERY_FAULT(failures, spc_oprf_derive_key(seed, (const uint8_t *)"i", 1, sk), (void)0);
+    CHECK_EQ(failures, 2);
+    EVERY_FAULT(failures, spc_oprf_random_scalar(blind), (void)0);
+    CHECK_EQ(failures, 1);
+    EVERY_FAULT(failures, spc_oprf_blind(in, blind, blinded), CHECK(sodium_is_zero(blinded, 32)));
+    CHECK_EQ(failures, 2);
+    EVERY_FAULT(failures, spc_oprf_blind_evaluate(sk, blinded, evaluated), CHECK(sodium_is_zero(evaluated, 32)));
+    CHECK_EQ(failures, 1);
+    EVERY_FAULT(failures, spc_oprf_finalize(in, blind, evaluated, out), (void)0);
+    CHECK_EQ(failures, 3);
+    spc_buffer_free(seed), spc_buffer_free(sk), spc_buffer_free(in), spc_buffer_free(blind), spc_buffer_free(out);
+}
+
 int main(void) {
     REQUIRE_OK(spc_init());
     RUN(test_password_edits_fail_cleanly);
@@ -165,6 +192,7 @@ int main(void) {
     RUN(test_reveal_and_import_fail_cleanly);
     RUN(test_buffers_fail_cleanly);
     RUN(test_kdf_and_aead_fail_cleanly);
+    RUN(test_oprf_fails_cleanly);
     spc_pool_stats st;
     REQUIRE_OK(spc_pool_stats_get(&st));
     CHECK_EQ(st.slots_in_use, 0); /* every failure released what it had taken */

@@ -48,6 +48,9 @@ public struct PinVault: Sendable {
         /// The TPM's lockout-hierarchy authorisation, used once when a TPM-bound vault is created
         /// to set the dictionary-attack parameters (nil: empty, as on a fresh TPM or swtpm).
         public var tpmLockoutAuthorization: SecureBytes?
+        /// Makes the client of a server-bound vault's server (``VaultBinding/server(_:)``) from the
+        /// address its file records; nil for vaults without one.
+        public var serverConnector: (@Sendable (VaultServerAddress) -> any VaultOPRFServer)?
         /// The system calls of durable writes; tests substitute failures.
         package var fileSystem: any DurableFileSystem = SystemFileSystem()
 
@@ -57,8 +60,10 @@ public struct PinVault: Sendable {
             clock: any VaultClock = SystemVaultClock(), pepper: SecureBytes? = nil,
             biometricConfiguration: BiometricConfiguration = BiometricConfiguration(),
             authenticator: (any BiometricAuthenticator)? = nil, observer: (@Sendable (VaultEvent) -> Void)? = nil,
-            tpm: (any VaultTPM)? = nil, tpmLockoutAuthorization: SecureBytes? = nil
+            tpm: (any VaultTPM)? = nil, tpmLockoutAuthorization: SecureBytes? = nil,
+            serverConnector: (@Sendable (VaultServerAddress) -> any VaultOPRFServer)? = nil
         ) {
+            self.serverConnector = serverConnector
             self.tpm = tpm
             self.tpmLockoutAuthorization = tpmLockoutAuthorization
             self.floor = floor
@@ -101,14 +106,19 @@ public struct PinVault: Sendable {
     ///   - binding: ``VaultBinding/software`` (default), or ``VaultBinding/tpm(_:)``: the PIN slot then
     ///     needs a value sealed in ``Options/tpm``, and the TPM's dictionary-attack parameters are set
     ///     from the binding's policy (with ``Options/tpmLockoutAuthorization``); `policy` is then
-    ///     recorded as `.hard(maxFailures:)` of the TPM's tries, and the TPM alone enforces it.
+    ///     recorded as `.hard(maxFailures:)` of the TPM's tries, and the TPM alone enforces it; or
+    ///     ``VaultBinding/server(_:)``: the PIN slot then needs the OPRF of the server at that address
+    ///     (through ``Options/serverConnector``), `policy` is recorded as `.hard(maxFailures:)` of the
+    ///     server's limit, and the server alone enforces it.
     ///   - options: reader and writer settings.
     /// - Returns: the vault.
     /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,
     ///   ``VaultError/invalidSecretSize(_:)``,
     ///   ``VaultError/parametersBelowFloor``, ``VaultError/parametersAboveCeiling``, ``VaultError/io(operation:errno:)``,
     ///   ``VaultError/pinOutsideFormat(_:)``; for a TPM binding ``VaultError/tpmRequired``,
-    ///   ``VaultError/tpmUnavailable(reason:)`` and ``VaultError/tpmFailed(_:)`` (nothing is written).
+    ///   ``VaultError/tpmUnavailable(reason:)`` and ``VaultError/tpmFailed(_:)`` (nothing is written);
+    ///   for a server binding ``VaultError/serverRequired`` and ``VaultError/network(reason:)`` (a server
+    ///   that cannot be reached is found before anything is written).
     public static func create(
         at directory: String, secret: SecureBytes, pin: Password, policy: ThrottlePolicy = .soft(),
         pinFormat: VaultPinFormat = .unrecorded, parameters: Argon2id.Parameters, binding: VaultBinding = .software,
@@ -123,6 +133,11 @@ public struct PinVault: Sendable {
             tpmRecord = TPMBindingRecord(
                 policy: lockout, object: TPMSealedObject(publicArea: [], privateBlob: [], parentName: []))
         }
+        var serverRecord: ServerBindingRecord? = nil
+        if case .server(let address) = binding {
+            serverRecord = ServerBindingRecord(
+                vaultId: [UInt8](repeating: 0, count: VaultFile.serverVaultIdSize), address: address)
+        }
         guard (1...maximumSecretByteCount).contains(secret.count) else { throw .invalidSecretSize(secret.count) }
         guard (1...UInt16.max).contains(UInt16(clamping: policy.maxFailures)), policy.maxFailures <= 0xFFFF else {
             throw .damaged(reason: "policy limit out of range")
@@ -135,6 +150,17 @@ public struct PinVault: Sendable {
             let tpm = try vault.requireTPM()
             try VaultError.tpm { () throws(VaultTPMError) in
                 try tpm.setLockoutPolicy(tpmRecord.policy, lockoutAuthorization: options.tpmLockoutAuthorization)
+            }
+        }
+        if let serverRecord {
+            // Before anything is written: a server that cannot be reached leaves no directory behind.
+            // Asking for an identifier that no vault has must get "unknown vault" back.
+            let server = try vault.requireServer(serverRecord.address)
+            do throws(VaultServerError) {
+                _ = try server.status(vaultId: serverRecord.vaultId)
+            } catch .unknownVault {
+            } catch {
+                _ = try VaultError.server { () throws(VaultServerError) in throw error }
             }
         }
         try vault.directory.prepare()
@@ -159,6 +185,10 @@ public struct PinVault: Sendable {
             if let tpmRecord {
                 file.version = VaultFile.bindingVersion
                 file.tpm = tpmRecord
+            }
+            if let serverRecord {
+                file.version = VaultFile.serverBindingVersion
+                file.server = serverRecord
             }
             let slot = try vault.makePINSlot(
                 pin: pin, dataKey: dataKey, parameters: parameters, file: &file, half: half)
@@ -323,6 +353,7 @@ public struct PinVault: Sendable {
         try directory.locked { () throws(VaultError) in
             let file = try loadFile()
             if file.tpm != nil { return try tpmStatus(file) }
+            if file.server != nil { return try serverStatus(file) }
             let record = try loadRecord(file, persist: .ifPossible)
             let failures = Int(record.failures)
             let remaining = max(0, file.policy.maxFailures - failures)
@@ -380,6 +411,7 @@ public struct PinVault: Sendable {
         let file = try loadFile()
         guard file.pinFormat.admits(pin) else { throw .pinOutsideFormat(file.pinFormat) }
         if file.tpm != nil { return try openTPMBoundDataKey(pin: pin, file: file) }
+        if file.server != nil { return try openServerBoundDataKey(pin: pin, file: file) }
         var record = try loadRecord(file)
         try checkAllowed(record, policy: file.policy)
         record.failures += 1
@@ -538,6 +570,7 @@ public struct PinVault: Sendable {
         let salt = try core { () throws(SecureCoreError) in try SecureRandom.bytes(count: VaultFile.saltSize) }
         let flags =
             (options.pepper == nil ? 0 : VaultFile.slotFlagPepper) | (file.tpm == nil ? 0 : VaultFile.slotFlagTPM)
+            | (file.server == nil ? 0 : VaultFile.slotFlagServer)
         var slot = VaultFile.Slot(
             type: .pin, kdf: VaultFile.kdfArgon2id, parameters: parameters, flags: flags, salt: salt,
             biometricFingerprint: [UInt8](repeating: 0, count: VaultFile.fingerprintSize), nonce: [], wrappedKey: [])
@@ -546,9 +579,14 @@ public struct PinVault: Sendable {
                 from: pin, salt: salt, parameters: parameters, pepper: options.pepper, limits: options.limits)
         }
         defer { derived.destroy() }
-        let inner =
-            file.tpm == nil
-            ? try core { () throws(SecureCoreError) in try derived.copy() } : try sealForNewSlot(derived, file: &file)
+        let inner: SecureBytes
+        if file.tpm != nil {
+            inner = try sealForNewSlot(derived, file: &file)
+        } else if file.server != nil {
+            inner = try registerForNewSlot(derived, file: &file)
+        } else {
+            inner = try core { () throws(SecureCoreError) in try derived.copy() }
+        }
         defer { inner.destroy() }
         let wrapKey = try slotKey(inner, half: half)
         defer { wrapKey.destroy() }
@@ -571,6 +609,9 @@ public struct PinVault: Sendable {
                 from: pin, salt: slot.salt, parameters: slot.parameters, pepper: options.pepper, limits: options.limits)
         }
         defer { derived.destroy() }
+        if slot.flags & VaultFile.slotFlagServer != 0 {
+            return try openServerSlot(slot, derived: derived, file: file, half: half)
+        }
         guard slot.flags & VaultFile.slotFlagTPM != 0 else {
             let wrapKey = try slotKey(derived, half: half)
             defer { wrapKey.destroy() }
@@ -664,6 +705,9 @@ public struct VaultStatus: Sendable, Equatable, Codable {
     /// ``maxFailures`` are then the TPM's counter and limit, shared by every DA-protected object
     /// on that TPM, and the TPM enforces them.
     public var tpmLockout: TPMLockoutState? = nil
+    /// For a server-bound vault, the server's URL: ``failures`` and ``maxFailures`` are then the
+    /// server's counter and limit for this vault, and the server enforces them.
+    public var serverLocation: String? = nil
 
     /// Which binding, and so who enforces the attempt limit.
     public enum Binding: String, Sendable, Codable {
@@ -671,6 +715,8 @@ public struct VaultStatus: Sendable, Equatable, Codable {
         case software
         /// The TPM's dictionary-attack logic enforces it; a copy without that TPM cannot be tested.
         case tpm
+        /// The server's counter enforces it; a copy without that server cannot be tested.
+        case server
     }
 }
 

@@ -9,6 +9,11 @@ public enum VaultBinding: Sendable, Equatable {
     /// every guess is a TPM command, counted by the TPM's dictionary-attack logic, whose
     /// parameters `lockout` sets when the vault is created (format version 3).
     case tpm(TPMLockoutPolicy)
+    /// An oblivious PRF evaluated by a server with a per-vault key (RFC 9497, ristretto255-SHA512):
+    /// the slot key needs the server's evaluation of the Argon2id output, the server counts every
+    /// evaluation and blocks at its policy's maximum (format version 4). A copy of the directory
+    /// cannot be tested without that server.
+    case server(VaultServerAddress)
 }
 
 /// The TPM's dictionary-attack parameters a TPM-bound vault sets (`TPM2_DictionaryAttackParameters`).

@@ -72,6 +72,16 @@ public enum VaultError: Error, Equatable, Sendable {
     case tpmLockedOut(retryAfterSeconds: UInt64)
     /// Another TPM failure.
     case tpmFailed(VaultTPMError)
+    /// The vault is bound to a server and ``PinVault/Options/serverConnector`` is nil. Nothing was counted.
+    case serverRequired
+    /// The vault's server cannot be reached or did not answer. Nothing was counted locally, and a
+    /// copy of the vault cannot be tested without that server.
+    case network(reason: String)
+    /// The server blocks the vault: its attempt counter reached the maximum. The right PIN is
+    /// refused too; only the server's operator can lift it.
+    case serverBlocked
+    /// The server refused a request or answered something invalid.
+    case serverRefused(reason: String)
 }
 
 extension VaultError {

@@ -1,16 +1,18 @@
 import SecureCore
 
-/// The vault file, version 2 (software) or 3 (bound to a TPM), as `docs/vault-format.md` specifies it. Every
+/// The vault file, version 2 (software), 3 (bound to a TPM) or 4 (bound to a server), as `docs/vault-format.md` specifies it. Every
 /// constant of the format lives here; ``decode(_:floor:limits:)`` checks each
 /// MUST of the specification in its order and returns a typed error.
 struct VaultFile: Equatable {
     static let magic: [UInt8] = Array("SPCVAULT".utf8)
     /// The newest version this library reads.
-    static let version: UInt16 = 3
+    static let version: UInt16 = 4
     /// What a vault without a binding is written as: readers of version 2 keep reading it.
     static let softwareVersion: UInt16 = 2
     /// The first version that records a binding (a TPM's sealed object) in the bound header.
     static let bindingVersion: UInt16 = 3
+    /// The first version whose binding may be a server's OPRF (binding type 2).
+    static let serverBindingVersion: UInt16 = 4
     /// Versions before this one are recognised and refused (``VaultError/unsupportedFormat(version:)``).
     static let oldestReadableVersion: UInt16 = 2
     /// The first version that records the PIN format in the bound header.
@@ -42,6 +44,14 @@ struct VaultFile: Equatable {
     static let slotFlagPepper: UInt8 = 0x01
     /// The PIN slot's key also needs the value sealed in the TPM the header names (version 3).
     static let slotFlagTPM: UInt8 = 0x02
+    /// The PIN slot's key also needs the OPRF output of the server the header names (version 4).
+    static let slotFlagServer: UInt8 = 0x04
+    /// Binding type of a server binding (version 4).
+    static let bindingServer: UInt8 = 2
+    /// Size of the vault's identifier at its server.
+    static let serverVaultIdSize = 16
+    /// Largest server URL or configuration string a version 4 header holds.
+    static let maxServerTextSize = 8192
     static let bindingSoftware: UInt8 = 0
     static let bindingTPM: UInt8 = 1
     /// Largest TPM public area, private blob or name a version 3 header holds.
@@ -87,6 +97,8 @@ struct VaultFile: Equatable {
     var pinFormat: VaultPinFormat = .unrecorded
     /// The TPM binding (version 3): the DA policy set at creation and the sealed object.
     var tpm: TPMBindingRecord? = nil
+    /// The server binding (version 4): the server's address and the vault's identifier there.
+    var server: ServerBindingRecord? = nil
 
     /// Magic, version, flags, vault id, policy and (version 2) the PIN format: what every AEAD binds.
     var boundHeader: [UInt8] {
@@ -112,6 +124,13 @@ struct VaultFile: Equatable {
                 for blob in [tpm.object.parentName, tpm.object.publicArea, tpm.object.privateBlob] {
                     w.u16(UInt16(blob.count))
                     w.bytes(blob)
+                }
+            } else if let server {
+                w.u8(VaultFile.bindingServer)
+                w.bytes(server.vaultId)
+                for text in [server.address.url, server.address.configuration] {
+                    w.u16(UInt16(text.utf8.count))
+                    w.bytes(Array(text.utf8))
                 }
             } else {
                 w.u8(VaultFile.bindingSoftware)
@@ -204,6 +223,7 @@ struct VaultFile: Equatable {
             pinFormat = format
         }
         var tpm: TPMBindingRecord? = nil
+        var server: ServerBindingRecord? = nil
         if version >= bindingVersion {
             guard let binding = r.u8() else { throw .damaged(reason: "truncated header") }
             switch binding {
@@ -223,6 +243,19 @@ struct VaultFile: Equatable {
                     policy: TPMLockoutPolicy(
                         maxTries: maxTries, recoverySeconds: recovery, lockoutRecoverySeconds: lockoutRecovery),
                     object: TPMSealedObject(publicArea: blobs[1], privateBlob: blobs[2], parentName: blobs[0]))
+            case bindingServer where version >= serverBindingVersion:
+                guard let vaultId = r.bytes(serverVaultIdSize) else {
+                    throw .damaged(reason: "truncated server binding")
+                }
+                var texts: [String] = []
+                for _ in 0..<2 {
+                    guard let length = r.u16(), (1...maxServerTextSize).contains(Int(length)),
+                        let raw = r.bytes(Int(length)), let text = String(validating: raw, as: UTF8.self)
+                    else { throw .damaged(reason: "truncated or oversized server binding") }
+                    texts.append(text)
+                }
+                server = ServerBindingRecord(
+                    vaultId: vaultId, address: VaultServerAddress(url: texts[0], configuration: texts[1]))
             default: throw .damaged(reason: "unknown binding")
             }
         }
@@ -238,7 +271,9 @@ struct VaultFile: Equatable {
             else { throw .damaged(reason: "truncated slot") }
             guard let type = SlotType(rawValue: typeByte) else { throw .damaged(reason: "unknown slot type") }
             guard aead == aeadXChaCha20Poly1305 else { throw .damaged(reason: "unknown AEAD in slot") }
-            guard flags & ~(slotFlagPepper | slotFlagTPM) == 0 else { throw .damaged(reason: "unknown slot flags") }
+            guard flags & ~(slotFlagPepper | slotFlagTPM | slotFlagServer) == 0 else {
+                throw .damaged(reason: "unknown slot flags")
+            }
             let parameters = Argon2id.Parameters(memoryKiB: m, iterations: t, parallelism: p)
             switch type {
             case .pin:
@@ -248,8 +283,11 @@ struct VaultFile: Equatable {
                 guard (flags & slotFlagTPM != 0) == (tpm != nil) else {
                     throw .damaged(reason: "PIN slot and TPM binding disagree")
                 }
+                guard (flags & slotFlagServer != 0) == (server != nil) else {
+                    throw .damaged(reason: "PIN slot and server binding disagree")
+                }
             case .biometric:
-                guard kdf == kdfNone, m == 0, t == 0, p == 0, flags & slotFlagTPM == 0 else {
+                guard kdf == kdfNone, m == 0, t == 0, p == 0, flags & (slotFlagTPM | slotFlagServer) == 0 else {
                     throw .damaged(reason: "biometric slot with a KDF")
                 }
             }
@@ -269,7 +307,7 @@ struct VaultFile: Equatable {
         }
         let file = VaultFile(
             vaultID: vaultID, policy: policy, keyHalf: keyHalf, slots: slots, payloadNonce: nonce,
-            payloadCiphertext: ciphertext, version: version, pinFormat: pinFormat, tpm: tpm)
+            payloadCiphertext: ciphertext, version: version, pinFormat: pinFormat, tpm: tpm, server: server)
         return (file, mac)
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import PowerAuthProtocol
 import SecureCore
+import VaultOPRFProtocol
 
 /// The deployable reference activation server, HTTP and SQLite around the
 /// protocol logic: `ActivationServer` answers the API (it holds no socket
@@ -75,6 +76,8 @@ public final class ReferenceServer: Sendable {
     public let store: SQLiteActivationStore
     /// The counters served at `/metrics`.
     public let metrics: ServerMetrics
+    /// The vault binding's endpoints and store (`/securepin/v1/vault/`).
+    public let vaults: VaultOPRFEndpoint
     private let http: HTTPServer
     private let metricsHTTP: HTTPServer?
 
@@ -108,9 +111,13 @@ public final class ReferenceServer: Sendable {
         self.activationServer = server
         self.store = store
         self.metrics = metrics
+        // The vault binding's endpoints (VaultOPRFEndpoint.swift), beside PowerAuth's.
+        let vaults = try VaultOPRFEndpoint(
+            store: try OPRFVaultStore(database: store.database, storageKey: storageKey), configuration: configuration)
+        self.vaults = vaults
         let router = Router(
             server: server, store: store, gate: try AdminGate(token: options.adminToken, limit: options.adminRateLimit),
-            metrics: metrics, log: options.accessLog)
+            metrics: metrics, log: options.accessLog, vaults: vaults)
         var http = options.http
         // The admin token goes from the request into secure memory, never into a String.
         http.secretHeaders.insert(HTTPHeader.adminToken.lowercased())
@@ -189,6 +196,8 @@ struct Router: Sendable {
     let gate: AdminGate
     let metrics: ServerMetrics
     let log: AccessLog?
+    /// The vault binding (its own path prefix, its own file).
+    var vaults: VaultOPRFEndpoint? = nil
 
     static let adminPrefix = "/admin/"
 
@@ -260,6 +269,7 @@ struct Router: Sendable {
     }
 
     func dispatch(_ request: HTTPRequest) -> HTTPResponse {
+        if let vaults, request.path.hasPrefix(VaultOPRFAPI.pathPrefix) { return vaults.respond(to: request) }
         if request.path == ServerMetrics.path {
             let verdict = gate.check(request.secretHeaders[HTTPHeader.adminToken.lowercased()])
             if let refusal = Self.refusal(verdict) { return refusal }

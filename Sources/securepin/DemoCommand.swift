@@ -54,6 +54,8 @@ enum DemoCommand {
             try await serverStory(story, directory: base + "/server", pins: pins)
             print("SecurePIN demo, part 2: a secret sealed under a PIN on this machine")
             try await localVaultStory(story, directory: base + "/vault", pins: pins)
+            print("SecurePIN demo, part 3: what a copy of the vault directory is worth, per binding")
+            try await bindingStory(story, directory: base + "/binding")
             print("All \(story.steps) steps behaved as expected.")
             return 0
         } catch {

@@ -10,6 +10,8 @@ enum ExitCode {
     static let usage: Int32 = 2
     /// Locked or throttled.
     static let locked: Int32 = 3
+    /// A server-bound vault's server cannot be reached; nothing was counted.
+    static let network: Int32 = 4
     /// Cancelled (Ctrl-C, Escape, Ctrl-D on the PIN pad).
     static let cancelled: Int32 = 130
 
@@ -19,6 +21,7 @@ enum ExitCode {
           1    wrong PIN, or refused (a weak PIN with --reject-weak, a failed step)
           2    usage error or bad input (nothing was counted)
           3    locked or throttled (see securepin vault status)
+          4    a server-bound vault's server cannot be reached (nothing was counted)
           130  cancelled (Ctrl-C, Escape or Ctrl-D at a prompt)
         """
 }
@@ -167,9 +170,13 @@ enum Help {
                                    below the floor
               -t N -k KiB [-p N]   Argon2id iterations, memory and lanes (default t=2, 64 MiB, p=1);
                                    -t and -k go together, and not with --target-ms
-              --bind tpm           bind the vault to a TPM 2.0: each guess is a TPM command under its
-                                   dictionary-attack lockout; a copy elsewhere opens with no PIN
+              --bind B             software (default); tpm: bind the vault to a TPM 2.0, each guess a
+                                   TPM command under its dictionary-attack lockout; server: bind it
+                                   to a server's OPRF, each guess counted and blocked by the server;
+                                   a copy elsewhere opens with no PIN
               --tcti STRING        the TPM (every vault command): else $TSS2_TCTI, else /dev/tpmrm0
+              --url URL            with --bind server: the server (http://HOST:PORT)
+              --config STRING      with --bind server: the configuration string it prints
               --tpm-max-tries N    the TPM's lockout after N failures (default 10; TPM-wide)
               --tpm-recovery S     one failure forgotten every S seconds (default 600; TPM-wide)
             The vault refuses key derivation below its floor: \(floorText).
@@ -187,7 +194,7 @@ enum Help {
             options:
               --vault DIR       the vault directory
               --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
-              --bind B          software or tpm: refuse (exit 2) a vault bound otherwise
+              --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
 
             example:
@@ -206,7 +213,7 @@ enum Help {
               --reject-weak    refuse a weak new PIN (default: warn and go on)
               --complexity C   accepted only when it names the vault's own PIN format, which
                                change-pin keeps (anything else is refused, exit 2)
-              --bind B         software or tpm: refuse (exit 2) a vault bound otherwise
+              --bind B         software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING    the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
 
             example:
@@ -221,7 +228,7 @@ enum Help {
             options:
               --vault DIR     the vault directory
               --json          one JSON object (snake_case keys)
-              --bind B        software or tpm: refuse (exit 2) a vault bound otherwise
+              --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault (its lockout counter is read from it)
 
             example:
@@ -237,7 +244,7 @@ enum Help {
             options:
               --vault DIR     the vault directory
               --yes           do not ask (needed when standard input is not a terminal)
-              --bind B        software or tpm: refuse (exit 2) a vault bound otherwise
+              --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
 
             example:

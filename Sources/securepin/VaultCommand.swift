@@ -1,6 +1,7 @@
 import Foundation
 import PinEntry
 import PinVault
+import PinVaultServer
 import PinVaultTPM
 import SecureCore
 
@@ -53,12 +54,17 @@ enum VaultCommand {
     static func binding(_ args: inout Arguments) -> (bind: VaultStatus.Binding?, options: PinVault.Options) {
         let bind = args.value("--bind").map { text -> VaultStatus.Binding in
             guard let value = VaultStatus.Binding(rawValue: text) else {
-                args.fail("--bind must be software or tpm, not '\(text)'")
+                args.fail("--bind must be software, tpm or server, not '\(text)'")
             }
             return value
         }
         let tcti = SoftwareStackTPM.tcti(option: args.value("--tcti"))
-        return (bind, PinVault.Options(tpm: SoftwareStackTPM(tcti: tcti)))
+        // A server-bound vault's file records its server's address; the connector makes the client.
+        return (
+            bind,
+            PinVault.Options(
+                tpm: SoftwareStackTPM(tcti: tcti), serverConnector: HTTPVaultServer.connector())
+        )
     }
 
     /// The vault's status, checked against `--bind` when one was given.
@@ -96,7 +102,18 @@ enum VaultCommand {
         let (bind, options) = binding(&args)
         let maxTries = args.integer("--tpm-max-tries", range: UInt32(1)...UInt32(1000))
         let recovery = args.integer("--tpm-recovery", range: UInt32(0)...UInt32(86_400 * 7))
+        let url = args.value("--url")
+        let configuration = args.value("--config")
         directory = requireVault(&args)
+        if bind != .server && (url != nil || configuration != nil) {
+            args.usageError("--url and --config go with --bind server")
+        }
+        if bind == .server && (url == nil || configuration == nil) {
+            args.usageError("--bind server needs --url URL and --config STRING (what securepin server prints)")
+        }
+        if bind == .server && policyText != nil {
+            args.usageError("--policy is the software counter's: with --bind server the server's policy counts")
+        }
         if bind != .tpm && (maxTries != nil || recovery != nil) {
             args.usageError("--tpm-max-tries and --tpm-recovery go with --bind tpm")
         }
@@ -104,9 +121,12 @@ enum VaultCommand {
             args.usageError(
                 "--policy is the software counter's: with --bind tpm the TPM's lockout counts (--tpm-max-tries)")
         }
-        let vaultBinding: VaultBinding =
-            bind == .tpm
-            ? .tpm(TPMLockoutPolicy(maxTries: maxTries ?? 10, recoverySeconds: recovery ?? 600)) : .software
+        let vaultBinding: VaultBinding
+        switch bind {
+        case .tpm: vaultBinding = .tpm(TPMLockoutPolicy(maxTries: maxTries ?? 10, recoverySeconds: recovery ?? 600))
+        case .server: vaultBinding = .server(VaultServerAddress(url: url ?? "", configuration: configuration ?? ""))
+        case .software, nil: vaultBinding = .software
+        }
         // Every check before the secret is read or a PIN asked for.
         if case .descriptor(0, _) = input {
             args.usageError("standard input carries the secret: give the PIN on another descriptor (--pin-fd 3 3<FILE)")
@@ -132,10 +152,15 @@ enum VaultCommand {
         let pin = PinInput.readNew(input, repeatPrompt: "Repeat PIN", format: format, command: "vault init")
         defer { pin.destroy() }
         PinInput.checkStrength(pin, format: format, reject: rejectWeak, command: "vault init")
-        _ = try PinVault.create(
+        let created = try PinVault.create(
             at: directory, secret: secret, pin: pin, policy: policy, pinFormat: VaultPinFormat(format),
             parameters: parameters, binding: vaultBinding, options: options)
-        if case .tpm(let lockout) = vaultBinding {
+        if case .server(let address) = vaultBinding {
+            let limit = (try? created.status().maxFailures).map(String.init) ?? "?"
+            print(
+                "vault created: \(directory) (Argon2id \(parameters), bound to the server at \(address.url): "
+                    + "blocked by the server after \(limit) failures; PIN format \(describeFormat(format)))")
+        } else if case .tpm(let lockout) = vaultBinding {
             print(
                 "vault created: \(directory) (Argon2id \(parameters), bound to the TPM at "
                     + "\(options.tpm?.location ?? "?"): locked out after \(lockout.maxTries) failures, "
@@ -238,7 +263,9 @@ enum VaultCommand {
             guard isDirectory.boolValue else { args.fail("\(directory) exists and is not a directory") }
             return
         }
-        let parent = (directory as NSString).deletingLastPathComponent
+        // Not NSString.deletingLastPathComponent: this toolchain's Foundation traps on a bare name ("v").
+        let trimmed = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        let parent = trimmed.lastIndex(of: "/").map { $0 == trimmed.startIndex ? "/" : String(trimmed[..<$0]) } ?? ""
         let parentPath = parent.isEmpty ? "." : parent
         guard FileManager.default.fileExists(atPath: parentPath, isDirectory: &isDirectory), isDirectory.boolValue
         else { args.fail("cannot create \(directory): the directory \(parentPath) does not exist") }
@@ -322,17 +349,24 @@ enum VaultCommand {
         let (bind, options) = binding(&args)
         directory = requireVault(&args)
         let s = try checkedStatus(PinVault(directory: directory, options: options), bind: bind, args: args)
-        let enforcer =
-            s.binding == .tpm
-            ? "the TPM at \(options.tpm?.location ?? "?") (dictionary-attack lockout, shared by its DA-protected objects)"
-            : "this vault's failure record (software; a copy of the directory can be guessed offline)"
+        let enforcer: String
+        switch s.binding {
+        case .tpm:
+            enforcer =
+                "the TPM at \(options.tpm?.location ?? "?") (dictionary-attack lockout, shared by its DA-protected objects)"
+        case .server:
+            enforcer =
+                "the server at \(s.serverLocation ?? "?") (counts every OPRF evaluation, blocks at its maximum)"
+        case .software:
+            enforcer = "this vault's failure record (software; a copy of the directory can be guessed offline)"
+        }
         let format = PinFormat(s.pinFormat)
         if json {
             var fields: [String: Any] = [
                 "state": s.state.rawValue, "failures": s.failures, "max_failures": s.maxFailures,
                 "remaining_attempts": s.remainingAttempts, "retry_after_seconds": s.retryAfterSeconds,
                 "biometric_slot": s.hasBiometricSlot, "policy": policyName(s.policy),
-                "binding": s.binding.rawValue, "enforced_by": s.binding == .tpm ? "tpm" : "software",
+                "binding": s.binding.rawValue, "enforced_by": s.binding.rawValue,
                 "pin_format": PinComplexity.allCases.first { PinFormat($0) == format }?.rawValue
                     ?? s.pinFormat.description,
             ]
@@ -470,6 +504,19 @@ enum VaultCommand {
                         + "one failure every \(seconds) s; nothing was counted", ExitCode.locked
                 )
             case .tpmFailed(let error): ("the TPM failed: \(error)", ExitCode.refused)
+            case .serverRequired:
+                ("the vault at \(directory) is bound to a server and no client was given", ExitCode.usage)
+            case .network(let reason):
+                (
+                    "the vault at \(directory) needs its server, which cannot be reached: \(reason); "
+                        + "nothing was counted here", ExitCode.network
+                )
+            case .serverBlocked:
+                (
+                    "the server blocks this vault after too many failures: it refuses every PIN, the right one "
+                        + "too; only its operator can lift the block", ExitCode.locked
+                )
+            case .serverRefused(let reason): ("the vault's server refused: \(reason)", ExitCode.refused)
             }
         CLI.printError("securepin: \(command): \(message)")
         return code

@@ -88,6 +88,17 @@ check() {
 check PinEntry PinEntryTerminal
 check PinStrength PinEntryTerminal PinEntry
 
+# The vault links no network code: its server binding reaches the server through PinVaultServer,
+# which an app adds (as PinVaultTPM for the TPM); PinVault's own closure holds none of it.
+vault=$(closure PinVault)
+for banned in HTTPClient HTTPServer CHTTPShim ReferenceServer PinVaultServer VaultOPRFProtocol PowerAuthProtocol; do
+    if grep -qx "$banned" <<<"$vault"; then
+        echo "check-module-deps: PinVault depends on $banned: $(tr '\n' ' ' <<<"$vault")" >&2
+        status=1
+    fi
+done
+((status == 0)) && echo "module check: PinVault links $(tr '\n' ' ' <<<"$vault")(no HTTP client or server, no server glue)"
+
 # Control: the terminal driver's objects do show what the check looks for.
 driver=$(undefined PinEntryTerminal)
 for needed in sigaction tcsetattr isatty; do

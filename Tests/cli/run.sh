@@ -179,7 +179,7 @@ check "pin check names the descriptor and the format" 0 0 $?
 # demo --interactive: the two PINs typed on the terminal pad (in tmux), only dots on screen.
 if command -v tmux >/dev/null; then
     sock="$work/tmux.sock"
-    tmux -S "$sock" new-session -d -x 160 -y 50 "$B demo --interactive; echo DEMO-EXIT=\$?; sleep 60"
+    tmux -S "$sock" new-session -d -x 160 -y 64 "$B demo --interactive; echo DEMO-EXIT=\$?; sleep 60"
     sleep 1.5
     tmux -S "$sock" send-keys 2 5 8 0 Enter
     sleep 0.7
@@ -190,7 +190,7 @@ if command -v tmux >/dev/null; then
         sleep 1
     done
     tmux -S "$sock" kill-server 2>/dev/null
-    grep -q "DEMO-EXIT=0" "$work/screen" && grep -q "All 24 steps behaved as expected" "$work/screen"
+    grep -q "DEMO-EXIT=0" "$work/screen" && grep -q "All 30 steps behaved as expected" "$work/screen"
     check "demo --interactive with PINs typed on the pad" 0 0 $?
     [[ $(grep -c '^Choose.*: ••••$' "$work/screen") == 2 ]] && ! grep '^Choose' "$work/screen" | grep -q '[0-9]'
     check "demo --interactive shows dots, never the typed digits" 0 0 $?

@@ -1,0 +1,254 @@
+import Foundation
+import PinVault
+import PowerAuthProtocol
+import SecureCore
+import Synchronization
+import VaultOPRFProtocol
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The server of a server-bound vault (`PinVault.VaultBinding.server(_:)`), reached over HTTP:
+/// every request is encrypted with ECIES (PowerAuth 3.2, application scope) to the master server
+/// public key of the configuration string, and so is every answer (`VaultOPRFProtocol.VaultOPRFAPI`).
+///
+/// ```swift
+/// let options = PinVault.Options(serverConnector: HTTPVaultServer.connector())
+/// ```
+///
+/// The calls are synchronous, as the vault's are: each waits for its answer on a semaphore that
+/// URLSession's own delegate queue signals, never on a task of the cooperative pool, so a vault
+/// opened from async code (`PinVault.PinVault.unlock(pin:_:)`, which runs off the executor) or
+/// from a test cannot starve the pool.
+public final class HTTPVaultServer: VaultOPRFServer, Sendable {
+    /// Where the server is.
+    public let address: VaultServerAddress
+    /// The base URL.
+    public let baseURL: URL
+    /// How long one request may take.
+    public let timeout: TimeInterval
+    let encryptor: ECIESEncryptor
+    let session: URLSession
+
+    /// The base URL, for messages.
+    public var location: String { address.url }
+
+    /// A client for `address`.
+    /// - Parameters:
+    ///   - address: the URL and configuration string the vault records.
+    ///   - timeout: seconds per request (default 10).
+    /// - Throws: `PinVault.VaultServerError.refused(reason:)` for a URL that is not http(s) or a
+    ///   configuration string that does not parse.
+    public init(address: VaultServerAddress, timeout: TimeInterval = 10) throws(VaultServerError) {
+        guard let url = URL(string: address.url), let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", url.host != nil
+        else { throw .refused(reason: "the server URL must be http:// or https:// with a host") }
+        let sdk: SDKConfiguration
+        do throws(ProtocolError) {
+            sdk = try SDKConfiguration(parsing: address.configuration)
+        } catch {
+            throw .refused(reason: "the configuration string does not parse: \(error)")
+        }
+        do throws(ECIESError) {
+            encryptor = try ECIESEncryptor(
+                configuration: try VaultOPRFAPI.eciesConfiguration(sdk), serverPublicKey: sdk.masterServerPublicKey)
+        } catch {
+            throw .refused(reason: "the configuration's master server key is not usable: \(error)")
+        }
+        self.address = address
+        self.baseURL = url
+        self.timeout = timeout
+        let settings = URLSessionConfiguration.ephemeral
+        settings.timeoutIntervalForRequest = timeout
+        settings.timeoutIntervalForResource = timeout
+        settings.urlCache = nil
+        settings.httpShouldSetCookies = false
+        session = URLSession(configuration: settings)
+    }
+
+    deinit { session.finishTasksAndInvalidate() }
+
+    /// A connector for `PinVault.PinVault.Options.serverConnector`: an address the file records
+    /// that does not make a client gives a server whose every call fails with that reason.
+    /// - Parameter timeout: seconds per request.
+    /// - Returns: the connector.
+    public static func connector(timeout: TimeInterval = 10) -> @Sendable (VaultServerAddress) -> any VaultOPRFServer {
+        { address in
+            do throws(VaultServerError) {
+                return try HTTPVaultServer(address: address, timeout: timeout)
+            } catch {
+                return UnusableServer(location: address.url, error: error)
+            }
+        }
+    }
+
+    // MARK: - VaultOPRFServer
+
+    /// Creates a vault record and evaluates its first blinded element.
+    public func register(blinded: [UInt8]) throws(VaultServerError) -> (
+        vaultId: [UInt8], evaluation: VaultServerEvaluation
+    ) {
+        let answer = try call(.register, vaultId: Self.noVault) { $0.copyBytes(from: blinded) }
+        let idEnd = VaultOPRFAPI.vaultIdByteCount
+        let evaluation = try Self.evaluation(answer[idEnd...])
+        return (Array(answer[..<idEnd]), evaluation)
+    }
+
+    /// Stores the verifier.
+    public func enroll(vaultId: [UInt8], verifier: SecureBytes) throws(VaultServerError) {
+        guard verifier.count == VaultOPRFAPI.proofByteCount else { throw .refused(reason: "verifier size") }
+        let answer = try call(.enroll, vaultId: vaultId) { out in
+            verifier.withUnsafeBytes { out.copyMemory(from: $0) }
+        }
+        _ = try Self.counters(answer[...])
+    }
+
+    /// Counts one attempt, then evaluates.
+    public func evaluate(vaultId: [UInt8], blinded: [UInt8]) throws(VaultServerError) -> VaultServerEvaluation {
+        try Self.evaluation(try call(.evaluate, vaultId: vaultId) { $0.copyBytes(from: blinded) }[...])
+    }
+
+    /// Proves the unlock.
+    public func confirm(vaultId: [UInt8], verifier: SecureBytes, challenge: [UInt8]) throws(VaultServerError)
+        -> VaultServerCounters
+    {
+        let proof: [UInt8]
+        do throws(SecureCoreError) {
+            proof = try VaultOPRFAPI.proof(verifier: verifier, vaultId: vaultId, challenge: challenge)
+        } catch {
+            throw .refused(reason: "computing the proof failed: \(error)")
+        }
+        return try Self.counters(try call(.confirm, vaultId: vaultId) { $0.copyBytes(from: proof) }[...])
+    }
+
+    /// The counter.
+    public func status(vaultId: [UInt8]) throws(VaultServerError) -> VaultServerCounters {
+        try Self.counters(try call(.status, vaultId: vaultId) { _ in }[...])
+    }
+
+    // MARK: - Exchange
+
+    static let noVault = [UInt8](repeating: 0, count: VaultOPRFAPI.vaultIdByteCount)
+
+    /// Encrypts the request, posts it, decrypts the answer (public bytes: identifiers, elements, counters).
+    func call(
+        _ operation: VaultOPRFAPI.Operation, vaultId: [UInt8], fill: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(VaultServerError) -> [UInt8] {
+        guard vaultId.count == VaultOPRFAPI.vaultIdByteCount else { throw .refused(reason: "vault identifier size") }
+        let plaintext = try Self.core { () throws(SecureCoreError) in
+            try VaultOPRFAPI.request(operation, vaultId: vaultId, fill: fill)
+        }
+        defer { plaintext.destroy() }
+        let sealed: (cryptogram: ECIESCryptogram, envelope: ECIESEnvelope)
+        do throws(ECIESError) {
+            sealed = try encryptor.encryptRequest(plaintext)
+        } catch {
+            throw .refused(reason: "encrypting the request failed: \(error)")
+        }
+        guard let body = try? JSONEncoder().encode(VaultOPRFAPI.Cryptogram(sealed.cryptogram)) else {
+            throw .refused(reason: "encoding the request failed")
+        }
+        let (status, data) = try post(operation.path, body)
+        guard status == 200 else {
+            let failure = try? JSONDecoder().decode(VaultOPRFAPI.Failure.self, from: data)
+            let counters = failure?.counters.map(Self.counters(_:))
+            switch (status, failure?.error) {
+            case (403, "blocked"):
+                throw .blocked(counters ?? VaultServerCounters(failures: 0, maxFailures: 0, blocked: true))
+            case (404, "unknown-vault"): throw .unknownVault
+            default: throw .refused(reason: "HTTP \(status) \(failure?.error ?? "")")
+            }
+        }
+        guard let wire = try? JSONDecoder().decode(VaultOPRFAPI.Cryptogram.self, from: data),
+            let cryptogram = wire.cryptogram
+        else { throw .refused(reason: "the answer is not an ECIES cryptogram") }
+        let opened: SecureBytes?
+        do throws(ECIESError) {
+            opened = try sealed.envelope.decryptResponse(cryptogram)
+        } catch {
+            throw .refused(reason: "the answer does not decrypt: \(error)")
+        }
+        guard let opened else { throw .refused(reason: "empty answer") }
+        defer { opened.destroy() }
+        return opened.withUnsafeBytes { Array($0) }
+    }
+
+    /// One POST, waited for on a semaphore signalled from URLSession's delegate queue.
+    func post(_ path: String, _ body: Data) throws(VaultServerError) -> (Int, Data) {
+        var request = URLRequest(url: baseURL.appendingPathComponent(String(path.dropFirst())))
+        request.httpMethod = "POST"
+        request.httpBody = body
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.timeoutInterval = timeout
+        let outcome = Mutex<Result<(Int, Data), VaultServerError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let task = session.dataTask(with: request) { data, response, error in
+            let result: Result<(Int, Data), VaultServerError>
+            if let error {
+                result = .failure(.network(reason: error.localizedDescription))
+            } else if let http = response as? HTTPURLResponse {
+                result = .success((http.statusCode, data ?? Data()))
+            } else {
+                result = .failure(.network(reason: "no HTTP response"))
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        task.resume()
+        if done.wait(timeout: .now() + timeout + 1) == .timedOut {
+            task.cancel()
+            throw .network(reason: "no answer from \(address.url) within \(Int(timeout)) s")
+        }
+        guard let result = outcome.withLock({ $0 }) else { throw .network(reason: "no answer") }
+        return try result.get()
+    }
+
+    static func counters(_ bytes: ArraySlice<UInt8>) throws(VaultServerError) -> VaultServerCounters {
+        guard let parsed = VaultOPRFAPI.Counters(bytes) else { throw .refused(reason: "malformed counters") }
+        return counters(parsed)
+    }
+
+    static func counters(_ c: VaultOPRFAPI.Counters) -> VaultServerCounters {
+        VaultServerCounters(
+            failures: c.failures, maxFailures: c.maxFailures,
+            blocked: c.state == .blocked)
+    }
+
+    static func evaluation(_ bytes: ArraySlice<UInt8>) throws(VaultServerError) -> VaultServerEvaluation {
+        let element = OPRF.elementByteCount
+        let challenge = VaultOPRFAPI.challengeByteCount
+        guard bytes.count == element + challenge + VaultOPRFAPI.countersByteCount else {
+            throw .refused(reason: "malformed evaluation")
+        }
+        let start = bytes.startIndex
+        return VaultServerEvaluation(
+            evaluated: Array(bytes[start..<start + element]),
+            challenge: Array(bytes[(start + element)..<(start + element + challenge)]),
+            counters: try counters(bytes[(start + element + challenge)...]))
+    }
+
+    static func core<R>(_ body: () throws(SecureCoreError) -> R) throws(VaultServerError) -> R {
+        do throws(SecureCoreError) {
+            return try body()
+        } catch {
+            throw .refused(reason: "secure memory: \(error)")
+        }
+    }
+}
+
+/// The server of an address that does not make a client: every call fails with the same reason.
+struct UnusableServer: VaultOPRFServer {
+    let location: String
+    let error: VaultServerError
+
+    func register(blinded: [UInt8]) throws(VaultServerError) -> (vaultId: [UInt8], evaluation: VaultServerEvaluation) {
+        throw error
+    }
+    func enroll(vaultId: [UInt8], verifier: SecureBytes) throws(VaultServerError) { throw error }
+    func evaluate(vaultId: [UInt8], blinded: [UInt8]) throws(VaultServerError) -> VaultServerEvaluation { throw error }
+    func confirm(vaultId: [UInt8], verifier: SecureBytes, challenge: [UInt8]) throws(VaultServerError)
+        -> VaultServerCounters
+    { throw error }
+    func status(vaultId: [UInt8]) throws(VaultServerError) -> VaultServerCounters { throw error }
+}
