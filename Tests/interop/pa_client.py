@@ -388,6 +388,9 @@ def scenario(a):
     ck = Checks(known)
     bo = BackOffice(a.admin_url or a.url, a.admin_token, a.admin_style)
     config = a.config
+    if a.matrix_only:
+        version_matrix(a, bo, config, ck)
+        return ck
     try:
         pa.parse_config(config)
         ck.check("configuration string parses as MOBILE_SDK_CONFIG", True)
@@ -412,6 +415,7 @@ def scenario(a):
     got = ck.run("3.3 activation/create (two ECIES layers, temporary key)", lambda: c.activate(code, "interop", sig))
     if got is None:
         print("pa_client: activation failed; the rest of the 3.3 path cannot run")
+        version_matrix(a, bo, config, ck)
         return ck
     print("fingerprint %s activationId %s" % (c.fingerprint, c.activation_id))
     s = ck.run("3.3 activation/status before commit", c.status)
@@ -752,6 +756,9 @@ def version_matrix(a, bo, config, ck):
         print("  %-20s %s" % (ep, " ".join("%-9s" % table[v].get(ep, "-") for v in table)))
     if "3.3" in table:
         ck.check("3.3 accepted on every endpoint", all(x == "accepted" for x in table["3.3"].values()), table["3.3"])
+    for v in filter(None, a.expect_refused.split(",")):
+        ck.check("%s refused cleanly at activation/create" % v, table.get(v, {}).get("activation/create") == "refused",
+                 table.get(v))
 
 
 def main():
@@ -765,6 +772,8 @@ def main():
     s.add_argument("--admin-style", choices=("securepin", "pa_server"), required=True)
     s.add_argument("--versions", default="3.0,3.1,3.2,3.3")
     s.add_argument("--known-differences")
+    s.add_argument("--matrix-only", action="store_true", help="only the protocol-version matrix")
+    s.add_argument("--expect-refused", default="", help="versions the server is set to refuse (checked)")
     a = ap.parse_args()
     if a.cmd == "scenario":
         t0 = time.time()

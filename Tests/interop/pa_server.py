@@ -58,7 +58,8 @@ class Server:
         self.temp_keys = {}
         self.tokens = {}
         self.seen = set()  # ECIES replay: (ephemeralPublicKey, nonce)
-        self.stats = {"eciesRefused": 0, "signaturesFailed": 0}
+        self.stats = {"eciesRefused": 0, "signaturesFailed": 0, "keystoreIssued": 0}
+        self.versions_seen = set()
 
     # ---------------------------------------------------------------- helpers
     def activation(self, aid):
@@ -121,6 +122,7 @@ class Server:
         h = pa.parse_header(headers.get("X-PowerAuth-Encryption"))
         if h is None or "version" not in h or "application_key" not in h:
             raise Refusal(400, "ERR_ENCRYPTION", "missing or invalid X-PowerAuth-Encryption")
+        self.versions_seen.add(h["version"])
         self.check_version(h["version"])
         if h["application_key"] != self.app_key_b64:
             raise Refusal(400, "ERR_ENCRYPTION", "unknown application key")
@@ -138,6 +140,7 @@ class Server:
             if not h.get(f):
                 raise auth_error("missing " + f)
         v = h["pa_version"]
+        self.versions_seen.add(v)
         self.check_version(v, 401, "ERR_AUTHENTICATION")
         if h["pa_application_key"] != self.app_key_b64:
             raise auth_error("unknown application")
@@ -199,6 +202,7 @@ class Server:
         tid = str(uuid.uuid4())
         priv = pa.new_keypair()
         now = pa.now_ms()
+        self.stats["keystoreIssued"] += 1
         self.temp_keys[tid] = {"priv": priv, "appKey": self.app_key_b64, "activationId": aid, "exp": now + TEMP_KEY_MS}
         out = {"sub": tid, "applicationKey": self.app_key_b64}
         if aid is not None:
@@ -387,7 +391,11 @@ class Server:
             return {"activationId": a["id"], "state": a["state"], "failedAttempts": a["failed"],
                     "maxFailedAttempts": a["maxFailed"], "counter": a["counter"], "tokens": sum(
                         1 for t in self.tokens.values() if t["activationId"] == a["id"]),
-                    "lastVaultReason": a.get("lastVaultReason"), "stats": dict(self.stats)}
+                    "tokenIds": sorted(k for k, t in self.tokens.items() if t["activationId"] == a["id"]),
+                    "lastVaultReason": a.get("lastVaultReason"), "stats": dict(self.stats),
+                    "versionsSeen": sorted(self.versions_seen),
+                    "fingerprint": pa.fingerprint_v3(a["devicePub"], a["id"], pa.pub_bytes(a["serverPriv"].public_key()))
+                    if a["devicePub"] else None}
         raise Refusal(404, "ERR_ACTIVATION", "unknown admin path")
 
 
