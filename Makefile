@@ -141,7 +141,8 @@ test-interop: deps
 	$(SWIFT) build --product securepin
 	@[ -x $(PYENV)/bin/python3 ] || python3 -m venv $(PYENV)
 	@$(PYENV)/bin/python3 -c 'import cryptography' 2>/dev/null || $(PYENV)/bin/pip install -q cryptography
-	Tests/interop/run.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop.log
+	INTEROP_LOG_DIR=$(BUILD_DIR)/test-logs/interop \
+	  Tests/interop/run.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop.log
 
 ## docs: the DocC site of every public module, from the build's symbol graphs, with the articles
 ## (Sources/<Module>/<Module>.docc) whose code the DocSnippetTests target compiles and runs.

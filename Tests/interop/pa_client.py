@@ -176,6 +176,7 @@ class Client:
         self.activation_id = l2resp["activationId"]
         self.server_pub = pa.b64d(l2resp["serverPublicKey"])
         self.ctr = pa.b64d(l2resp["ctrData"])
+        self.ctr_history = [self.ctr]
         if len(self.ctr) != 16:
             raise ProtocolFailure("ctrData is not 16 bytes")
         self.keys = pa.derive_keys(pa.master_secret(self.device, pa.pub_from_bytes(self.server_pub)))
@@ -200,16 +201,20 @@ class Client:
             s = pa.decrypt_status_blob(self.keys["transport"], challenge, nonce, pa.b64d(o["encryptedStatusBlob"]))
         except (ValueError, KeyError) as e:
             raise ProtocolFailure("activation/status: blob does not decrypt: %s (%r)" % (e, r))
-        # The counter hash must be our counter or a few steps behind/ahead (Activation-Status.md)
-        c, dist = self.ctr, None
-        for d in range(s["ctrLookAhead"] + 1):
-            if pa.ctr_data_hash(self.keys["transport"], c) == s["ctrDataHash"]:
-                dist = -d
+        # Where the server's counter is relative to ours (Activation-Status.md, CTR_DATA_HASH):
+        # 0 = same, k > 0 = we are k codes ahead (codes the server never accepted), k < 0 = behind.
+        tk, dist = self.keys["transport"], None
+        for k, c in enumerate(reversed(self.ctr_history[-64:])):
+            if pa.ctr_data_hash(tk, c) == s["ctrDataHash"]:
+                dist = k
                 break
-            c = pa.next_ctr(c)
         if dist is None:
             c = self.ctr
-            # server ahead of us? It never should be; report
+            for k in range(1, 64):
+                c = pa.next_ctr(c)
+                if pa.ctr_data_hash(tk, c) == s["ctrDataHash"]:
+                    dist = -k
+                    break
         s["counterDistance"] = dist
         return s
 
@@ -226,10 +231,24 @@ class Client:
         data = pa.normalized_data("POST", uri_id, nonce, body, self.app_secret)
         sig = pa.compute_signature(v, data, keys, self.ctr)
         self.ctr = pa.next_ctr(self.ctr)  # the counter moves after every code computed
+        self.ctr_history.append(self.ctr)
         return {"X-PowerAuth-Authorization": pa.auth_header(v, self.activation_id, self.app_key, nonce, factors, sig)}
 
-    def validate(self, factors, wrong_knowledge=False):
-        body = dumps({"requestObject": {"reason": "VALIDATE_PASSWORD"}})
+    def synchronize(self):
+        """When we are ahead of the server (refused requests whose codes it never saw), send a
+        possession-only code with reason COUNTER_SYNCHRONIZATION, as the SDK does
+        (GetActivationStatusTask.java); the server catches up through its look-ahead window."""
+        s = self.status()
+        if s["counterDistance"] is not None and s["counterDistance"] > 0:
+            body = dumps({"requestObject": {"reason": "COUNTER_SYNCHRONIZATION"}})
+            r = self.post("/pa/v3/signature/validate", body, self.auth("/pa/signature/validate", body, "possession"))
+            if not r.ok():
+                raise ProtocolFailure("counter synchronization refused: %r" % r)
+            s = self.status()
+        return s
+
+    def validate(self, factors, wrong_knowledge=False, reason="VALIDATE_PASSWORD"):
+        body = dumps({"requestObject": {"reason": reason}})
         return self.post("/pa/v3/signature/validate", body, self.auth("/pa/signature/validate", body, factors, wrong_knowledge))
 
     def remove(self, factors="possession_knowledge"):
@@ -443,6 +462,25 @@ def scenario(a):
     ck.check("3.3 code 3 steps ahead accepted (look-ahead)", r.ok(), repr(r))
     s = c.status()
     ck.check("status counter hash follows the client after look-ahead", s["counterDistance"] == 0, s)
+    la = s["ctrLookAhead"]
+    # the window is half-open, [CTR, CTR + LOOK_AHEAD) (Computing-and-Validating-Signatures.md)
+    for _ in range(la - 1):
+        c.ctr = pa.next_ctr(c.ctr)
+        c.ctr_history.append(c.ctr)
+    r = c.validate("possession")
+    ck.check("3.3 code at CTR + look-ahead - 1 (%d) accepted" % (la - 1), r.ok(), repr(r))
+    for _ in range(la):
+        c.ctr = pa.next_ctr(c.ctr)
+        c.ctr_history.append(c.ctr)
+    r = c.validate("possession")
+    ck.check("3.3 code at CTR + look-ahead (%d) refused" % la, r.status == 401, repr(r))
+    s = c.status()
+    ck.check("status shows the client %d codes ahead, failures still 0" % (la + 1),
+             s["counterDistance"] == la + 1 and s["failedAttempts"] == 0, s)
+    c.ctr = c.ctr_history[-(la + 2)]  # back to the server's counter (test only: the SDK cannot rewind)
+    c.ctr_history.append(c.ctr)
+    s = c.synchronize()
+    ck.check("counter back in step", s["counterDistance"] == 0, s)
 
     # wrong possession-only code: refused, not counted
     r = c.post("/pa/v3/signature/validate", b"{}", {"X-PowerAuth-Authorization": pa.auth_header(
@@ -565,7 +603,7 @@ def ecies_abuse(c, bo, ck, a, config):
     base_fail = c.status()["failedAttempts"]
 
     def after(name):
-        s = c.status()
+        s = c.synchronize()
         ck.check("%s: nothing counted" % name, s["failedAttempts"] == base_fail and s["state"] == 3, s)
         r = c.server_status()
         ck.check("%s: server still serving" % name, r.ok(), repr(r))

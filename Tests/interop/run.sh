@@ -77,12 +77,13 @@ start() { # name, output file, command...
     "$@" >"$out" 2>"$out.err" &
     pids+=($!)
     for _ in $(seq 1 300); do
-        [[ $(wc -l <"$out") -ge 3 ]] && return 0
+        [[ -f $out && $(wc -l <"$out") -ge 3 ]] && return 0
         kill -0 "${pids[-1]}" 2>/dev/null || break
         sleep 0.1
     done
+    failed=$((failed + 1))
     echo "FAIL - $name did not start:"
-    cat "$out" "$out.err"
+    cat "$out" "$out.err" 2>/dev/null
     return 1
 }
 json() { # file, python expression over `d`
@@ -118,7 +119,7 @@ fi
 
 # ------------------------------------------------------------------------------------------------
 echo "== (a) Python client against securepin server"
-token=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+token=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf '%s\n' "$token" >"$work/admin.token"
 chmod 600 "$work/admin.token"
 if start "securepin server" "$work/sp.out" "$B" server --port 0 --db "$work/server.sqlite" \
@@ -255,6 +256,14 @@ elif start pa_server "$work/pas3.out" "$PY" "$here/pa_server.py" --port 0; then
     check "client usage error: exit 2" "$([[ $rc == 2 ]] && echo 0 || echo 1)" "(exit $rc)"
 fi
 
+# Full transcripts (every ok line too) when asked: INTEROP_LOG_DIR=DIR.
+if [[ -n ${INTEROP_LOG_DIR:-} ]]; then
+    mkdir -p "$INTEROP_LOG_DIR"
+    for f in c1 c2 ca; do
+        [[ -f $work/$f.log ]] && cp "$work/$f.log" "$INTEROP_LOG_DIR/client-$f.txt"
+    done
+    echo "full client transcripts in $INTEROP_LOG_DIR"
+fi
 echo "== interop summary"
 echo "checks: $passed passed, $failed failed, $known known differences, $skipped parts skipped"
 [[ $known -gt 0 ]] && echo "known differences are listed in Tests/interop/known-differences.txt"
