@@ -450,6 +450,10 @@ def scenario(a):
         maxf = s["maxFailedAttempts"]
     else:
         maxf = 5
+    r = c.post("/pa/v3/activation/status", dumps({"requestObject": {
+        "activationId": "00000000-0000-4000-8000-000000000001", "challenge": pa.b64e(os.urandom(16))}}))
+    ck.check("status of an unknown activation: 200 with 32 random bytes (powerauth-server ActivationServiceBehavior)",
+             r.ok() and len(pa.b64d(((r.body or {}).get("responseObject") or {}).get("encryptedStatusBlob", ""))) == 32, repr(r))
     ck.run("3.3 activation-scope temporary key (HS256 keyed KDF_INTERNAL(KEY_TRANSPORT, secret), ES256 by KEY_SERVER_PRIVATE)",
            lambda: c.temporary_key("activation"))
     for f in ("possession", "possession_knowledge", "possession_biometry", "possession_knowledge_biometry"):

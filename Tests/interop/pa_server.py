@@ -248,7 +248,7 @@ class Server:
         ro = req.get("requestObject") if isinstance(req, dict) else None
         if not isinstance(ro, dict) or not isinstance(ro.get("activationId"), str):
             raise Refusal(400, "ERR_ACTIVATION", "POWER_AUTH_ACTIVATION_INVALID")
-        a = self.activation(ro["activationId"])
+        a = self.activations.get(ro["activationId"])
         challenge = ro.get("challenge")
         try:
             ch = pa.b64d(challenge) if challenge is not None else None
@@ -257,6 +257,14 @@ class Server:
         except ValueError:
             raise Refusal(400, "ERR_ACTIVATION", "challenge")
         nonce = os.urandom(16) if ch is not None else None
+        if a is None:
+            # powerauth-server ActivationServiceBehavior: an unknown activation answers OK with
+            # 32 random bytes (REMOVED on the server side; the client cannot decrypt it)
+            out = {"activationId": ro["activationId"], "encryptedStatusBlob": pa.b64e(os.urandom(32))}
+            if nonce is not None:
+                out["nonce"] = pa.b64e(nonce)
+            out["customObject"] = None
+            return 200, {"status": "OK", "responseObject": out}
         if a["state"] == "CREATED":
             blob = os.urandom(32)  # no shared key yet (powerauth-server ActivationServiceBehavior)
         else:
@@ -283,7 +291,11 @@ class Server:
     def token_create(self, req, headers, raw):
         a, h = self.verify_signature(headers, "POST", "/pa/token/create", raw, (
             "possession", "possession_knowledge", "possession_biometry", "possession_knowledge_biometry"))
-        ctx, _ = self.ecies_open(h["pa_version"], "activation", pa.SH1["token_create"], req, activation=a)
+        try:
+            ctx, _ = self.ecies_open(h["pa_version"], "activation", pa.SH1["token_create"], req, activation=a)
+        except Refusal as r:
+            # TokenService wraps every failure as PowerAuthTokenErrorException: 401 ERR_AUTHENTICATION
+            raise Refusal(401, "ERR_AUTHENTICATION", r.message)
         tid = str(uuid.uuid4())
         secret = os.urandom(16)
         self.tokens[tid] = {"activationId": a["id"], "secret": secret, "type": h["pa_signature_type"]}
