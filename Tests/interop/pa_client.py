@@ -73,6 +73,7 @@ class Client:
         self.version = version
         self.activation_id = None
         self.log = []
+        self.temp_cache = {}
 
     # ---------------------------------------------------------------- transport
     def post(self, path, body_bytes, headers=None):
@@ -119,7 +120,13 @@ class Client:
         """ECIES context for one request (End-To-End-Encryption.md); 3.3 uses a temporary key."""
         tid = None
         if self.version == "3.3":
-            tid, pub = self.temporary_key(scope)
+            # Reused until 10 s before it expires, as the SDK does (DefaultKeystoreService.java)
+            cached = self.temp_cache.get((scope, self.activation_id))
+            if cached and pa.now_ms() < cached[2] - 10_000:
+                tid, pub = cached[0], cached[1]
+            else:
+                tid, pub = self.temporary_key(scope)
+                self.temp_cache[(scope, self.activation_id)] = (tid, pub, self.last_temp_claims["exp_ms"])
         else:
             pub = self.master_pub if scope == "application" else self.server_pub
         sh2b = pa.sh2_base(self.app_secret, self.keys["transport"] if scope == "activation" else None)

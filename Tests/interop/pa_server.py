@@ -361,6 +361,7 @@ class Server:
             raise Refusal(400, "ERR_SECURE_VAULT", "request")
         keys = self.keys_of(a)
         a["lastVaultReason"] = reason
+        a["vaultUnlocks"] = a.get("vaultUnlocks", 0) + 1
         blob = pa.encrypt_vault_key(keys["transport"], keys["vault"])
         return 200, ctx.encrypt_response(json.dumps({"encryptedVaultEncryptionKey": pa.b64e(blob)}).encode())
 
@@ -404,7 +405,7 @@ class Server:
                     "maxFailedAttempts": a["maxFailed"], "counter": a["counter"], "tokens": sum(
                         1 for t in self.tokens.values() if t["activationId"] == a["id"]),
                     "tokenIds": sorted(k for k, t in self.tokens.items() if t["activationId"] == a["id"]),
-                    "lastVaultReason": a.get("lastVaultReason"), "stats": dict(self.stats),
+                    "lastVaultReason": a.get("lastVaultReason"), "vaultUnlocks": a.get("vaultUnlocks", 0), "stats": dict(self.stats),
                     "versionsSeen": sorted(self.versions_seen),
                     "fingerprint": pa.fingerprint_v3(a["devicePub"], a["id"], pa.pub_bytes(a["serverPriv"].public_key()))
                     if a["devicePub"] else None}

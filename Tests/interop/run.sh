@@ -217,7 +217,7 @@ elif start pa_server "$work/pas3.out" "$PY" "$here/pa_server.py" --port 0; then
     client "$work/s1" "$pin" vault-unlock >"$work/vault.json" 2>"$work/err"
     rc=$?
     detail "$aid"
-    [[ $rc == 0 && $(json "$work/detail.json" 'd["lastVaultReason"]') != None ]]
+    [[ $rc == 0 && $(json "$work/detail.json" 'd["vaultUnlocks"]') == 1 ]]
     check "client vault-unlock: exit 0, the server unlocked the vault" $? "(exit $rc: $(cat "$work/vault.json" "$work/err"))"
     client "$work/s1" 0000 vault-unlock >/dev/null 2>&1
     rc=$?
