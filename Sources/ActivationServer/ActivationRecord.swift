@@ -89,6 +89,8 @@ public struct ActivationRecord: Sendable {
             if resetsFailures { failedAttempts = 0 }
             return true
         }
+        // V3: a code that claims possession alone and fails is not counted.
+        if case .rejectedUncounted = outcome { return false }
         failedAttempts += 1
         if failedAttempts >= maxFailedAttempts {
             state = .blocked
@@ -111,6 +113,9 @@ public enum AttemptOutcome: Sendable, Equatable {
     case accepted(codeIndex: UInt64, nextCounter: HashCounter, resetsFailures: Bool)
     /// No counter in the window matched.
     case rejected
+    /// A code that does not verify but is not counted: PowerAuth V3 does not count a
+    /// failed code that claims possession alone.
+    case rejectedUncounted
 }
 
 /// The state after one recorded attempt.

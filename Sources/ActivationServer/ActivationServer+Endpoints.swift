@@ -3,9 +3,8 @@ import PowerAuthProtocol
 import SecureCore
 
 extension ActivationServer {
-    /// Handles one API request (`docs/activation-api.md`). Never throws:
-    /// every failure becomes an error response — 401 `ERR_AUTHENTICATION`,
-    /// 400 `ERR_ACTIVATION` or `ERR_REQUEST`, 404 for an unknown path, 500 `ERR_GENERIC`.
+    /// Handles one API request (`docs/activation-api.md`). Never throws: every
+    /// failure becomes the error answer upstream gives for it.
     /// - Parameter request: the request.
     /// - Returns: the response.
     public func handle(_ request: TransportRequest) async -> TransportResponse {
@@ -18,86 +17,110 @@ extension ActivationServer {
     /// - Parameter request: the request.
     /// - Returns: the response.
     public func respond(to request: TransportRequest) -> TransportResponse {
-        guard request.method == ActivationAPI.method else {
-            return Self.error(405, ActivationAPI.requestErrorCode, "method not allowed")
+        let isValidate = request.path == ActivationAPI.validateSignature.path
+        let methods: Set<String> = isValidate ? ["GET", "POST", "PUT", "DELETE"] : [ActivationAPI.method]
+        let known = Self.paths.contains(request.path)
+        guard known else { return Self.error(404, ActivationAPI.ErrorCode.request, "unknown endpoint") }
+        guard methods.contains(request.method) else {
+            return Self.error(405, ActivationAPI.ErrorCode.request, "method not allowed")
         }
         do throws(ActivationServerError) {
             switch request.path {
+            case TemporaryKeyAPI.createKey.path:
+                return try Self.ok(try createTemporaryKey(try Self.decode(request, JWTMessage.self)))
             case ActivationAPI.createActivation.path:
-                return try Self.ok(try create(try Self.decode(request, CreateActivationRequest.self)))
+                return try createActivation(request)
             case ActivationAPI.activationStatus.path:
                 return try Self.ok(try status(try Self.decode(request, ActivationStatusRequest.self)))
+            case ActivationAPI.removeActivation.path:
+                let (record, keys, _) = try authenticate(
+                    request, ActivationAPI.removeActivation.uriIdentifier, allowed: nil)
+                keys.destroy()
+                try removeActivation(record.activationId)
+                return try Self.ok(ActivationRemoveResponse(activationId: record.activationId))
             case ActivationAPI.validateSignature.path:
-                _ = try Self.decode(request, ValidateSignatureRequest.self)
                 let (_, keys, _) = try authenticate(
                     request, ActivationAPI.validateSignature.uriIdentifier, allowed: nil)
                 keys.destroy()
-                return try Self.ok(EmptyMessage())
-            case ActivationAPI.removeActivation.path:
-                _ = try Self.decode(request, EmptyMessage.self)
-                let (record, keys, _) = try authenticate(
-                    request, ActivationAPI.removeActivation.uriIdentifier,
-                    allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
-                keys.destroy()
-                try removeActivation(record.activationId)
-                return try Self.ok(EmptyMessage())
+                return try Self.ok(EmptyMessage?.none)
+            case ActivationAPI.createToken.path:
+                return try createToken(request)
+            case ActivationAPI.removeToken.path:
+                return try removeToken(request)
             case ActivationAPI.unlockVault.path:
-                return try Self.ok(try unlockVault(request))
-            case TemporaryKeyAPI.createKey.path:
-                return try Self.ok(try createTemporaryKey(try Self.decode(request, JWTMessage.self)))
-            case ActivationAPI.removeBiometry.path:
-                _ = try Self.decode(request, EmptyMessage.self)
-                let (record, keys, _) = try authenticate(
-                    request, ActivationAPI.removeBiometry.uriIdentifier, allowed: nil)
+                return try unlockVault(request)
+            case ActivationAPI.startUpgrade.path:
+                return try startUpgrade(request)
+            case ActivationAPI.commitUpgrade.path:
+                let (_, keys, _) = try authenticate(
+                    request, ActivationAPI.commitUpgrade.uriIdentifier, allowed: [.possession])
                 keys.destroy()
-                try store.update(activationId: record.activationId) { $0.biometryEnabled = false }
-                return try Self.ok(EmptyMessage())
+                throw .upgradeNotAvailable
+            case ActivationAPI.userInfo.path:
+                return try userInfo(request)
+            case ActivationAPI.activationDetail.path:
+                return try activationDetailEndpoint(request)
             default:
-                return Self.error(404, ActivationAPI.requestErrorCode, "unknown endpoint")
+                let now = nowMilliseconds
+                return try Self.ok(ServerStatusResponse(serverTime: now, application: configuration.serverApplication))
             }
         } catch {
-            return Self.response(for: error)
+            return Self.response(for: error, path: request.path)
         }
     }
 
-    // MARK: - Endpoints
+    /// Every path this API answers.
+    static let paths: Set<String> = [
+        TemporaryKeyAPI.createKey.path, ActivationAPI.createActivation.path, ActivationAPI.activationStatus.path,
+        ActivationAPI.removeActivation.path, ActivationAPI.validateSignature.path, ActivationAPI.createToken.path,
+        ActivationAPI.removeToken.path, ActivationAPI.unlockVault.path, ActivationAPI.startUpgrade.path,
+        ActivationAPI.commitUpgrade.path, ActivationAPI.userInfo.path, ActivationAPI.activationDetail.path,
+        ActivationAPI.serverStatus.path,
+    ]
 
-    func create(_ request: CreateActivationRequest) throws(ActivationServerError) -> CreateActivationResponse {
-        guard request.applicationKey == applicationKey else {
-            throw .malformedRequest(reason: "unknown application key")
-        }
-        guard let device = Base64.decode(request.devicePublicKey),
-            (try? P256.validate(publicKey: device)) != nil
-        else { throw .malformedRequest(reason: "devicePublicKey is not a P-256 key") }
-        guard request.activationName.utf8.count <= 255 else {
-            throw .malformedRequest(reason: "activationName is too long")
-        }
-        guard let activationId = try store.activationId(forCode: request.activationCode) else {
+    // MARK: - activation/create
+
+    func createActivation(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let context = try encryptionHeader(request, scope: .application)
+        let layer1 = try openRequest(
+            request.body, sharedInfo1: ActivationAPI.createActivation.sharedInfo1, context: context, keys: nil)
+        defer { layer1.plaintext?.destroy() }
+        let outer = try Self.decodePlaintext(layer1.plaintext, ActivationLayer1Request.self)
+        guard outer.type == ActivationAPI.activationTypeCode, let code = outer.identityAttributes["code"] else {
             throw .invalidActivationCode
         }
+        let innerBody = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(outer.activationData) }
+        let layer2 = try openRequest(
+            innerBody, sharedInfo1: ActivationAPI.createActivationLayer2, context: context, keys: nil)
+        defer { layer2.plaintext?.destroy() }
+        let inner = try Self.decodePlaintext(layer2.plaintext, ActivationLayer2Request.self)
+        guard let device = Base64.decode(inner.devicePublicKey), (try? P256.validate(publicKey: device)) != nil
+        else { throw .malformedRequest(reason: "devicePublicKey is not a P-256 key") }
+        let name = inner.activationName ?? ""
+        guard name.utf8.count <= 255 else { throw .malformedRequest(reason: "activationName is too long") }
+        guard let activationId = try store.activationId(forCode: code) else { throw .invalidActivationCode }
         let autoCommit = configuration.autoCommit
         let record = try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
             // Only once: a used code cannot re-key an activation.
             guard r.state == .created else { throw .invalidActivationCode }
             r.devicePublicKey = device
-            r.name = request.activationName
-            r.biometryEnabled = request.biometryEnabled
+            r.name = name
             r.state = autoCommit ? .active : .pendingCommit
             return r
         }
-        let signed = CreateActivationResponse.signedBytes(
-            activationId: record.activationId, serverPublicKey: record.serverKeyPair.publicKey,
-            devicePublicKey: device, ctrData: record.counter.bytes)
-        let signature = try protocolStep { () throws(ProtocolError) in
-            try crypto.sign(signed, privateKey: configuration.masterKeyPair.privateKey)
-        }
-        return CreateActivationResponse(
+        let innerResponse = ActivationLayer2Response(
             activationId: record.activationId, serverPublicKey: Base64.encode(record.serverKeyPair.publicKey),
-            ctrData: record.counter.base64, signature: Base64.encode(signature))
+            ctrData: record.counter.base64)
+        let sealedInner = try seal(try Self.encodePlaintext(innerResponse), envelope: layer2.envelope)
+        let outerResponse = ActivationLayer1Response(activationData: sealedInner)
+        return try Self.encrypted(try seal(try Self.encodePlaintext(outerResponse), envelope: layer1.envelope))
     }
 
+    // MARK: - activation/status
+
     func status(_ request: ActivationStatusRequest) throws(ActivationServerError) -> ActivationStatusResponse {
-        guard let challenge = Base64.decode(request.challenge), challenge.count == ProtocolConstants.challengeByteCount
+        guard let text = request.challenge, let challenge = Base64.decode(text),
+            challenge.count == ProtocolConstants.challengeByteCount
         else { throw .malformedRequest(reason: "challenge must be 16 bytes") }
         let now = clock.now()
         let record = try store.update(activationId: request.activationId) { r in
@@ -122,28 +145,146 @@ extension ActivationServer {
             let expiry = record.state == .blocked ? record.blockedUntil.map { UnixTime.seconds($0) } : nil
             return ActivationStatusResponse(
                 activationId: record.activationId, encryptedStatusBlob: Base64.encode(encrypted),
-                nonce: Base64.encode(nonce), blockExpirationTime: expiry)
+                nonce: Base64.encode(nonce),
+                customObject: expiry.map { [ActivationStatusResponse.blockExpirationTimeKey: $0] })
         }
     }
 
-    func unlockVault(_ request: TransportRequest) throws(ActivationServerError) -> VaultUnlockResponse {
-        let body = try Self.decode(request, VaultUnlockRequest.self)
-        guard body.reason == ActivationAPI.addBiometryReason else {
+    // MARK: - Tokens
+
+    func createToken(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let (header, record, keys) = try signedActivation(request)
+        defer { keys.destroy() }
+        let context = EncryptionHeader(
+            version: header.version, applicationKey: header.applicationKey, activationId: header.activationId)
+        let opened = try openRequest(
+            request.body, sharedInfo1: ActivationAPI.createToken.sharedInfo1, context: context, keys: keys)
+        opened.plaintext?.destroy()
+        try verifySigned(
+            request, header: header, record: record, keys: keys, uriIdentifier: ActivationAPI.createToken.uriIdentifier,
+            allowed: nil)
+        let tokenId = UUID().uuidString.lowercased()
+        try store.insertToken(
+            TokenRecord(
+                tokenId: tokenId, activationId: record.activationId, factorSet: header.factorSet,
+                createdAt: clock.now()))
+        let plaintext = try protocolStep { () throws(ProtocolError) in
+            let secret = try crypto.tokenSecret(transportKey: keys.transport, tokenId: tokenId)
+            defer { secret.destroy() }
+            return try TokenPayload.encode(tokenId: tokenId, secret: secret)
+        }
+        defer { plaintext.destroy() }
+        return try Self.encrypted(try seal(plaintext, envelope: opened.envelope))
+    }
+
+    func removeToken(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let (record, keys, _) = try authenticate(request, ActivationAPI.removeToken.uriIdentifier, allowed: nil)
+        keys.destroy()
+        let body = try Self.decode(request, TokenRemoveRequest.self)
+        _ = try store.removeToken(tokenId: body.tokenId, activationId: record.activationId)
+        return try Self.ok(TokenRemoveResponse(tokenId: body.tokenId))
+    }
+
+    /// Verifies `X-PowerAuth-Token` (digest, time window, replay, the token's factors).
+    /// - Returns: the activation and its keys (the caller destroys them).
+    func verifyToken(_ request: TransportRequest, allowed: Set<FactorSet>) throws(ActivationServerError) -> (
+        TokenHeader, ActivationRecord, FactorKeys
+    ) {
+        guard let value = request.header(TokenHeader.name), let header = try? TokenHeader.parse(value),
+            let timestamp = header.timestampMilliseconds, let token = try store.token(tokenId: header.tokenId),
+            allowed.contains(token.factorSet)
+        else { throw .tokenInvalid }
+        guard let record = try store.fetch(activationId: token.activationId), record.state == .active,
+            let device = record.devicePublicKey
+        else { throw .tokenInvalid }
+        let keys = try factorKeys(record, devicePublicKey: device)
+        let matches = try? protocolStep { () throws(ProtocolError) -> Bool in
+            let secret = try crypto.tokenSecret(transportKey: keys.transport, tokenId: token.tokenId)
+            defer { secret.destroy() }
+            let expected = try TokenPayload.digest(
+                secret: secret, nonce: header.nonce, timestamp: header.timestamp, version: header.version)
+            return constantTimeEqual(Array(expected.utf8), Array(header.tokenDigest.utf8))
+        }
+        do throws(ActivationServerError) {
+            guard matches == true else { throw .tokenInvalid }
+            try replayCache.accept(
+                ephemeralPublicKey: Array(token.tokenId.utf8), nonce: header.nonce, timestamp: timestamp,
+                now: nowMilliseconds)
+        } catch {
+            keys.destroy()
+            throw .tokenInvalid
+        }
+        return (header, record, keys)
+    }
+
+    func activationDetailEndpoint(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let (token, record, keys) = try verifyToken(request, allowed: [.possessionBiometry, .possessionKnowledge])
+        defer { keys.destroy() }
+        let context: EncryptionHeader
+        if request.header(EncryptionHeader.name) != nil {
+            context = try encryptionHeader(request, scope: .activation)
+            guard context.activationId == record.activationId else { throw .encryptionFailed }
+        } else {
+            context = EncryptionHeader(
+                version: token.version, applicationKey: applicationKey, activationId: record.activationId)
+        }
+        let opened = try openRequest(
+            request.body, sharedInfo1: ActivationAPI.activationDetail.sharedInfo1, context: context, keys: keys)
+        opened.plaintext?.destroy()
+        let detail = ActivationDetailResponse(activationId: record.activationId, activationName: record.name)
+        let plaintext = try Self.encodePlaintext(ResponseEnvelope(responseObject: detail))
+        return try Self.encrypted(try seal(plaintext, envelope: opened.envelope))
+    }
+
+    // MARK: - Vault, upgrade, user info
+
+    func unlockVault(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let (header, record, keys) = try signedActivation(request)
+        defer { keys.destroy() }
+        let context = EncryptionHeader(
+            version: header.version, applicationKey: header.applicationKey, activationId: header.activationId)
+        let opened = try openRequest(
+            request.body, sharedInfo1: ActivationAPI.unlockVault.sharedInfo1, context: context, keys: keys)
+        let body = try Self.decodePlaintext(opened.plaintext, VaultUnlockRequest.self)
+        opened.plaintext?.destroy()
+        guard ActivationAPI.vaultUnlockReasons.contains(body.reason) else {
             throw .malformedRequest(reason: "unsupported vault unlock reason")
         }
-        let (record, keys, _) = try authenticate(
-            request, ActivationAPI.unlockVault.uriIdentifier, allowed: [.possessionKnowledge])
-        defer { keys.destroy() }
-        try store.update(activationId: record.activationId) { $0.biometryEnabled = true }
-        return try protocolStep { () throws(ProtocolError) in
-            let seal = try crypto.aeadKey(from: keys.transport, index: ProtocolConstants.vaultTransportKeyIndex)
-            defer { seal.destroy() }
-            let box = try lift { () throws(SecureCoreError) in
-                try AEAD.seal(keys.vault, using: seal, associatedData: Array(record.activationId.utf8))
-            }
-            return VaultUnlockResponse(
-                nonce: Base64.encode(box.nonce), encryptedVaultKey: Base64.encode(box.ciphertext))
+        try verifySigned(
+            request, header: header, record: record, keys: keys, uriIdentifier: ActivationAPI.unlockVault.uriIdentifier,
+            allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
+        if body.reason == ActivationAPI.addBiometryReason {
+            try store.update(activationId: record.activationId) { $0.biometryEnabled = true }
         }
+        let encrypted = try protocolStep { () throws(ProtocolError) in
+            try crypto.encryptVaultKey(keys.vault, transportKey: keys.transport)
+        }
+        let response = VaultUnlockResponse(encryptedVaultEncryptionKey: Base64.encode(encrypted))
+        return try Self.encrypted(try seal(try Self.encodePlaintext(response), envelope: opened.envelope))
+    }
+
+    func startUpgrade(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let context = try encryptionHeader(request, scope: .activation)
+        let (record, keys) = try activeActivation(context.activationId ?? "", failure: .encryptionFailed)
+        defer { keys.destroy() }
+        _ = record
+        let opened = try openRequest(
+            request.body, sharedInfo1: ActivationAPI.startUpgrade.sharedInfo1, context: context, keys: keys)
+        opened.plaintext?.destroy()
+        // Upstream upgrades protocol 2 activations to 3; every activation here is already 3.
+        throw .upgradeNotAvailable
+    }
+
+    func userInfo(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let context = try encryptionHeader(request, scope: .activation)
+        let (record, keys) = try activeActivation(context.activationId ?? "", failure: .encryptionFailed)
+        defer { keys.destroy() }
+        let opened = try openRequest(
+            request.body, sharedInfo1: ActivationAPI.userInfo.sharedInfo1, context: context, keys: keys)
+        opened.plaintext?.destroy()
+        let claims = UserInfoResponse(
+            sub: record.userId, jti: UUID().uuidString.lowercased(), iat: nowMilliseconds / 1000)
+        return try Self.encrypted(try seal(try Self.encodePlaintext(claims), envelope: opened.envelope))
     }
 
     // MARK: - Authentication
@@ -159,11 +300,57 @@ extension ActivationServer {
             allowed: allowed)
     }
 
+    /// The first half of a signed and encrypted request: the header parsed and the
+    /// activation loaded, nothing counted yet (the request is decrypted before its
+    /// code is verified, so a replayed or malformed cryptogram is refused uncounted).
+    func signedActivation(_ request: TransportRequest) throws(ActivationServerError) -> (
+        AuthorizationHeader, ActivationRecord, FactorKeys
+    ) {
+        guard let value = request.header(AuthorizationHeader.name), let header = try? AuthorizationHeader.parse(value),
+            header.applicationKey == applicationKey
+        else { throw .authenticationFailed }
+        let (record, keys) = try activeActivation(header.activationId, failure: .authenticationFailed)
+        return (header, record, keys)
+    }
+
+    /// The second half: verify the code and count the attempt.
+    func verifySigned(
+        _ request: TransportRequest, header: AuthorizationHeader, record: ActivationRecord, keys: FactorKeys,
+        uriIdentifier: String?, allowed: Set<FactorSet>?
+    ) throws(ActivationServerError) {
+        guard let uriIdentifier else { throw .authenticationFailed }
+        if let allowed, !allowed.contains(header.factorSet) { throw .authenticationFailed }
+        let data = try? RequestData(
+            method: request.method, uriIdentifier: uriIdentifier, nonce: header.nonce, body: request.body
+        ).normalized(applicationSecret: applicationSecret)
+        try countAttempt(
+            header.authenticationCode, record: record, keys: keys, factorSet: header.factorSet, data: data,
+            format: header.version.authenticationCodeFormat)
+    }
+
+    /// An active activation and its keys, or `failure`.
+    func activeActivation(_ activationId: String, failure: ActivationServerError) throws(ActivationServerError)
+        -> (ActivationRecord, FactorKeys)
+    {
+        let now = clock.now()
+        let record: ActivationRecord
+        do throws(ActivationServerError) {
+            record = try store.update(activationId: activationId) { r in
+                r.expireBlock(now: now)
+                return r
+            }
+        } catch {
+            throw error == .activationNotFound ? failure : error
+        }
+        guard record.state == .active, let device = record.devicePublicKey else { throw failure }
+        return (record, try factorKeys(record, devicePublicKey: device))
+    }
+
     /// Verifies a header and records the attempt. A header that does not
     /// parse, names another application, an unknown or inactive activation
     /// or a disallowed factor set is refused without counting; a code that
-    /// does not verify (wrong, replayed, reordered, biometry while biometry
-    /// is off) counts as a failure.
+    /// does not verify counts as a failure unless it claims possession alone
+    /// (the V3 rule).
     func verify(
         headerValue: String, method: String, uriIdentifier: String, body: [UInt8], allowed: Set<FactorSet>?
     ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys, FactorSet) {
@@ -181,24 +368,23 @@ extension ActivationServer {
 
     /// The common part: refuses an unknown or inactive activation without
     /// counting, verifies with the look-ahead, records the attempt atomically.
-    /// `data` is `nil` when the request could not be normalised (counted as a failure).
+    /// `data` is `nil` when the request could not be normalised (a failed code).
     func verifyCode(
         _ code: String, activationId: String, factorSet: FactorSet, data: [UInt8]?, format: AuthenticationCodeFormat
     ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys) {
-        let now = clock.now()
-        let record: ActivationRecord
-        do throws(ActivationServerError) {
-            record = try store.update(activationId: activationId) { r in
-                r.expireBlock(now: now)
-                return r
-            }
-        } catch {
-            throw error == .activationNotFound ? .authenticationFailed : error
-        }
-        guard record.state == .active, let device = record.devicePublicKey else { throw .authenticationFailed }
-        let keys = try factorKeys(record, devicePublicKey: device)
-        var outcome = AttemptOutcome.rejected
-        if let data, !factorSet.factors.contains(.biometry) || record.biometryEnabled {
+        let (record, keys) = try activeActivation(activationId, failure: .authenticationFailed)
+        try countAttempt(code, record: record, keys: keys, factorSet: factorSet, data: data, format: format)
+        return (record, keys)
+    }
+
+    /// Verifies a code with the look-ahead and records the attempt; destroys `keys`
+    /// when it throws.
+    func countAttempt(
+        _ code: String, record: ActivationRecord, keys: FactorKeys, factorSet: FactorSet, data: [UInt8]?,
+        format: AuthenticationCodeFormat
+    ) throws(ActivationServerError) {
+        var outcome = factorSet == .possession ? AttemptOutcome.rejectedUncounted : .rejected
+        if let data {
             let lookAhead = configuration.lookAhead
             let match = try? protocolStep { () throws(ProtocolError) in
                 try crypto.verifyAuthenticationCode(
@@ -214,7 +400,7 @@ extension ActivationServer {
         let result: AttemptResult
         do throws(ActivationServerError) {
             result = try store.recordAttempt(
-                activationId: record.activationId, outcome: outcome, now: now,
+                activationId: record.activationId, outcome: outcome, now: clock.now(),
                 failureBlockDuration: configuration.failureBlockDuration)
         } catch {
             keys.destroy()
@@ -224,7 +410,6 @@ extension ActivationServer {
             keys.destroy()
             throw .authenticationFailed
         }
-        return (record, keys)
     }
 
     func factorKeys(_ record: ActivationRecord, devicePublicKey: [UInt8]) throws(ActivationServerError) -> FactorKeys {
@@ -242,23 +427,31 @@ extension ActivationServer {
         -> T
     {
         do throws(ProtocolError) {
-            return try WireCoding.decode(RequestEnvelope<T>.self, request.body).requestObject
+            guard let object = try WireCoding.decode(RequestEnvelope<T>.self, request.body).requestObject as T? else {
+                throw .malformedMessage(reason: "no requestObject")
+            }
+            return object
         } catch {
             throw .malformedRequest(reason: "the body is not a \(T.self) request")
         }
     }
 
-    static func ok<T: Codable & Sendable>(_ object: T) throws(ActivationServerError) -> TransportResponse {
+    static func ok<T: Codable & Sendable>(_ object: T?) throws(ActivationServerError) -> TransportResponse {
         let body = try protocolStep { () throws(ProtocolError) in
             try WireCoding.encode(ResponseEnvelope(responseObject: object))
         }
         return TransportResponse(statusCode: 200, body: body)
     }
 
+    static func encrypted(_ body: EncryptedResponseBody) throws(ActivationServerError) -> TransportResponse {
+        TransportResponse(
+            statusCode: 200, body: try protocolStep { () throws(ProtocolError) in try WireCoding.encode(body) })
+    }
+
     /// A PowerAuth error body, `{"status":"ERROR","responseObject":{"code":…,"message":…}}`.
     /// - Parameters:
     ///   - statusCode: the HTTP status.
-    ///   - code: the error code, for example `ERR_REQUEST`.
+    ///   - code: the error code, for example `ERR_AUTHENTICATION`.
     ///   - message: a message without any secret.
     /// - Returns: the response.
     public static func error(_ statusCode: Int, _ code: String, _ message: String) -> TransportResponse {
@@ -268,23 +461,45 @@ extension ActivationServer {
         return TransportResponse(statusCode: statusCode, body: body)
     }
 
-    /// The error response the API gives for `error` (table in `docs/activation-api.md`).
+    /// The error response the API gives for `error` on an endpoint whose path is not
+    /// known (the table in `docs/activation-api.md`).
     /// - Parameter error: the error.
     /// - Returns: the response.
     public static func response(for error: ActivationServerError) -> TransportResponse {
-        switch error {
-        case .authenticationFailed:
-            return Self.error(401, ActivationAPI.authenticationErrorCode, "authentication failed")
-        case .activationNotFound, .invalidState, .invalidActivationCode:
-            return Self.error(400, ActivationAPI.activationErrorCode, "the activation cannot do this")
-        case .malformedRequest(let reason):
-            return Self.error(400, ActivationAPI.requestErrorCode, reason)
-        case .duplicate, .storage, .invalidConfiguration, .protocolFailure:
-            return Self.error(500, ActivationAPI.genericErrorCode, "internal error")
-        case .temporaryKeyFailure:
+        response(for: error, path: "")
+    }
+
+    /// The error response upstream gives for `error` on the endpoint at `path`.
+    /// - Parameters:
+    ///   - error: the error.
+    ///   - path: the endpoint's path.
+    /// - Returns: the response.
+    public static func response(for error: ActivationServerError, path: String) -> TransportResponse {
+        typealias Code = ActivationAPI.ErrorCode
+        typealias Message = ActivationAPI.ErrorMessage
+        switch (error, path) {
+        case (.authenticationFailed, _):
+            return Self.error(401, Code.authentication, Message.signatureInvalid)
+        case (.tokenInvalid, _):
+            return Self.error(401, Code.authentication, Message.tokenInvalid)
+        case (.encryptionFailed, ActivationAPI.createToken.path), (.requestExpired, ActivationAPI.createToken.path),
+            (.replayedRequest, ActivationAPI.createToken.path):
+            return Self.error(401, Code.authentication, Message.tokenError)
+        case (_, ActivationAPI.unlockVault.path) where error != .upgradeNotAvailable:
+            if case .storage = error { return Self.error(500, Code.generic, "internal error") }
+            return Self.error(400, Code.secureVault, Message.secureVaultInvalid)
+        case (.encryptionFailed, _), (.requestExpired, _), (.replayedRequest, _):
+            return Self.error(400, Code.encryption, Message.encryptionFailed)
+        case (.upgradeNotAvailable, _):
+            return Self.error(400, Code.upgrade, Message.upgradeFailed)
+        case (.activationNotFound, _), (.invalidState, _), (.invalidActivationCode, _):
+            return Self.error(400, Code.activation, Message.activationInvalid)
+        case (.malformedRequest(let reason), _):
+            return Self.error(400, Code.request, reason)
+        case (.temporaryKeyFailure, _):
             return Self.error(400, TemporaryKeyAPI.errorCode, TemporaryKeyAPI.errorMessage)
-        case .requestExpired, .replayedRequest:
-            return Self.error(400, ActivationAPI.encryptionErrorCode, "the encrypted request is not accepted")
+        case (.duplicate, _), (.storage, _), (.invalidConfiguration, _), (.protocolFailure, _):
+            return Self.error(500, Code.generic, "internal error")
         }
     }
 }

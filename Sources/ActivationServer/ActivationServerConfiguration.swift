@@ -19,6 +19,9 @@ public struct ActivationServerConfiguration: Sendable {
     public var failureBlockDuration: TimeInterval?
     /// Commit activations as soon as the device exchanged keys (default `false`).
     public var autoCommit: Bool
+    /// The name and version `/pa/v3/status` reports.
+    public var serverApplication = ServerStatusResponse.Application(
+        name: "SecurePIN reference server", version: "0.9.0")
 
     /// Creates a configuration with a fresh application key, secret and master key pair.
     /// - Parameters:

@@ -35,6 +35,18 @@ public enum ActivationServerError: Error, Equatable, Sendable {
     /// An ECIES request's (ephemeral key, nonce) pair was accepted before.
     /// Answered with HTTP 400 `ERR_ENCRYPTION`.
     case replayedRequest
+    /// An encrypted request that does not decrypt: a malformed body, a MAC that does not
+    /// verify, fields missing for its version, an unknown or expired temporary key, a
+    /// version below 3.2. Answered with HTTP 400 `ERR_ENCRYPTION` (`vault/unlock`:
+    /// `ERR_SECURE_VAULT`; `token/create`: 401 `ERR_AUTHENTICATION`), as upstream.
+    case encryptionFailed
+    /// A MAC token that does not verify (unknown, wrong digest, outside its time window,
+    /// replayed, of an inactive activation, or without the factors the endpoint needs).
+    /// Answered with HTTP 401 `ERR_AUTHENTICATION` / `POWER_AUTH_TOKEN_INVALID`.
+    case tokenInvalid
+    /// A protocol upgrade that cannot be done: every activation of this server already
+    /// speaks protocol 3. Answered with HTTP 400 `ERR_UPGRADE`.
+    case upgradeNotAvailable
 }
 
 /// Runs protocol code, wrapping its error in ``ActivationServerError/protocolFailure(_:)``.

@@ -46,6 +46,22 @@ public protocol ServerActivationStore: Sendable {
     func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
     ) throws(ActivationServerError) -> AttemptResult
+    /// Stores a MAC token the server issued (its identifier is new).
+    /// - Parameter token: the token's public facts (the secret is derived, never stored).
+    /// - Throws: ``ActivationServerError/duplicate``, ``ActivationServerError/storage(reason:)``.
+    func insertToken(_ token: TokenRecord) throws(ActivationServerError)
+    /// The token with that identifier.
+    /// - Parameter tokenId: the identifier.
+    /// - Returns: the token, or `nil`.
+    /// - Throws: ``ActivationServerError/storage(reason:)``.
+    func token(tokenId: String) throws(ActivationServerError) -> TokenRecord?
+    /// Removes a token of an activation.
+    /// - Parameters:
+    ///   - tokenId: the identifier.
+    ///   - activationId: the activation it must belong to.
+    /// - Returns: whether a token was removed.
+    /// - Throws: ``ActivationServerError/storage(reason:)``.
+    func removeToken(tokenId: String, activationId: String) throws(ActivationServerError) -> Bool
 }
 
 extension ServerActivationStore {
@@ -64,12 +80,13 @@ extension ServerActivationStore {
 
 /// ``ServerActivationStore`` in memory, one lock around everything.
 public final class InMemoryServerActivationStore: ServerActivationStore {
-    private struct Tables {
+    fileprivate struct Tables {
         var records: [String: ActivationRecord] = [:]
         var codes: [String: String] = [:]
+        var tokens: [String: TokenRecord] = [:]
     }
 
-    private let tables = Mutex(Tables())
+    fileprivate let tables = Mutex(Tables())
 
     /// Creates an empty store.
     public init() {}
@@ -110,5 +127,66 @@ public final class InMemoryServerActivationStore: ServerActivationStore {
             }
         }
         return try result.get()
+    }
+}
+
+extension InMemoryServerActivationStore {
+    /// Stores a token (identifiers are unique).
+    /// - Parameter token: the token.
+    /// - Throws: ``ActivationServerError/duplicate``.
+    public func insertToken(_ token: TokenRecord) throws(ActivationServerError) {
+        let inserted = tables.withLock { t in
+            guard t.tokens[token.tokenId] == nil else { return false }
+            t.tokens[token.tokenId] = token
+            return true
+        }
+        guard inserted else { throw .duplicate }
+    }
+
+    /// The token with that identifier.
+    /// - Parameter tokenId: the identifier.
+    /// - Returns: the token, or `nil`.
+    public func token(tokenId: String) throws(ActivationServerError) -> TokenRecord? {
+        tables.withLock { $0.tokens[tokenId] }
+    }
+
+    /// Removes a token of an activation.
+    /// - Parameters:
+    ///   - tokenId: the identifier.
+    ///   - activationId: the activation it must belong to.
+    /// - Returns: whether a token was removed.
+    public func removeToken(tokenId: String, activationId: String) throws(ActivationServerError) -> Bool {
+        tables.withLock { t in
+            guard t.tokens[tokenId]?.activationId == activationId else { return false }
+            t.tokens[tokenId] = nil
+            return true
+        }
+    }
+}
+
+/// A MAC token (`token/create`): which activation it belongs to and with which factors it
+/// was created. Its secret is not stored: ``PowerAuthProtocol/ActivationCrypto/tokenSecret(transportKey:tokenId:)``
+/// derives it from the activation's transport key.
+public struct TokenRecord: Sendable, Equatable {
+    /// The identifier (UUID).
+    public let tokenId: String
+    /// The activation.
+    public let activationId: String
+    /// The factors of the signature the token was created with.
+    public let factorSet: FactorSet
+    /// When it was created.
+    public let createdAt: Date
+
+    /// Creates the record.
+    /// - Parameters:
+    ///   - tokenId: the identifier.
+    ///   - activationId: the activation.
+    ///   - factorSet: the factors.
+    ///   - createdAt: the time.
+    public init(tokenId: String, activationId: String, factorSet: FactorSet, createdAt: Date) {
+        self.tokenId = tokenId
+        self.activationId = activationId
+        self.factorSet = factorSet
+        self.createdAt = createdAt
     }
 }

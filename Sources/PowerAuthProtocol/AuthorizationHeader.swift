@@ -117,9 +117,13 @@ struct HeaderParser {
         "pa_activation_id", "pa_application_key", "pa_nonce", "pa_signature_type", "pa_signature", "pa_version",
     ]
     private let bytes: [UInt8]
+    private let allowed: Set<String>
     private var index = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: [UInt8], keys: Set<String> = HeaderParser.keys) {
+        self.bytes = bytes
+        self.allowed = keys
+    }
 
     private var current: UInt8? { index < bytes.count ? bytes[index] : nil }
 
@@ -139,7 +143,7 @@ struct HeaderParser {
         var fields: [String: String] = [:]
         while true {
             let (key, value) = try parameter()
-            guard Self.keys.contains(key) else { throw .unknownHeaderField(ProtocolError.echo(key)) }
+            guard allowed.contains(key) else { throw .unknownHeaderField(ProtocolError.echo(key)) }
             guard fields[key] == nil else { throw .duplicateHeaderField(key) }
             fields[key] = value
             _ = skipSpace()

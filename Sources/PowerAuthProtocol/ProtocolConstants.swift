@@ -57,9 +57,9 @@ public enum ProtocolConstants {
     /// Longest header value the parser reads.
     public static let maximumHeaderLength = 4096
 
-    /// SecurePIN extension: `KDF` indices (n, n + 1) under the transport key of
-    /// the 32-byte AEAD key that seals the vault key in `vault/unlock`.
-    public static let vaultTransportKeyIndex: UInt64 = 5000
+    /// SecurePIN's server: the `KDF` index under the transport key of the key its
+    /// MAC-token secrets derive from (``ActivationCrypto/tokenSecret(transportKey:tokenId:)``).
+    public static let tokenSecretKeyIndex: UInt64 = 7000
     /// SecurePIN extension: `KDF` indices (n, n + 1) under the vault key of the
     /// 32-byte AEAD key that seals the biometry key on the device.
     public static let biometrySealKeyIndex: UInt64 = 6000

@@ -123,11 +123,14 @@ public struct BackOfficeClient: Sendable {
             throw .transport(error)
         }
         guard status == 200 else {
-            let code = try? WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, Array(data)).responseObject.code
+            let code = try? WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, Array(data)).responseObject?.code
             throw .refused(status: status, code: code ?? "UNKNOWN")
         }
         do throws(ProtocolError) {
-            return try WireCoding.decode(ResponseEnvelope<Response>.self, Array(data)).responseObject
+            guard let object = try WireCoding.decode(ResponseEnvelope<Response>.self, Array(data)).responseObject else {
+                throw .malformedMessage(reason: "no responseObject")
+            }
+            return object
         } catch {
             throw .invalidResponse
         }

@@ -195,7 +195,7 @@ struct Router: Sendable {
     /// The endpoints whose requests carry a PowerAuth authorization header.
     static let signedPaths: Set<String> = [
         ActivationAPI.validateSignature.path, ActivationAPI.removeActivation.path, ActivationAPI.unlockVault.path,
-        ActivationAPI.removeBiometry.path,
+        ActivationAPI.createToken.path, ActivationAPI.removeToken.path, ActivationAPI.commitUpgrade.path,
     ]
 
     /// Answers, then counts the request and writes its access-log line.
@@ -215,6 +215,11 @@ struct Router: Sendable {
             if response.status == 200 || response.status == 401 {
                 metrics.recordVerification(factors: header.factorSet, accepted: response.status == 200)
             }
+        }
+        if activationId == nil, let value = request.header(EncryptionHeader.name),
+            let header = try? EncryptionHeader.parse(value)
+        {
+            activationId = header.activationId
         }
         if request.path == BackOfficeAPI.blockActivation, response.status == 200 { metrics.recordBackOfficeBlock() }
         let requestId = Self.requestId()
@@ -285,12 +290,12 @@ struct Router: Sendable {
         switch verdict {
         case .allowed: return nil
         case .missing:
-            response = ActivationServer.error(401, ActivationAPI.authenticationErrorCode, "admin token required")
+            response = ActivationServer.error(401, ActivationAPI.ErrorCode.authentication, "admin token required")
         case .refused:
-            response = ActivationServer.error(403, ActivationAPI.authenticationErrorCode, "admin token refused")
+            response = ActivationServer.error(403, ActivationAPI.ErrorCode.authentication, "admin token refused")
         case .limited(let seconds):
             response = ActivationServer.error(
-                429, ActivationAPI.authenticationErrorCode,
+                429, ActivationAPI.ErrorCode.authentication,
                 "too many failed admin token attempts; retry in \(seconds) s")
         }
         var answer = HTTPResponse(status: response.statusCode, body: Data(response.body))
@@ -304,7 +309,7 @@ struct Router: Sendable {
 
     func backOffice(_ request: TransportRequest) -> TransportResponse {
         guard request.method == ActivationAPI.method else {
-            return ActivationServer.error(405, ActivationAPI.requestErrorCode, "method not allowed")
+            return ActivationServer.error(405, ActivationAPI.ErrorCode.request, "method not allowed")
         }
         do throws(ActivationServerError) {
             switch request.path {
@@ -346,11 +351,11 @@ struct Router: Sendable {
                 return try Self.ok(
                     BackOfficeConfiguration(configuration: try server.configuration.configurationString()))
             default:
-                return ActivationServer.error(404, ActivationAPI.requestErrorCode, "unknown endpoint")
+                return ActivationServer.error(404, ActivationAPI.ErrorCode.request, "unknown endpoint")
             }
         } catch {
             if error == .activationNotFound {
-                return ActivationServer.error(404, ActivationAPI.activationErrorCode, "unknown activation")
+                return ActivationServer.error(404, ActivationAPI.ErrorCode.activation, "unknown activation")
             }
             return ActivationServer.response(for: error)
         }

@@ -51,7 +51,16 @@ public final class SQLiteActivationStore: ServerActivationStore {
             at REAL NOT NULL,
             outcome TEXT NOT NULL);
         CREATE INDEX attempt_audit_activation ON attempt_audit(activation_id);
+        """,
+        // 2: MAC tokens (`token/create`); the secret is derived, never stored.
         """
+        CREATE TABLE token(
+            id TEXT PRIMARY KEY,
+            activation_id TEXT NOT NULL,
+            signature_type TEXT NOT NULL,
+            created_at REAL NOT NULL);
+        CREATE INDEX token_activation ON token(activation_id);
+        """,
     ]
 
     /// The schema version this code writes.
@@ -225,6 +234,47 @@ public final class SQLiteActivationStore: ServerActivationStore {
                 accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
                 maxFailedAttempts: record.maxFailedAttempts)
         }
+    }
+
+    // MARK: - Tokens
+
+    /// Stores a token row.
+    public func insertToken(_ token: TokenRecord) throws(ActivationServerError) {
+        do throws(SQLiteError) {
+            _ = try database.run(
+                "INSERT INTO token(id, activation_id, signature_type, created_at) VALUES (?, ?, ?, ?)",
+                [
+                    .text(token.tokenId), .text(token.activationId), .text(token.factorSet.rawValue),
+                    .real(token.createdAt.timeIntervalSince1970),
+                ])
+        } catch {
+            if case .constraint = error { throw .duplicate }
+            throw .storage(reason: "\(error)")
+        }
+    }
+
+    /// Reads a token row.
+    public func token(tokenId: String) throws(ActivationServerError) -> TokenRecord? {
+        let rows = try sqlStep { () throws(SQLiteError) in
+            try database.query(
+                "SELECT activation_id, signature_type, created_at FROM token WHERE id = ?", [.text(tokenId)])
+        }
+        guard let row = rows.first else { return nil }
+        guard let activationId = row[0].string, let type = row[1].string,
+            let factorSet = try? FactorSet(parsing: type), let at = row[2].double
+        else { throw .storage(reason: "a token row does not parse") }
+        return TokenRecord(
+            tokenId: tokenId, activationId: activationId, factorSet: factorSet,
+            createdAt: Date(timeIntervalSince1970: at))
+    }
+
+    /// Deletes a token row of an activation.
+    public func removeToken(tokenId: String, activationId: String) throws(ActivationServerError) -> Bool {
+        let changed = try sqlStep { () throws(SQLiteError) in
+            try database.run(
+                "DELETE FROM token WHERE id = ? AND activation_id = ?", [.text(tokenId), .text(activationId)])
+        }
+        return changed > 0
     }
 
     // MARK: - Back office and audit

@@ -60,9 +60,11 @@ public final class ServerMetrics: Sendable {
     }
 
     static let knownPaths: Set<String> = [
-        ActivationAPI.createActivation.path, ActivationAPI.activationStatus.path,
+        TemporaryKeyAPI.createKey.path, ActivationAPI.createActivation.path, ActivationAPI.activationStatus.path,
         ActivationAPI.validateSignature.path, ActivationAPI.removeActivation.path, ActivationAPI.unlockVault.path,
-        ActivationAPI.removeBiometry.path, BackOfficeAPI.initActivation, BackOfficeAPI.commitActivation,
+        ActivationAPI.createToken.path, ActivationAPI.removeToken.path, ActivationAPI.startUpgrade.path,
+        ActivationAPI.commitUpgrade.path, ActivationAPI.userInfo.path, ActivationAPI.activationDetail.path,
+        ActivationAPI.serverStatus.path, BackOfficeAPI.initActivation, BackOfficeAPI.commitActivation,
         BackOfficeAPI.blockActivation, BackOfficeAPI.unblockActivation, BackOfficeAPI.removeActivation,
         BackOfficeAPI.activationDetail, BackOfficeAPI.listActivations, BackOfficeAPI.configuration,
         ServerMetrics.path,
@@ -208,10 +210,24 @@ struct ObservedStore: ServerActivationStore {
             try base.recordAttempt(
                 activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
         }
-        if !result.accepted {
+        if !result.accepted, outcome != .rejectedUncounted {
             metrics.recordFailure(
                 blocked: result.state == .blocked && result.failedAttempts >= result.maxFailedAttempts)
         }
         return result
+    }
+
+    func insertToken(_ token: TokenRecord) throws(ActivationServerError) {
+        try observe { () throws(ActivationServerError) in try base.insertToken(token) }
+    }
+
+    func token(tokenId: String) throws(ActivationServerError) -> TokenRecord? {
+        try observe { () throws(ActivationServerError) in try base.token(tokenId: tokenId) }
+    }
+
+    func removeToken(tokenId: String, activationId: String) throws(ActivationServerError) -> Bool {
+        try observe { () throws(ActivationServerError) in
+            try base.removeToken(tokenId: tokenId, activationId: activationId)
+        }
     }
 }

@@ -16,7 +16,7 @@ struct RegistryAndEndpointTests {
     }
 
     func code(_ response: TransportResponse) throws -> String {
-        try WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, response.body).responseObject.code
+        try WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, response.body).responseObject?.code ?? ""
     }
 
     @Test("state transitions are checked")
@@ -72,7 +72,7 @@ struct RegistryAndEndpointTests {
         #expect(await other.hasValidActivation() == false)
     }
 
-    @Test("a client with another server's configuration refuses the activation data")
+    @Test("a client with another server's configuration refuses its temporary key, and sends nothing else")
     func masterKeySignatureChecked() async throws {
         let h = try Harness()
         let impostor = try ActivationServerConfiguration.generate()
@@ -87,13 +87,16 @@ struct RegistryAndEndpointTests {
             configuration: mixed, storage: h.storage, transport: h.transport, clock: h.clock)
         let prepared = try h.server.initActivation(userId: "u")
         let p = try pin("1234")
-        await #expect(
-            throws: ActivationError.invalidResponse(
-                reason: "activation/create: the master key's signature does not verify")
-        ) {
-            try await service.createActivation(activationCode: prepared.activationCode, name: "a", password: p)
+        var reason = ""
+        do throws(ActivationError) {
+            _ = try await service.createActivation(activationCode: prepared.activationCode, name: "a", password: p)
+        } catch {
+            if case .invalidResponse(let text) = error { reason = text }
         }
+        #expect(reason.hasPrefix("keystore/create"), "\(reason)")
         #expect(await service.hasValidActivation() == false)
+        // The code was never sent: the activation still waits for its device.
+        #expect(try h.server.activationDetail(prepared.activationId).state == .created)
     }
 
     @Test("bad requests get typed error responses")
@@ -119,13 +122,18 @@ struct RegistryAndEndpointTests {
                     ActivationAPI.validateSignature.path, #"{"requestObject":{"reason":"x"}}"#,
                     headers: ["X-PowerAuth-Authorization": "PowerAuth garbage"]), 401, "ERR_AUTHENTICATION"
             ),
-            (request(ActivationAPI.unlockVault.path, #"{"requestObject":{"reason":"OTHER"}}"#), 400, "ERR_REQUEST"),
+            (request(ActivationAPI.unlockVault.path, #"{"reason":"OTHER"}"#), 401, "ERR_AUTHENTICATION"),
             (
                 request(
                     ActivationAPI.createActivation.path,
-                    #"{"requestObject":{"activationCode":"A","applicationKey":"B","devicePublicKey":"C","activationName":"","biometryEnabled":false}}"#
-                ), 400, "ERR_REQUEST"
+                    #"{"requestObject":{"activationCode":"A","applicationKey":"B","devicePublicKey":"C"}}"#
+                ), 400, "ERR_ENCRYPTION"
             ),
+            (request(ActivationAPI.userInfo.path, "{}"), 400, "ERR_ENCRYPTION"),
+            (request(ActivationAPI.activationDetail.path, "{}"), 401, "ERR_AUTHENTICATION"),
+            (request(ActivationAPI.createToken.path, "{}"), 401, "ERR_AUTHENTICATION"),
+            (request(ActivationAPI.startUpgrade.path, "{}"), 400, "ERR_ENCRYPTION"),
+            (request(ActivationAPI.commitUpgrade.path, "{}"), 401, "ERR_AUTHENTICATION"),
         ]
         for (request, statusCode, errorCode) in cases {
             let response = await h.server.handle(request)
@@ -214,25 +222,27 @@ struct StateRewritingTransport: ActivationTransport {
         guard request.path == ActivationAPI.activationStatus.path else { return response }
         do {
             let sent = try WireCoding.decode(RequestEnvelope<ActivationStatusRequest>.self, request.body).requestObject
-            var answer = try WireCoding.decode(ResponseEnvelope<ActivationStatusResponse>.self, response.body)
-            guard let record = try server.store.fetch(activationId: sent.activationId),
+            let envelope = try WireCoding.decode(ResponseEnvelope<ActivationStatusResponse>.self, response.body)
+            guard var answer = envelope.responseObject, let sentChallenge = sent.challenge,
+                let sentNonce = answer.nonce,
+                let record = try server.store.fetch(activationId: sent.activationId),
                 let device = record.devicePublicKey
             else { return response }
             let keys = try server.factorKeys(record, devicePublicKey: device)
             defer { keys.destroy() }
             let transport = keys.transport
             let crypto = try ActivationCrypto()
-            let challenge = Array(Data(base64Encoded: sent.challenge)!)
-            let nonce = Array(Data(base64Encoded: answer.responseObject.nonce)!)
+            let challenge = Array(Data(base64Encoded: sentChallenge)!)
+            let nonce = Array(Data(base64Encoded: sentNonce)!)
             var plain = try crypto.decryptStatusBlob(
-                Array(Data(base64Encoded: answer.responseObject.encryptedStatusBlob)!), transportKey: transport,
+                Array(Data(base64Encoded: answer.encryptedStatusBlob)!), transportKey: transport,
                 challenge: challenge, nonce: nonce
             ).plaintext
             plain[4] = 9
             let iv = try crypto.statusBlobIV(transportKey: transport, challenge: challenge, nonce: nonce)
             let encrypted = try AES128.cbcEncrypt(key: transport, iv: iv, plaintext: plain)
-            answer.responseObject.encryptedStatusBlob = Data(encrypted).base64EncodedString()
-            response.body = try WireCoding.encode(answer)
+            answer.encryptedStatusBlob = Data(encrypted).base64EncodedString()
+            response.body = try WireCoding.encode(ResponseEnvelope(responseObject: answer))
         } catch {
             throw .network(reason: "test tampering failed")
         }

@@ -104,7 +104,8 @@ struct TemporaryKeyServerTests {
         let message = try WireCoding.decode(ResponseEnvelope<JWTMessage>.self, response.body)
         #expect(message.status == "OK")
         let verified = try TemporaryKeyJWT.verifyResponse(
-            message.responseObject.jwt, publicKey: h.serverConfiguration.masterKeyPair.publicKey, request: claims,
+            try #require(message.responseObject).jwt, publicKey: h.serverConfiguration.masterKeyPair.publicKey,
+            request: claims,
             now: h.clock.now())
         let now = Int64(h.clock.now().timeIntervalSince1970 * 1000)
         #expect(verified.expiresAtMilliseconds - verified.issuedAtMilliseconds == 300_000)

@@ -69,7 +69,7 @@ struct VerificationTests {
         #expect(detail.failedAttempts == 5)
     }
 
-    @Test("knowledge resets the count, possession alone does not; possession failures count")
+    @Test("knowledge resets the count, possession alone does not; possession failures are not counted (V3)")
     func resetRules() async throws {
         let h = try Harness()
         let service = try h.makeService()
@@ -80,16 +80,20 @@ struct VerificationTests {
         let possession = try await headers(service, count: 1, authentication: .possession())
         #expect(verify(h, possession[0]))
         #expect(try h.server.activationDetail(id).failedAttempts == 2)
-        // A possession code over other data fails and counts.
+        // A possession code over other data fails, and PowerAuth V3 does not count it.
         let tampered = try await headers(service, count: 1, authentication: .possession())
         #expect(!verify(h, tampered[0], body: [1]))
+        #expect(try h.server.activationDetail(id).failedAttempts == 2)
+        // The same with a knowledge factor counts.
+        let wrong = try await headers(service, count: 1, authentication: .possessionWithPassword(try pin("1234")))
+        #expect(!verify(h, wrong[0], body: [1]))
         #expect(try h.server.activationDetail(id).failedAttempts == 3)
         let knowledge = try await headers(service, count: 1, authentication: .possessionWithPassword(try pin("1234")))
         #expect(verify(h, knowledge[0]))
         #expect(try h.server.activationDetail(id).failedAttempts == 0)
     }
 
-    @Test("a replayed request fails and counts")
+    @Test("a replayed request fails; it counts when it claims a second factor")
     func replay() async throws {
         let h = try Harness()
         let service = try h.makeService()
@@ -97,6 +101,11 @@ struct VerificationTests {
         let header = try await headers(service, count: 1, authentication: .possession())[0]
         #expect(verify(h, header))
         #expect(!verify(h, header))
+        #expect(try h.server.activationDetail(id).failedAttempts == 0)
+        let twoFactor = try await headers(service, count: 1, authentication: .possessionWithPassword(try pin("1234")))[
+            0]
+        #expect(verify(h, twoFactor))
+        #expect(!verify(h, twoFactor))
         #expect(try h.server.activationDetail(id).failedAttempts == 1)
     }
 
@@ -137,7 +146,8 @@ struct VerificationTests {
         #expect(verify(h, beyond[19]))
         // 38 is behind the counter now: consumed.
         #expect(!verify(h, beyond[18]))
-        #expect(try h.server.activationDetail(id).failedAttempts == 2)
+        // Possession-only failures are not counted (V3).
+        #expect(try h.server.activationDetail(id).failedAttempts == 0)
     }
 
     @Test("only an active activation verifies, and refusing it does not count")

@@ -1,5 +1,4 @@
 import Activation
-import ActivationServer
 import ActivationTestSupport
 import Foundation
 import PinVault
@@ -7,6 +6,8 @@ import PowerAuthProtocol
 import SecureCore
 import Synchronization
 import Testing
+
+@testable import ActivationServer
 
 @Suite("Activation lifecycle against the in-process server")
 struct ActivationLifecycleTests {
@@ -43,25 +44,35 @@ struct ActivationLifecycleTests {
         try await reopened.validatePassword(try pin("1234"))
     }
 
-    @Test("the wire carries the documented JSON envelope and no PIN")
+    @Test("the wire carries PowerAuth's envelopes and no PIN")
     func wireFormat() async throws {
         let h = try Harness()
         let service = try h.makeService()
         try await h.activate(service, pin: "2580")
         try await service.validatePassword(try pin("2580"))
         let requests = h.transport.sent
-        #expect(requests.map(\.path) == ["/pa/v3/activation/create", "/pa/v3/signature/validate"])
+        #expect(
+            requests.map(\.path) == [
+                "/pa/v3/keystore/create", "/pa/v3/activation/create", "/pa/v3/signature/validate",
+            ])
         for request in requests {
             let text = String(decoding: request.body, as: UTF8.self)
-            #expect(text.hasPrefix("{\"requestObject\":{"))
             #expect(!text.contains("2580"))
             #expect(request.header("content-type") == "application/json")
+            #expect(request.header("accept") == "application/json")
             #expect(request.header("User-Agent") == ActivationClientConfiguration.defaultUserAgent)
         }
-        let header = try #require(requests[1].header(AuthorizationHeader.name))
+        // Plain requests are wrapped; the encrypted one is the bare cryptogram.
+        #expect(String(decoding: requests[0].body, as: UTF8.self).hasPrefix("{\"requestObject\":{"))
+        #expect(
+            String(decoding: requests[2].body, as: UTF8.self) == #"{"requestObject":{"reason":"VALIDATE_PASSWORD"}}"#)
+        #expect((try? WireCoding.decode(EncryptedRequestBody.self, requests[1].body)) != nil)
+        #expect(requests[1].header(AuthorizationHeader.name) == nil)
+        let header = try #require(requests[2].header(AuthorizationHeader.name))
         let parsed = try AuthorizationHeader.parse(header)
         #expect(parsed.factorSet == .possessionKnowledge)
         #expect(parsed.version == .v3_3)
+        #expect(requests[2].header(EncryptionHeader.name) == nil)
     }
 
     @Test("a second activation is refused while one exists, and nothing changes")
@@ -135,17 +146,20 @@ struct ActivationLifecycleTests {
         #expect(h.transport.sent.isEmpty)
         _ = try await service.createActivation(activationCode: prepared.qrText, name: "x", password: p)
         #expect(await service.hasValidActivation())
-        // The code goes out without its signature, the device key compressed (33 bytes).
-        let sent = try JSONDecoder().decode(
-            Envelope<CreateActivationRequest>.self, from: Data(try #require(h.transport.sent.first).body)
-        ).requestObject
-        #expect(sent.activationCode == prepared.activationCode)
-        #expect(Base64.decode(sent.devicePublicKey)?.count == 33)
-        let record = try h.server.activationDetail(try #require(await service.activationIdentifier()))
-        #expect(record.state == .pendingCommit)
+        // A temporary key first, then the two ECIES layers: nothing of the code or the
+        // device key in the clear; the code went without its signature (the server found
+        // it), the device key compressed (33 bytes).
+        let paths = h.transport.sent.map(\.path)
+        #expect(paths == [TemporaryKeyAPI.createKey.path, ActivationAPI.createActivation.path])
+        let create = try #require(h.transport.sent.last)
+        #expect(create.header(EncryptionHeader.name)?.hasPrefix("PowerAuth version=\"3.3\"") == true)
+        let wire = try WireCoding.decode(EncryptedRequestBody.self, create.body)
+        #expect(wire.temporaryKeyId != nil && wire.nonce != nil && wire.timestamp != nil)
+        #expect(!String(decoding: create.body, as: UTF8.self).contains(prepared.activationCode))
+        let id = try #require(await service.activationIdentifier())
+        #expect(try h.server.activationDetail(id).state == .pendingCommit)
+        #expect(try h.server.store.fetch(activationId: id)?.devicePublicKey?.count == 33)
     }
-
-    private struct Envelope<T: Decodable>: Decodable { let requestObject: T }
 
     @Test("removed on the server: the router removes the activation locally")
     func removedOnServer() async throws {

@@ -21,7 +21,7 @@ struct StoredValueTests {
             .max, .max - 1, .min, -1, 0, 1, now - 10, UnixTime.latestSeconds + 1, 1 << 53, -(1 << 53),
         ]
         for value in refused {
-            await #expect(throws: BackOfficeError.refused(status: 400, code: ActivationAPI.requestErrorCode)) {
+            await #expect(throws: BackOfficeError.refused(status: 400, code: ActivationAPI.ErrorCode.request)) {
                 try await s.backOffice.block(id, untilSeconds: value)
             }
             #expect(try await s.backOffice.detail(id).state == "ACTIVE")

@@ -15,12 +15,12 @@ struct TamperingTransport: ActivationTransport {
         guard var envelope = try? WireCoding.decode(ResponseEnvelope<JWTMessage>.self, response.body) else {
             return response
         }
-        var parts = envelope.responseObject.jwt.split(separator: ".").map(String.init)
+        var parts = (envelope.responseObject?.jwt ?? "").split(separator: ".").map(String.init)
         var signature = [UInt8](Data(base64Encoded: Self.standard(parts[2]))!)
         signature[10] ^= 0x01
         parts[2] = Data(signature).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        envelope.responseObject.jwt = parts.joined(separator: ".")
+        envelope.responseObject = JWTMessage(jwt: parts.joined(separator: "."))
         return TransportResponse(statusCode: response.statusCode, body: (try? WireCoding.encode(envelope)) ?? [])
     }
 
@@ -97,8 +97,8 @@ struct TemporaryKeyHTTPTests {
             #expect(status == 400)
             let error = try WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, Array(answer))
             #expect(error.status == "ERROR")
-            #expect(error.responseObject.code == "ERR_TEMPORARY_KEY")
-            #expect(error.responseObject.message == "POWER_AUTH_TEMPORARY_KEY_FAILURE")
+            #expect(error.responseObject?.code == "ERR_TEMPORARY_KEY")
+            #expect(error.responseObject?.message == "POWER_AUTH_TEMPORARY_KEY_FAILURE")
         }
         #expect(s.server.activationServer.temporaryKeys.count == 0)
         _ = try await device.service.temporaryEncryptionKey(scope: .application)

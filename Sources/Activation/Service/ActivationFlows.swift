@@ -161,6 +161,6 @@ public struct ActivationFlows: Sendable {
         guard response.statusCode == 401,
             let envelope = try? WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, response.body)
         else { return false }
-        return envelope.responseObject.code == ActivationAPI.authenticationErrorCode
+        return envelope.responseObject?.code == ActivationAPI.ErrorCode.authentication
     }
 }

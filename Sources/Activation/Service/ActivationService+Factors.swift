@@ -74,22 +74,16 @@ extension ActivationService {
         guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
         guard authenticator.systemStatus == .available else { throw .biometryNotAvailable(authenticator.systemStatus) }
         guard record != nil else { throw .missingActivation }
-        let response = try await send(
-            ActivationAPI.unlockVault, VaultUnlockRequest(reason: ActivationAPI.addBiometryReason),
-            authentication: .possessionWithPassword(password))
+        let request = try securePlaintext(VaultUnlockRequest(reason: ActivationAPI.addBiometryReason))
+        defer { request.destroy() }
+        let answer = try await sendEncrypted(
+            ActivationAPI.unlockVault, plaintext: request, authentication: .possessionWithPassword(password))
+        let response = try decodePlaintext(answer, VaultUnlockResponse.self, path: ActivationAPI.unlockVault.path)
         guard let current = record, let keys else { throw .missingActivation }
-        guard let nonce = Base64.decode(response.nonce), let sealed = Base64.decode(response.encryptedVaultKey) else {
-            throw .invalidResponse(reason: "vault/unlock: malformed field")
-        }
         let binding = Array(current.activationId.utf8)
-        let transportSeal = try protocolStep { () throws(ProtocolError) in
-            try crypto.aeadKey(from: keys.transport, index: ProtocolConstants.vaultTransportKeyIndex)
-        }
-        defer { transportSeal.destroy() }
-        let box = AEAD.SealedBox(algorithm: .xChaCha20Poly1305, nonce: nonce, ciphertext: sealed)
-        guard let vaultKey = try? AEAD.open(box, using: transportSeal, associatedData: binding) else {
-            throw .invalidResponse(reason: "vault/unlock: the vault key does not open")
-        }
+        guard let encrypted = Base64.decode(response.encryptedVaultEncryptionKey),
+            let vaultKey = try? crypto.decryptVaultKey(encrypted, transportKey: keys.transport)
+        else { throw .invalidResponse(reason: "vault/unlock: the vault key does not open") }
         defer { vaultKey.destroy() }
         let biometrySeal = try protocolStep { () throws(ProtocolError) in
             try crypto.aeadKey(from: vaultKey, index: ProtocolConstants.biometrySealKeyIndex)
@@ -113,10 +107,10 @@ extension ActivationService {
         }
     }
 
-    /// Removes the biometry factor: locally first (the key and the flag),
-    /// then the server is told to refuse biometry codes. If the server
-    /// cannot be reached the local factor is gone anyway and the error is thrown.
-    /// - Throws: ``ActivationError/biometryNotConfigured``, the network and server errors.
+    /// Removes the biometry factor on this device: the key and the flag. As in
+    /// PowerAuth V3, the server is not told (it has no per-factor switch); without
+    /// the key no biometry code can be computed here any more.
+    /// - Throws: ``ActivationError/biometryNotConfigured``, storage errors.
     public func removeBiometryFactor() async throws(ActivationError) {
         guard let current = record else { throw .missingActivation }
         guard current.biometryEnabled else { throw .biometryNotConfigured }
@@ -125,7 +119,6 @@ extension ActivationService {
             r.enrolledSetFingerprint = nil
         }
         authenticator?.deleteKey(account: configuration.biometryKeyAccount)
-        _ = try await send(ActivationAPI.removeBiometry, EmptyMessage(), authentication: .possession())
     }
 
     /// Shows the biometric prompt now and returns possession+biometry

@@ -132,7 +132,9 @@ extension ActivationService {
         }
     }
 
-    /// Encodes, signs when the endpoint is signed, sends, and decodes.
+    /// Sends a plain request (`{"requestObject": …}`), signing it when the endpoint
+    /// is signed, and decodes the `responseObject` (or ``EmptyMessage`` for a bare
+    /// `{"status":"OK"}`).
     func send<Request, Response>(
         _ endpoint: ActivationAPI.Endpoint<Request, Response>, _ message: Request,
         authentication: ActivationAuthentication?
@@ -140,17 +142,104 @@ extension ActivationService {
         let body = try protocolStep { () throws(ProtocolError) in
             try WireCoding.encode(RequestEnvelope(requestObject: message))
         }
-        var request = TransportRequest(
-            method: ActivationAPI.method, path: endpoint.path, headers: ["Content-Type": ActivationAPI.contentType],
-            body: body)
+        var headers: [String: String] = [:]
         if let uriIdentifier = endpoint.uriIdentifier {
             guard let authentication else {
                 throw .invalidActivationState(reason: "a signed endpoint needs credentials")
             }
             let header = try await sign(
                 method: ActivationAPI.method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
-            request.headers[AuthorizationHeader.name] = header.value
+            headers[AuthorizationHeader.name] = header.value
         }
+        let answer = try await exchange(
+            path: endpoint.path, body: body, headers: headers, authentication: authentication)
+        guard let envelope = try? WireCoding.decode(ResponseEnvelope<Response>.self, answer),
+            envelope.status.uppercased() == "OK"
+        else { throw .invalidResponse(reason: "\(endpoint.path): the body does not follow the API") }
+        if let object = envelope.responseObject { return object }
+        if let empty = EmptyMessage() as? Response { return empty }
+        throw .invalidResponse(reason: "\(endpoint.path): no responseObject")
+    }
+
+    /// Sends an ECIES-encrypted request (protocol 3.3, with the scope's temporary key)
+    /// and opens the response: unsigned with `X-PowerAuth-Encryption`, or signed over
+    /// the encrypted body (encrypt-then-sign) when the endpoint is signed.
+    /// - Returns: the response plaintext in secure memory (`nil` when empty); the caller destroys it.
+    func sendEncrypted(
+        _ endpoint: ActivationAPI.EncryptedEndpoint, plaintext: SecureBytes?, authentication: ActivationAuthentication?
+    ) async throws(ActivationError) -> SecureBytes? {
+        let scope = endpoint.sharedInfo1.scope
+        let (encryptor, activationId) = try await encryptor(scope: scope, sharedInfo1: endpoint.sharedInfo1)
+        let (cryptogram, envelope) = try eciesStep { () throws(ECIESError) in
+            try encryptor.encryptRequest(plaintext, now: clock.now())
+        }
+        let body = try protocolStep { () throws(ProtocolError) in
+            try WireCoding.encode(EncryptedRequestBody(cryptogram))
+        }
+        var headers: [String: String] = [:]
+        if let uriIdentifier = endpoint.uriIdentifier {
+            guard let authentication else {
+                throw .invalidActivationState(reason: "a signed endpoint needs credentials")
+            }
+            let header = try await sign(
+                method: ActivationAPI.method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
+            headers[AuthorizationHeader.name] = header.value
+        } else {
+            headers[EncryptionHeader.name] =
+                EncryptionHeader(
+                    version: .v3_3, applicationKey: configuration.sdkConfiguration.applicationKey,
+                    activationId: activationId
+                ).value
+        }
+        let answer = try await exchange(
+            path: endpoint.path, body: body, headers: headers, authentication: authentication)
+        return try openResponse(answer, envelope: envelope, path: endpoint.path)
+    }
+
+    /// An encryptor for the scope: the temporary key (3.3) and the configuration.
+    func encryptor(scope: ECIES.Scope, sharedInfo1: ECIES.SharedInfo1) async throws(ActivationError) -> (
+        ECIESEncryptor, String?
+    ) {
+        let key = try await temporaryEncryptionKey(scope: scope)
+        let sdk = configuration.sdkConfiguration
+        let activationId = scope == .activation ? record?.activationId : nil
+        if scope == .activation, activationId == nil { throw .missingActivation }
+        let transport = scope == .activation ? keys?.transport : nil
+        let encryptor = try eciesStep { () throws(ECIESError) in
+            let configuration = try ECIESConfiguration(
+                version: .v3_3, sharedInfo1: sharedInfo1, applicationKey: sdk.applicationKey,
+                applicationSecret: sdk.applicationSecret, activationId: activationId, transportKey: transport,
+                temporaryKeyId: key.temporaryKeyId)
+            return try ECIESEncryptor(configuration: configuration, serverPublicKey: key.publicKey)
+        }
+        return (encryptor, activationId)
+    }
+
+    /// Opens a bare encrypted response with the request's envelope.
+    func openResponse(_ answer: [UInt8], envelope: ECIESEnvelope, path: String) throws(ActivationError)
+        -> SecureBytes?
+    {
+        guard let wire = try? WireCoding.decode(EncryptedResponseBody.self, answer),
+            let cryptogram = try? wire.cryptogram()
+        else { throw .invalidResponse(reason: "\(path): the body is not an encrypted response") }
+        do throws(ECIESError) {
+            return try envelope.decryptResponse(cryptogram)
+        } catch {
+            throw .invalidResponse(reason: "\(path): the encrypted response does not open")
+        }
+    }
+
+    /// Posts a body and returns the body of a 200 answer; maps every other answer to
+    /// its error (a 401 marks the credentials rejected).
+    func exchange(
+        path: String, body: [UInt8], headers extra: [String: String], authentication: ActivationAuthentication?
+    )
+        async throws(ActivationError) -> [UInt8]
+    {
+        var request = TransportRequest(
+            method: ActivationAPI.method, path: path,
+            headers: ["Content-Type": ActivationAPI.contentType, "Accept": ActivationAPI.contentType], body: body)
+        for (name, value) in extra { request.headers[name] = value }
         let client = configuration.clientConfiguration
         if let agent = client.userAgent { request.headers["User-Agent"] = agent }
         for interceptor in client.requestInterceptors { interceptor.process(&request) }
@@ -160,26 +249,52 @@ extension ActivationService {
         } catch {
             throw ActivationError(error)
         }
-        switch response.statusCode {
-        case 200:
-            guard let envelope = try? WireCoding.decode(ResponseEnvelope<Response>.self, response.body),
-                envelope.status == "OK"
-            else { throw .invalidResponse(reason: "\(endpoint.path): the body does not follow the API") }
-            return envelope.responseObject
-        default:
-            let code = (try? WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, response.body))?.responseObject
+        guard response.statusCode == 200 else {
+            let code = (try? WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, response.body))?.responseObject?
                 .code
             if response.statusCode == 401 {
                 // Never again with these credentials: a second wrong PIN would be counted too.
                 authentication?.markRejected()
                 throw .authentication
             }
+            // A temporary key the server no longer knows: fetch a new one next time.
+            if code == ActivationAPI.ErrorCode.encryption { resetTemporaryEncryptionKeys() }
             throw .server(statusCode: response.statusCode, code: code ?? "UNKNOWN")
+        }
+        return response.body
+    }
+
+    /// Copies public JSON into secure memory (the ECIES layer encrypts from there).
+    func securePlaintext(_ value: some Encodable) throws(ActivationError) -> SecureBytes {
+        let bytes = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(value) }
+        return try coreStep { () throws(SecureCoreError) in
+            try bytes.withUnsafeBufferPointer { (buffer) throws(SecureCoreError) in
+                try SecureBytes(copying: UnsafeRawBufferPointer(buffer))
+            }
+        }
+    }
+
+    /// Decodes a public JSON plaintext (`{}` when it is empty) and destroys it.
+    func decodePlaintext<T: Decodable>(_ plaintext: SecureBytes?, _ type: T.Type, path: String)
+        throws(ActivationError) -> T
+    {
+        defer { plaintext?.destroy() }
+        let bytes = plaintext.map { secure in secure.withUnsafeBytes { Array($0) } } ?? Array("{}".utf8)
+        guard let value = try? WireCoding.decode(type, bytes) else {
+            throw .invalidResponse(reason: "\(path): the decrypted body does not follow the API")
+        }
+        return value
+    }
+
+    func eciesStep<R>(_ body: () throws(ECIESError) -> R) throws(ActivationError) -> R {
+        do throws(ECIESError) {
+            return try body()
+        } catch {
+            throw .protocolError(.ecies(error))
         }
     }
 }
 
-/// A copy of a secret in new secure memory.
 func copy(_ key: SecureBytes) throws(SecureCoreError) -> SecureBytes {
     try key.copy()
 }

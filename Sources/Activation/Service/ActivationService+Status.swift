@@ -22,7 +22,8 @@ extension ActivationService {
             ActivationStatusRequest(activationId: before.activationId, challenge: Base64.encode(challenge)),
             authentication: nil)
         guard response.activationId == before.activationId,
-            let encrypted = Base64.decode(response.encryptedStatusBlob), let nonce = Base64.decode(response.nonce)
+            let encrypted = Base64.decode(response.encryptedStatusBlob),
+            let nonce = response.nonce.flatMap(Base64.decode)
         else { throw .invalidResponse(reason: "activation/status: malformed field") }
         let blob: ActivationStatusBlob
         do throws(ProtocolError) {
@@ -36,7 +37,9 @@ extension ActivationService {
         if blob.state == .active, let current = record, current.activationId == before.activationId {
             state = try synchroniseCounter(current, blob: blob, transportKey: keys.transport) ? .active : .deadlock
         }
-        let expiry = response.blockExpirationTime.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        let expiry = response.customObject?[ActivationStatusResponse.blockExpirationTimeKey].map {
+            Date(timeIntervalSince1970: TimeInterval($0))
+        }
         return ActivationStatus(
             state: state, failCount: Int(blob.failedAttempts), maxFailCount: Int(blob.maxFailedAttempts),
             blockExpirationTime: expiry, counterLookAhead: Int(blob.counterLookAhead))

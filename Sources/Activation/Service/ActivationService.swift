@@ -188,14 +188,10 @@ public actor ActivationService {
         let devicePublicKey = try protocolStep { () throws(ProtocolError) in
             try PublicKeyEncoding.compressed(device.publicKey)
         }
-        let response = try await send(
-            ActivationAPI.createActivation,
-            CreateActivationRequest(
-                activationCode: code.code, applicationKey: sdk.applicationKey,
-                devicePublicKey: Base64.encode(devicePublicKey), activationName: name, biometryEnabled: enableBiometry),
-            authentication: nil)
+        let response = try await exchangeActivation(
+            code: code.code, devicePublicKey: devicePublicKey, name: name)
         guard record == nil else { throw .invalidActivationState(reason: "an activation already exists") }
-        let (serverKey, counter) = try verifyCreateResponse(response, devicePublicKey: devicePublicKey)
+        let (serverKey, counter) = try verifyCreateResponse(response)
         let factorKeys = try protocolStep { () throws(ProtocolError) in
             let master = try crypto.masterSecret(privateKey: device.privateKey, peerPublicKey: serverKey)
             defer { master.destroy() }
@@ -245,22 +241,59 @@ public actor ActivationService {
         return ActivationResult(activationId: response.activationId, activationFingerprint: try activationFingerprint())
     }
 
-    private func verifyCreateResponse(_ response: CreateActivationResponse, devicePublicKey: [UInt8])
-        throws(ActivationError) -> ([UInt8], HashCounter)
+    /// `activation/create`: layer 2 (the device key) inside layer 1 (the code), both
+    /// encrypted in application scope with the same temporary key; the response's layer 2
+    /// opens with layer 2's envelope inside layer 1's. The ECIES MACs, keyed from an ECDH
+    /// with a key the master key signed, authenticate the answer.
+    private func exchangeActivation(code: String, devicePublicKey: [UInt8], name: String)
+        async throws(ActivationError) -> ActivationLayer2Response
     {
+        let endpoint = ActivationAPI.createActivation
+        let (inner, _) = try await encryptor(scope: .application, sharedInfo1: ActivationAPI.createActivationLayer2)
+        let (outer, _) = try await encryptor(scope: .application, sharedInfo1: endpoint.sharedInfo1)
+        let innerPlain = try securePlaintext(
+            ActivationLayer2Request(
+                devicePublicKey: Base64.encode(devicePublicKey), activationName: name, platform: "unknown",
+                deviceInfo: configuration.clientConfiguration.userAgent))
+        defer { innerPlain.destroy() }
+        let (innerCryptogram, innerEnvelope) = try eciesStep { () throws(ECIESError) in
+            try inner.encryptRequest(innerPlain, now: clock.now())
+        }
+        let outerPlain = try securePlaintext(
+            ActivationLayer1Request(activationCode: code, activationData: EncryptedRequestBody(innerCryptogram)))
+        defer { outerPlain.destroy() }
+        let (outerCryptogram, outerEnvelope) = try eciesStep { () throws(ECIESError) in
+            try outer.encryptRequest(outerPlain, now: clock.now())
+        }
+        let body = try protocolStep { () throws(ProtocolError) in
+            try WireCoding.encode(EncryptedRequestBody(outerCryptogram))
+        }
+        let header = EncryptionHeader(
+            version: .v3_3, applicationKey: configuration.sdkConfiguration.applicationKey, activationId: nil)
+        let answer = try await exchange(
+            path: endpoint.path, body: body, headers: [EncryptionHeader.name: header.value], authentication: nil)
+        let layer1 = try decodePlaintext(
+            try openResponse(answer, envelope: outerEnvelope, path: endpoint.path), ActivationLayer1Response.self,
+            path: endpoint.path)
+        let innerAnswer = try protocolStep { () throws(ProtocolError) in
+            try WireCoding.encode(layer1.activationData)
+        }
+        return try decodePlaintext(
+            try openResponse(innerAnswer, envelope: innerEnvelope, path: endpoint.path), ActivationLayer2Response.self,
+            path: endpoint.path)
+    }
+
+    private func verifyCreateResponse(_ response: ActivationLayer2Response) throws(ActivationError) -> (
+        [UInt8], HashCounter
+    ) {
         func invalid(_ what: String) -> ActivationError { .invalidResponse(reason: "activation/create: \(what)") }
         guard (try? AuthorizationHeader.validateActivationId(response.activationId)) != nil else {
             throw invalid("bad activation id")
         }
-        guard let serverKey = Base64.decode(response.serverPublicKey), let ctr = Base64.decode(response.ctrData),
-            let counter = try? HashCounter(bytes: ctr), let signature = Base64.decode(response.signature)
+        guard let serverKey = Base64.decode(response.serverPublicKey),
+            (try? P256.validate(publicKey: serverKey)) != nil,
+            let ctr = Base64.decode(response.ctrData), let counter = try? HashCounter(bytes: ctr)
         else { throw invalid("malformed field") }
-        let signed = CreateActivationResponse.signedBytes(
-            activationId: response.activationId, serverPublicKey: serverKey, devicePublicKey: devicePublicKey,
-            ctrData: ctr)
-        let verified = try? crypto.verifySignature(
-            signature, message: signed, publicKey: configuration.sdkConfiguration.masterServerPublicKey)
-        guard verified == true else { throw invalid("the master key's signature does not verify") }
         return (serverKey, counter)
     }
 

@@ -1,0 +1,201 @@
+import Foundation
+import PowerAuthProtocol
+import SecureCore
+
+/// A MAC token (`token/create`, powerauth-crypto `docs/MAC-Token-Based-Authentication.md`):
+/// its identifier, the factors it was created with, and its 16-byte secret in secure
+/// memory. It authenticates read-only requests with `X-PowerAuth-Token`, without the
+/// counter and without a PIN. The description is redacted.
+public final class ActivationToken: Sendable {
+    /// The token identifier (UUID).
+    public let tokenId: String
+    /// The factors of the signature the token was created with.
+    public let factorSet: FactorSet
+    let secret: SecureBytes
+
+    init(tokenId: String, factorSet: FactorSet, secret: SecureBytes) {
+        self.tokenId = tokenId
+        self.factorSet = factorSet
+        self.secret = secret
+    }
+
+    /// Wipes the secret; the token cannot be used afterwards.
+    public func destroy() { secret.destroy() }
+
+    deinit { secret.destroy() }
+}
+
+extension ActivationToken: CustomStringConvertible {
+    /// The identifier and factors; never the secret.
+    public var description: String { "ActivationToken(\(tokenId), \(factorSet.rawValue), secret redacted)" }
+}
+
+extension ActivationService {
+    /// Creates a MAC token (`token/create`: signed with `authentication`, ECIES in
+    /// activation scope, encrypt-then-sign). A wrong PIN is counted like any other.
+    /// - Parameter authentication: the factors to sign with (the token remembers them).
+    /// - Returns: the token, its secret in secure memory.
+    /// - Throws: ``ActivationError/authentication``, the network and server errors,
+    ///   ``ActivationError/invalidResponse(reason:)``.
+    public func createToken(authentication: ActivationAuthentication) async throws(ActivationError) -> ActivationToken {
+        let factorSet = authentication.factorSet
+        let request = try securePlaintext(EmptyMessage())
+        defer { request.destroy() }
+        let answer = try await sendEncrypted(
+            ActivationAPI.createToken, plaintext: request, authentication: authentication)
+        guard let answer else { throw .invalidResponse(reason: "token/create: empty response") }
+        defer { answer.destroy() }
+        let (tokenId, secret) = try protocolStep { () throws(ProtocolError) in try TokenPayload.decode(answer) }
+        return ActivationToken(tokenId: tokenId, factorSet: factorSet, secret: secret)
+    }
+
+    /// The `X-PowerAuth-Token` header for one request: a fresh nonce, the current
+    /// time, and the digest for protocol 3.3.
+    /// - Parameter token: the token.
+    /// - Returns: the header.
+    /// - Throws: ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)``.
+    public func tokenHeader(for token: ActivationToken) throws(ActivationError) -> TokenHeader {
+        let nonce = try coreStep { () throws(SecureCoreError) in
+            try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
+        }
+        let milliseconds = Int64(max(0, (clock.now().timeIntervalSince1970 * 1000).rounded(.down)))
+        let timestamp = String(milliseconds)
+        let digest = try protocolStep { () throws(ProtocolError) in
+            try TokenPayload.digest(secret: token.secret, nonce: nonce, timestamp: timestamp, version: .v3_3)
+        }
+        return TokenHeader(
+            tokenId: token.tokenId, tokenDigest: digest, nonce: nonce, timestamp: timestamp, version: .v3_3)
+    }
+
+    /// Removes a token on the server (`token/remove`, signed with any factors).
+    /// - Parameters:
+    ///   - tokenId: the token.
+    ///   - authentication: the factors to sign with.
+    /// - Throws: ``ActivationError/authentication``, the network and server errors.
+    public func removeToken(_ tokenId: String, authentication: ActivationAuthentication) async throws(ActivationError) {
+        _ = try await send(
+            ActivationAPI.removeToken, TokenRemoveRequest(tokenId: tokenId), authentication: authentication)
+    }
+
+    /// The activation's name as the server has it (`activation/detail`: MAC token and
+    /// ECIES in activation scope). The token must have been created with two factors.
+    /// - Parameter token: the token.
+    /// - Returns: the details.
+    /// - Throws: ``ActivationError/authentication`` (token refused), the network and server errors.
+    public func fetchActivationDetail(token: ActivationToken) async throws(ActivationError) -> ActivationDetailResponse
+    {
+        let endpoint = ActivationAPI.activationDetail
+        let (encryptor, activationId) = try await encryptor(scope: .activation, sharedInfo1: endpoint.sharedInfo1)
+        let request = try securePlaintext(EmptyMessage())
+        defer { request.destroy() }
+        let (cryptogram, envelope) = try eciesStep { () throws(ECIESError) in
+            try encryptor.encryptRequest(request, now: clock.now())
+        }
+        let body = try protocolStep { () throws(ProtocolError) in
+            try WireCoding.encode(EncryptedRequestBody(cryptogram))
+        }
+        let headers = [
+            TokenHeader.name: try tokenHeader(for: token).value,
+            EncryptionHeader.name: EncryptionHeader(
+                version: .v3_3, applicationKey: configuration.sdkConfiguration.applicationKey,
+                activationId: activationId
+            ).value,
+        ]
+        let answer = try await exchange(path: endpoint.path, body: body, headers: headers, authentication: nil)
+        let response = try decodePlaintext(
+            try openResponse(answer, envelope: envelope, path: endpoint.path),
+            ResponseEnvelope<ActivationDetailResponse>.self, path: endpoint.path)
+        guard let detail = response.responseObject else {
+            throw .invalidResponse(reason: "\(endpoint.path): no responseObject")
+        }
+        return detail
+    }
+
+    /// The user's claims (`user/info`, ECIES in activation scope, unsigned).
+    /// - Returns: the claims.
+    /// - Throws: the network and server errors, ``ActivationError/invalidResponse(reason:)``.
+    public func fetchUserInfo() async throws(ActivationError) -> UserInfoResponse {
+        let request = try securePlaintext(EmptyMessage())
+        defer { request.destroy() }
+        let answer = try await sendEncrypted(ActivationAPI.userInfo, plaintext: request, authentication: nil)
+        return try decodePlaintext(answer, UserInfoResponse.self, path: ActivationAPI.userInfo.path)
+    }
+
+    /// The server's time and name (`/pa/v3/status`).
+    /// - Returns: the status.
+    /// - Throws: the network and server errors.
+    public func fetchServerStatus() async throws(ActivationError) -> ServerStatusResponse {
+        try await send(ActivationAPI.serverStatus, EmptyMessage(), authentication: nil)
+    }
+
+    // MARK: - Tokens on the device
+
+    /// Keeps a token in the device storage (a secret file next to the activation's), so
+    /// a later process can use it.
+    /// - Parameter token: the token.
+    /// - Throws: storage errors.
+    public func storeToken(_ token: ActivationToken) throws(ActivationError) {
+        guard record != nil else { throw .missingActivation }
+        let factor = Array(token.factorSet.rawValue.utf8)
+        let blob = try coreStep { () throws(SecureCoreError) in
+            try SecureBytes(count: Self.tokenMagic.count + 1 + TokenPayload.secretByteCount + factor.count)
+        }
+        defer { blob.destroy() }
+        token.secret.withUnsafeBytes { secret in
+            blob.withUnsafeMutableBytes { out in
+                for (i, byte) in Self.tokenMagic.enumerated() { out[i] = byte }
+                out[Self.tokenMagic.count] = 1
+                for i in 0..<secret.count { out[Self.tokenMagic.count + 1 + i] = secret[i] }
+                let start = Self.tokenMagic.count + 1 + secret.count
+                for (i, byte) in factor.enumerated() { out[start + i] = byte }
+            }
+        }
+        try storage.writeSecret(tokenStorageName(token.tokenId), blob)
+    }
+
+    /// A token kept by ``storeToken(_:)``.
+    /// - Parameter tokenId: the token.
+    /// - Returns: the token, or `nil` when none is kept under that identifier.
+    /// - Throws: ``ActivationError/invalidActivationData(reason:)``, storage errors.
+    public func storedToken(_ tokenId: String) throws(ActivationError) -> ActivationToken? {
+        guard (try? AuthorizationHeader.validateActivationId(tokenId)) != nil else {
+            throw .wrongParameter(reason: "not a token identifier")
+        }
+        guard let blob = try storage.readSecret(tokenStorageName(tokenId)) else { return nil }
+        defer { blob.destroy() }
+        let header = Self.tokenMagic.count + 1
+        guard blob.count > header + TokenPayload.secretByteCount else {
+            throw .invalidActivationData(reason: "a token file is truncated")
+        }
+        let parsed: (Bool, String) = blob.withUnsafeBytes { bytes in
+            let magicOK =
+                Array(bytes[0..<Self.tokenMagic.count]) == Self.tokenMagic && bytes[Self.tokenMagic.count] == 1
+            let factor = String(decoding: bytes[(header + TokenPayload.secretByteCount)...], as: UTF8.self)
+            return (magicOK, factor)
+        }
+        guard parsed.0, let factorSet = try? FactorSet(parsing: parsed.1) else {
+            throw .invalidActivationData(reason: "a token file does not parse")
+        }
+        let secret = try coreStep { () throws(SecureCoreError) in
+            try blob.withUnsafeBytes { (bytes) throws(SecureCoreError) in
+                try SecureBytes(
+                    copying: UnsafeRawBufferPointer(rebasing: bytes[header..<(header + TokenPayload.secretByteCount)]))
+            }
+        }
+        return ActivationToken(tokenId: tokenId, factorSet: factorSet, secret: secret)
+    }
+
+    /// Forgets a token kept on the device.
+    /// - Parameter tokenId: the token.
+    /// - Throws: storage errors.
+    public func deleteStoredToken(_ tokenId: String) throws(ActivationError) {
+        guard (try? AuthorizationHeader.validateActivationId(tokenId)) != nil else {
+            throw .wrongParameter(reason: "not a token identifier")
+        }
+        try storage.remove(tokenStorageName(tokenId))
+    }
+
+    private static var tokenMagic: [UInt8] { Array("SPTK".utf8) }
+
+    private func tokenStorageName(_ tokenId: String) -> String { "\(configuration.instanceId).token-\(tokenId)" }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import PowerAuthProtocol
+import SecureCore
+
+/// An encrypted request, opened: its plaintext and the envelope its response is sealed with.
+struct OpenedRequest {
+    let plaintext: SecureBytes?
+    let envelope: ECIESEnvelope
+}
+
+extension ActivationServer {
+    /// The versions whose ECIES requests this server decrypts: 3.2 and 3.3, which carry
+    /// a timestamp, so a replay can be refused within a bounded window. (Upstream also
+    /// takes 3.0 and 3.1; see `docs/activation-api.md`, "Where we differ".)
+    static let encryptionVersions: Set<ProtocolVersion> = [.v3_2, .v3_3]
+
+    /// `X-PowerAuth-Encryption` of an unsigned encrypted request, checked against the
+    /// scope: this application, an activation identifier exactly in activation scope.
+    func encryptionHeader(_ request: TransportRequest, scope: ECIES.Scope) throws(ActivationServerError)
+        -> EncryptionHeader
+    {
+        guard let value = request.header(EncryptionHeader.name), let header = try? EncryptionHeader.parse(value),
+            header.applicationKey == applicationKey, (header.activationId != nil) == (scope == .activation)
+        else { throw .encryptionFailed }
+        return header
+    }
+
+    /// Decrypts a bare encrypted body: the version's fields, the key (the temporary key
+    /// it names in 3.3; otherwise the master key, or the activation's key in activation
+    /// scope), the MAC, then the replay window. Every failure is
+    /// ``ActivationServerError/encryptionFailed`` (or the replay cache's two errors).
+    func openRequest(
+        _ body: [UInt8], sharedInfo1: ECIES.SharedInfo1, context: EncryptionHeader, keys: FactorKeys?
+    ) throws(ActivationServerError) -> OpenedRequest {
+        let version = context.version
+        guard Self.encryptionVersions.contains(version),
+            let wire = try? WireCoding.decode(EncryptedRequestBody.self, body),
+            let cryptogram = try? wire.cryptogram()
+        else { throw .encryptionFailed }
+        let activationId = sharedInfo1.scope == .activation ? context.activationId : nil
+        if sharedInfo1.scope == .activation, activationId == nil || keys == nil { throw .encryptionFailed }
+        let now = nowMilliseconds
+        let privateKey: SecureBytes
+        if version == .v3_3 {
+            guard let temporaryKeyId = cryptogram.temporaryKeyId,
+                let pair = try? temporaryKeys.keyPair(
+                    temporaryKeyId: temporaryKeyId, applicationKey: context.applicationKey,
+                    activationId: activationId, now: now)
+            else { throw .encryptionFailed }
+            privateKey = pair.privateKey
+        } else if let activationId {
+            guard let record = try store.fetch(activationId: activationId) else { throw .encryptionFailed }
+            privateKey = record.serverKeyPair.privateKey
+        } else {
+            privateKey = configuration.masterKeyPair.privateKey
+        }
+        let opened: (plaintext: SecureBytes?, envelope: ECIESEnvelope)
+        do throws(ECIESError) {
+            let configuration = try ECIESConfiguration(
+                version: version, sharedInfo1: sharedInfo1, applicationKey: context.applicationKey,
+                applicationSecret: applicationSecret, activationId: activationId, transportKey: keys?.transport,
+                temporaryKeyId: cryptogram.temporaryKeyId)
+            opened = try ECIESDecryptor(configuration: configuration, privateKey: privateKey).decryptRequest(cryptogram)
+        } catch {
+            throw .encryptionFailed
+        }
+        do throws(ActivationServerError) {
+            // After the MAC: a forged request cannot fill the cache or burn a genuine pair.
+            try replayCache.accept(
+                ephemeralPublicKey: cryptogram.ephemeralPublicKey ?? [], nonce: cryptogram.nonce ?? [],
+                timestamp: Int64(clamping: cryptogram.timestamp ?? 0), now: now)
+        } catch {
+            opened.plaintext?.destroy()
+            throw error
+        }
+        return OpenedRequest(plaintext: opened.plaintext, envelope: opened.envelope)
+    }
+
+    /// Seals a response plaintext with the request's envelope.
+    func seal(_ plaintext: SecureBytes?, envelope: ECIESEnvelope) throws(ActivationServerError)
+        -> EncryptedResponseBody
+    {
+        defer { plaintext?.destroy() }
+        do throws(ECIESError) {
+            return EncryptedResponseBody(try envelope.encryptResponse(plaintext, now: clock.now()))
+        } catch {
+            throw .protocolFailure(.ecies(error))
+        }
+    }
+
+    /// Reads a public JSON plaintext (`{}` when it is empty).
+    static func decodePlaintext<T: Decodable>(_ plaintext: SecureBytes?, _ type: T.Type) throws(ActivationServerError)
+        -> T
+    {
+        let bytes = plaintext.map { secure in secure.withUnsafeBytes { Array($0) } } ?? Array("{}".utf8)
+        do throws(ProtocolError) {
+            return try WireCoding.decode(type, bytes)
+        } catch {
+            throw .malformedRequest(reason: "the decrypted body is not a \(T.self)")
+        }
+    }
+
+    /// Writes a public JSON plaintext into secure memory (the envelope encrypts from there).
+    static func encodePlaintext(_ value: some Encodable) throws(ActivationServerError) -> SecureBytes {
+        let bytes = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(value) }
+        return try protocolStep { () throws(ProtocolError) in
+            try lift { () throws(SecureCoreError) in
+                try bytes.withUnsafeBufferPointer { (buffer) throws(SecureCoreError) in
+                    try SecureBytes(copying: UnsafeRawBufferPointer(buffer))
+                }
+            }
+        }
+    }
+}
