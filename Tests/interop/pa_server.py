@@ -191,7 +191,8 @@ class Server:
             a = None
             if aid is not None:
                 a = self.activations.get(aid)
-                if a is None or a["state"] in ("CREATED", "REMOVED"):
+                # powerauth-server TemporaryKeyBehavior: ACTIVE or BLOCKED activations only
+                if a is None or a["state"] not in ("ACTIVE", "BLOCKED"):
                     raise ValueError("activation")
                 key = pa.hs256_key(self.app_secret_b64, self.keys_of(a)["transport"])
             else:
@@ -346,7 +347,9 @@ class Server:
         if h.get("activation_id") != a["id"]:
             raise Refusal(400, "ERR_ENCRYPTION", "activation mismatch")
         ctx, _ = self.ecies_open(h["version"], "activation", pa.SH1["generic_activation"], req, activation=a)
-        return 200, ctx.encrypt_response(json.dumps({"activationId": a["id"], "activationName": a["name"]}).encode())
+        # ObjectResponse<ActivationDetailResponse>, encrypted whole by the encryption advice
+        return 200, ctx.encrypt_response(json.dumps({"status": "OK", "responseObject": {
+            "activationId": a["id"], "activationName": a["name"]}}).encode())
 
     def vault_unlock(self, req, headers, raw):
         a, h = self.verify_signature(headers, "POST", "/pa/vault/unlock", raw,
