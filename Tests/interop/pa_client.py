@@ -776,7 +776,7 @@ ENDPOINTS = ("activation/create", "activation/status", "signature/validate", "to
 
 def version_matrix(a, bo, config, ck):
     """Every protocol version against every endpoint: accepted (and then right) or refused cleanly."""
-    table = {}
+    table, notes = {}, []
     for v in a.versions.split(","):
         row = {}
         c = Client(a.url, config, v)
@@ -790,6 +790,7 @@ def version_matrix(a, bo, config, ck):
                 msg = str(e)
                 if " refused: HTTP 4" in msg and '"status": "ERROR"' in msg.replace('"status":"ERROR"', '"status": "ERROR"'):
                     row[ep] = "refused"
+                    notes.append("  %s %s: %s" % (v, ep, msg.split(" refused: ", 1)[1][:200]))
                 else:
                     row[ep] = "BROKEN"
                     ck.check("%s %s: accepted and correct, or refused cleanly" % (v, ep), False, msg)
@@ -853,6 +854,9 @@ def version_matrix(a, bo, config, ck):
     print("  %-20s %s" % ("endpoint", " ".join("%-9s" % v for v in table)))
     for ep in ENDPOINTS:
         print("  %-20s %s" % (ep, " ".join("%-9s" % table[v].get(ep, "-") for v in table)))
+    if notes:
+        print("refusals:")
+        print("\n".join(notes))
     if "3.3" in table:
         ck.check("3.3 accepted on every endpoint", all(x == "accepted" for x in table["3.3"].values()), table["3.3"])
     for v in filter(None, a.expect_refused.split(",")):
