@@ -305,11 +305,12 @@ class Client:
         r = self.post("/pa/v3/user/info", dumps(enc), self.encryption_header("activation"))
         return ctx, enc, r
 
-    def activation_detail_with_token(self, token_id, secret):
+    def activation_detail_with_token(self, token_id, secret, header=None, timestamp=None):
         ctx, tid = self.encryptor("activation", pa.SH1["generic_activation"])
         enc = ctx.encrypt_request(b"{}", tid)
         h = self.encryption_header("activation")
-        h["X-PowerAuth-Token"] = pa.token_header(self.version, token_id, secret)
+        h["X-PowerAuth-Token"] = header or pa.token_header(self.version, token_id, secret, timestamp)
+        self.last_token_header = h["X-PowerAuth-Token"]
         return ctx, self.post("/pa/v3/activation/detail", dumps(enc), h)
 
     def server_status(self):
@@ -570,8 +571,21 @@ def main_path(a, bo, ck, config, state):
             except ProtocolFailure as e:
                 d = e
             ck.check("3.3 X-PowerAuth-Token digest accepted on activation/detail", ok, repr(d))
+            _, r2 = c.activation_detail_with_token(tid, tsecret, header=c.last_token_header.replace(
+                "token_id=\"%s\"" % tid, "token_id=\"%s\"" % tid))
+            ck.check("a replayed X-PowerAuth-Token (same nonce) is refused 401 (powerauth-server TokenBehavior)",
+                     r2.status == 401, repr(r2))
             _, r2 = c.activation_detail_with_token(tid, os.urandom(16))
             ck.check("a wrong token digest is refused 401", r2.status == 401, repr(r2))
+            _, r2 = c.activation_detail_with_token(tid, tsecret, timestamp=pa.now_ms() - 3 * 3600 * 1000)
+            ck.check("a token timestamp 3 h old is refused 401 (token.timestamp.validity 2 h)", r2.status == 401, repr(r2))
+            # digest without the 3.3 version suffix (the 3.0/3.1 form) under version="3.3"
+            nonce, ts = os.urandom(16), pa.now_ms()
+            d = pa.token_digest("3.1", tsecret, nonce, ts)
+            hdr = 'PowerAuth token_id="%s", token_digest="%s", nonce="%s", timestamp="%s", version="3.3"' % (
+                tid, pa.b64e(d), pa.b64e(nonce), ts)
+            _, r2 = c.activation_detail_with_token(tid, tsecret, header=hdr)
+            ck.check("a 3.3 token digest without the &version suffix is refused 401", r2.status == 401, repr(r2))
         r = c.token_remove(tid)
         ck.check("3.3 token/remove", r.ok() and (r.body.get("responseObject") or {}).get("tokenId") == tid, repr(r))
     ck.run("3.3 vault/unlock: encryptedVaultEncryptionKey opens to KDF(master, 2000)", lambda: c.vault_unlock())

@@ -26,7 +26,8 @@ import powerauth as pa  # noqa: E402
 LOOK_AHEAD = 20
 ECIES_WINDOW_MS = 60_000  # powerauth-server requestExpirationInMilliseconds
 TEMP_KEY_MS = 300_000  # temporary key validity (powerauth-server default)
-TOKEN_WINDOW_MS = 60_000
+TOKEN_PAST_MS = 7_200_000  # powerauth.service.token.timestamp.validity
+TOKEN_FUTURE_MS = 1_800_000  # powerauth.service.token.timestamp.forward.validity
 
 STATE_CODES = {"CREATED": 1, "PENDING_COMMIT": 2, "ACTIVE": 3, "BLOCKED": 4, "REMOVED": 5}
 
@@ -326,11 +327,16 @@ class Server:
             nonce = pa.b64d(h["nonce"])
         except ValueError:
             raise auth_error("POWER_AUTH_TOKEN_INVALID")
-        if h["version"] in ("3.2", "3.3") and abs(pa.now_ms() - ts) > TOKEN_WINDOW_MS:
+        now = pa.now_ms()
+        if ts < now - TOKEN_PAST_MS or ts > now + TOKEN_FUTURE_MS:
+            raise auth_error("POWER_AUTH_TOKEN_INVALID")
+        # replay of a MAC token nonce (powerauth-server TokenBehavior, UniqueValueType.MAC_TOKEN)
+        if ("token", h["nonce"], h["token_id"]) in self.seen:
             raise auth_error("POWER_AUTH_TOKEN_INVALID")
         import hmac as _h
 
         want = pa.token_digest(h["version"], t["secret"], nonce, ts)
+        self.seen.add(("token", h["nonce"], h["token_id"]))
         if not _h.compare_digest(pa.b64e(want), h["token_digest"]):
             raise auth_error("POWER_AUTH_TOKEN_INVALID")
         a = self.activations.get(t["activationId"])
