@@ -229,7 +229,7 @@ let testing: [Target] = [
         dependencies: ["PinEntryTerminal", "PinEntry", "PinStrength", "SecureCore", "pinpad-demo", "TestSupport"]),
     .testTarget(
         name: "ActivationTests",
-        dependencies: ["PowerAuthProtocol", "SecureCore"]),
+        dependencies: ["PowerAuthProtocol", "SecureCore", "TestSupport"]),
     .testTarget(
         name: "ActivationServiceTests",
         dependencies: [

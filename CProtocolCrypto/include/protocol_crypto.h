@@ -336,6 +336,223 @@ SPC_MUST_CHECK SPC_NONNULL(1, 3, 7, 8, 9) spc_status spc_ecies_decrypt(spc_buffe
                                                                 size_t sh2_len, const uint8_t mac[SPC_ECIES_MAC_BYTES],
                                                                 spc_buffer *plain, size_t *plain_len);
 
+/* ------------------------------------------------------------------------ */
+/* PowerAuth V4 ("crypto4") primitives (v4.c): SHA3, KMAC-256, AES-256-CTR,   */
+/* P-384 (ECDH, ECDSA-SHA384), the DHKEM(P-384) step of the shared secret,   */
+/* and the V4 AEAD. Same conventions as above. KMAC-256 is SP 800-185's,     */
+/* through OpenSSL 3.0's EVP_MAC "KMAC-256".                                 */
+/* ------------------------------------------------------------------------ */
+
+#define SPC_SHA3_256_BYTES 32
+#define SPC_SHA3_384_BYTES 48
+#define SPC_AES256_KEY_BYTES 32
+#define SPC_KMAC_KEY_MIN 4          /* OpenSSL 3.0 refuses shorter KMAC keys   */
+#define SPC_KMAC_KEY_MAX 512        /* ... and longer ones                     */
+#define SPC_KMAC_CUSTOM_MAX 256     /* customization string S, bytes           */
+#define SPC_KMAC_OUT_MAX 64         /* KMAC output length L, bytes             */
+#define SPC_V4_KDF_LABEL_MAX 128    /* label of spc_v4_kdf ("PA4KDF:" + label) */
+#define SPC_V4_PBKDF_SALT_MIN 32
+#define SPC_V4_AEAD_NONCE_BYTES 12
+#define SPC_V4_AEAD_TAG_BYTES 32
+#define SPC_V4_AEAD_OVERHEAD 44     /* nonce || tag || ciphertext              */
+#define SPC_P384_SCALAR_BYTES 48    /* private key; also the ECDH x-coordinate */
+#define SPC_P384_PUBLIC_BYTES 97    /* SEC1 uncompressed: 0x04 || X || Y       */
+#define SPC_P384_COMPRESSED_BYTES 49
+#define SPC_P384_SIGNATURE_BYTES 96 /* ECDSA r || s (JOSE "ES384"), 48 each    */
+#define SPC_DHKEM_P384_SECRET_BYTES 48
+#define SPC_DHKEM_P384_ENC_BYTES 97 /* the sender's ephemeral key, uncompressed */
+
+/**
+ * SHA3-256 (FIPS 202) of `msg` (NULL is accepted when `len` is 0).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (NULL with a length); SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: for public data (the hash-based counter, SH2); no secret handling.
+ */
+SPC_MUST_CHECK SPC_NONNULL(3) spc_status spc_sha3_256(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA3_256_BYTES]);
+
+/**
+ * SHA3-384 (FIPS 202), as spc_sha3_256.
+ */
+SPC_MUST_CHECK SPC_NONNULL(3) spc_status spc_sha3_384(const uint8_t *msg, size_t len, uint8_t out[SPC_SHA3_384_BYTES]);
+
+/**
+ * KMAC256(key, msg, L = out_len, S = custom) into the public tag `out`.
+ * `key` is a buffer of SPC_KMAC_KEY_MIN ... SPC_KMAC_KEY_MAX bytes; `custom`
+ * 1 ... SPC_KMAC_CUSTOM_MAX bytes; out_len 1 ... SPC_KMAC_OUT_MAX; `msg` may
+ * be NULL when `len` is 0.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes, NULLs); SPC_E_NOMEM or
+ *          SPC_E_FORKED (the key cannot be opened); SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the key is open only during the call; OpenSSL cleanses its copy
+ *           when the MAC context is freed. For tags that are sent or
+ *           compared (token digest, status MAC, SH2); secret outputs go
+ *           through spc_v4_kdf.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4, 6) spc_status spc_kmac256(spc_buffer *key, const uint8_t *msg, size_t len,
+                                                 const uint8_t *custom, size_t custom_len, uint8_t *out,
+                                                 size_t out_len);
+
+/**
+ * The V4 KDF: KMAC256(key, data, L, S = "PA4KDF:" || label), L the size of
+ * the buffer `out` (1 ... SPC_KMAC_OUT_MAX; the protocol uses 32). `label` is
+ * 1 ... SPC_V4_KDF_LABEL_MAX bytes, `data` (the "diversifier", empty for most
+ * keys, the key context for the AEAD) may be NULL when `data_len` is 0.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes, NULLs, `out` is `key`); SPC_E_NOMEM
+ *          or SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the derived key is written into `out` only.
+ */
+SPC_MUST_CHECK SPC_NONNULL(2, 6) spc_status spc_v4_kdf(spc_buffer *key, const uint8_t *label, size_t label_len,
+                                                const uint8_t *data, size_t data_len, spc_buffer *out);
+
+/**
+ * The V4 password KDF: KMAC256(key = UTF-8 of `password`, data = salt, L,
+ * S = "PA4PBKDF"), L the size of `out` (1 ... SPC_KMAC_OUT_MAX). The salt is
+ * at least SPC_V4_PBKDF_SALT_MIN bytes; the password's UTF-8 is
+ * SPC_KMAC_KEY_MIN ... SPC_KMAC_KEY_MAX bytes (OpenSSL 3.0's KMAC key limits:
+ * a PIN has at least 4 digits).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes, a password too short or too long);
+ *          SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: one KMAC, no work factor: the cost of guessing is the server's
+ *           attempt counter. The password's UTF-8 exists only in a secure
+ *           buffer, freed (wiped) before return.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2, 4) spc_status spc_v4_password_kdf(spc_password *password, const uint8_t *salt,
+                                                            size_t salt_len, spc_buffer *out);
+
+/**
+ * AES-256-CTR with a 128-bit big-endian counter block starting at `iv`, over
+ * public data: `out` holds `len` bytes (0 ... SPC_BUFFER_MAX; `in` and `out`
+ * may be NULL when `len` is 0). Encryption and decryption are the same.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (length, key size, NULLs); SPC_E_NOMEM or
+ *          SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: no integrity (see spc_v4_aead_seal). Never reuse a key with an IV.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2) spc_status spc_aes256_ctr(spc_buffer *key, const uint8_t iv[SPC_AES_BLOCK_BYTES],
+                                                    const uint8_t *in, size_t len, uint8_t *out);
+
+/**
+ * The V4 AEAD seal: Kenc = KDF(key, "aead/enc", kc), Kmac = KDF(key,
+ * "aead/mac", kc) (32 bytes each); C = AES-256-CTR(Kenc, nonce || 0^4, plain);
+ * T = KMAC256(Kmac, nonce || ad || C, 32, "PA4MAC-AEAD"); out = nonce || T ||
+ * C. `key` is a buffer of SPC_AES256_KEY_BYTES ... SPC_KMAC_KEY_MAX bytes (any
+ * KMAC key; the protocol's are 32); `kc` (the key context) and `ad` are
+ * public, NULL when empty; `plain` a buffer, or NULL for an empty plaintext;
+ * out_len = size of plain + SPC_V4_AEAD_OVERHEAD (at most SPC_BUFFER_MAX).
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes, NULLs, `plain` is `key`);
+ *          SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: Kenc and Kmac are stack locals wiped before return; the
+ *           plaintext goes from its buffer to the cipher. A nonce must never
+ *           repeat under one key and key context.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 4, 8) spc_status spc_v4_aead_seal(spc_buffer *key, const uint8_t *kc, size_t kc_len,
+                                                         const uint8_t nonce[SPC_V4_AEAD_NONCE_BYTES],
+                                                         const uint8_t *ad, size_t ad_len, spc_buffer *plain,
+                                                         uint8_t *out, size_t out_len);
+
+/**
+ * The V4 AEAD open: `in` is nonce || T || C (at least SPC_V4_AEAD_OVERHEAD
+ * bytes); T is recomputed as in the seal and compared in constant time
+ * before anything is decrypted. `plain` is a buffer of exactly len -
+ * SPC_V4_AEAD_OVERHEAD bytes, or NULL when that is 0.
+ * Returns: SPC_OK; SPC_E_AEAD_AUTH (wrong tag: `plain` is left cleared);
+ *          SPC_E_ARGUMENT (sizes, NULLs, `plain` is `key`); SPC_E_NOMEM or
+ *          SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the verdict is the only value derived from the key that the
+ *           code branches on. The caller checks the nonce prefix it expects
+ *           (the first SPC_V4_AEAD_NONCE_BYTES bytes of `in`).
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 6) spc_status spc_v4_aead_open(spc_buffer *key, const uint8_t *kc, size_t kc_len,
+                                                      const uint8_t *ad, size_t ad_len, const uint8_t *in,
+                                                      size_t len, spc_buffer *plain);
+
+/**
+ * Check a SEC1 P-384 public key (49 or 97 bytes): on the curve, not the
+ * point at infinity.
+ * Returns: SPC_OK; SPC_E_KEY; SPC_E_ARGUMENT (NULL); SPC_E_INIT.
+ * Security: public data only.
+ */
+SPC_MUST_CHECK spc_status spc_p384_public_check(const uint8_t *pub, size_t len);
+
+/**
+ * Generate a P-384 key pair: the scalar (48 bytes, big-endian) into the
+ * buffer `priv` of SPC_P384_SCALAR_BYTES, the uncompressed public key into `pub`.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (size of `priv`); SPC_E_NOMEM or
+ *          SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: OpenSSL's copy of the scalar is cleared when its key is freed.
+ */
+SPC_MUST_CHECK SPC_NONNULL(1, 2) spc_status spc_p384_keypair_generate(spc_buffer *priv,
+                                                               uint8_t pub[SPC_P384_PUBLIC_BYTES]);
+
+/**
+ * The uncompressed public key of a P-384 scalar (`priv`: 48 bytes, or 49
+ * with a leading zero byte, a Java BigInteger encoding; 0 < d < n).
+ * Returns: SPC_OK; SPC_E_KEY (size or range of the scalar); SPC_E_NOMEM or
+ *          SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the range check does not branch on the scalar's bytes; copies
+ *           of the scalar are wiped or cleared when freed.
+ */
+SPC_MUST_CHECK SPC_NONNULL(2) spc_status spc_p384_public_from_private(spc_buffer *priv,
+                                                               uint8_t pub[SPC_P384_PUBLIC_BYTES]);
+
+/**
+ * ECDH on P-384: the 48-byte x-coordinate of priv * pub into the buffer
+ * `shared` of SPC_P384_SCALAR_BYTES. `priv` as for
+ * spc_p384_public_from_private; `pub` SEC1 (49 or 97 bytes), fully validated.
+ * Returns: SPC_OK; SPC_E_KEY (either key); SPC_E_ARGUMENT (size of `shared`,
+ *          `shared` is `priv`); SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO;
+ *          SPC_E_INIT.
+ * Security: as spc_p384_public_from_private; the result is written into
+ *           `shared` only.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_p384_ecdh(spc_buffer *priv, const uint8_t *pub, size_t pub_len,
+                                                spc_buffer *shared);
+
+/**
+ * ECDSA-SHA384 on P-384, as r || s (48 bytes each, big-endian: JOSE ES384).
+ * `priv` as for spc_p384_public_from_private; `msg` may be NULL when `len` is 0.
+ * Returns: SPC_OK; SPC_E_KEY; SPC_E_ARGUMENT; SPC_E_NOMEM or SPC_E_FORKED;
+ *          SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the per-signature nonce is OpenSSL's.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_p384_ecdsa_sign(spc_buffer *priv, const uint8_t *msg, size_t len,
+                                                      uint8_t sig[SPC_P384_SIGNATURE_BYTES]);
+
+/**
+ * Verify an ECDSA-SHA384 signature given as r || s (SPC_P384_SIGNATURE_BYTES;
+ * any other length, or r or s out of range, simply does not verify).
+ * `*valid` is 1 when it verifies, 0 otherwise.
+ * Returns: SPC_OK (whatever the verdict); SPC_E_KEY (invalid public key);
+ *          SPC_E_ARGUMENT; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: public data only.
+ */
+SPC_MUST_CHECK SPC_NONNULL(7) spc_status spc_p384_ecdsa_verify(const uint8_t *pub, size_t pub_len, const uint8_t *msg,
+                                                        size_t len, const uint8_t *sig, size_t sig_len, int *valid);
+
+/**
+ * The DHKEM(P-384, HKDF-SHA384) step of the V4 shared secret, as PowerAuth
+ * uses it (RFC 9180): an HPKE base-mode setup (KEM 0x0011, KDF 0x0002, AEAD
+ * 0xFFFF export-only, info = "DHKEM-P384") with the recipient key `pub`
+ * (49 or 97 bytes, fully validated), then Export("DHKEM-P384", 48) into the
+ * buffer `secret` of SPC_DHKEM_P384_SECRET_BYTES. `enc` receives the
+ * ephemeral public key (uncompressed), to be sent.
+ * Returns: SPC_OK; SPC_E_KEY (invalid recipient key); SPC_E_ARGUMENT (size of
+ *          `secret`); SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO; SPC_E_INIT.
+ * Security: the ephemeral scalar, the DH value and every HKDF intermediate
+ *           live in secure buffers or wiped stack locals.
+ */
+SPC_MUST_CHECK SPC_NONNULL(3, 4) spc_status spc_dhkem_p384_encap(const uint8_t *pub, size_t pub_len,
+                                                          uint8_t enc[SPC_DHKEM_P384_ENC_BYTES], spc_buffer *secret);
+
+/**
+ * The recipient's side of spc_dhkem_p384_encap: `priv` as for
+ * spc_p384_public_from_private (its public key is recomputed for the KEM
+ * context), `enc` the sender's key as received (97 bytes, validated).
+ * Returns: SPC_OK; SPC_E_KEY (either key); SPC_E_ARGUMENT (size of `secret`,
+ *          `secret` is `priv`); SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO;
+ *          SPC_E_INIT.
+ * Security: as the encapsulation.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_dhkem_p384_decap(spc_buffer *priv, const uint8_t *enc, size_t enc_len,
+                                                       spc_buffer *secret);
+
 /**
  * The version of the libcrypto this target runs on, as OpenSSL reports it
  * (e.g. "OpenSSL 3.0.x 1 Jan 2025"): for `--version` and diagnostics, so no

@@ -88,6 +88,37 @@ static void ct_ecies(void) {
     spc_buffer_free(env), spc_buffer_free(msg), spc_buffer_free(out), spc_buffer_free(server), spc_buffer_free(derived);
 }
 
+/* V4 (v4.c): the KMAC-based KDFs, the KMAC tag, AES-256-CTR and the AEAD with a secret key
+ * and plaintext; the AEAD's tag verdict is the only value the code may branch on. */
+static void ct_v4(void) {
+    uint8_t raw[32], plain[37], nonce[12], kc[27] = "4.0/pa/generic/application", ad[16], blob[37 + 44], tag[32],
+                                              iv[16], ct[37];
+    for (int i = 0; i < 32; i++) raw[i] = (uint8_t)(i * 13 + 7);
+    memset(plain, 0x61, sizeof plain), memset(nonce, 0x17, sizeof nonce), memset(ad, 0x33, sizeof ad);
+    memset(iv, 0x44, sizeof iv);
+    spc_buffer *key = secret_buffer(raw, 32), *msg = secret_buffer(plain, sizeof plain), *derived, *out;
+    REQUIRE_OK(spc_buffer_new(32, &derived));
+    REQUIRE_OK(spc_buffer_new(sizeof plain, &out));
+    REQUIRE_OK(verdict(spc_v4_kdf(key, (const uint8_t *)"auth/possession", 15, NULL, 0, derived)));
+    spc_buffer *second;
+    REQUIRE_OK(spc_buffer_new(32, &second));
+    REQUIRE_OK(verdict(spc_v4_kdf(derived, (const uint8_t *)"aead/enc", 8, kc, sizeof kc, second)));
+    REQUIRE_OK(verdict(spc_kmac256(key, plain, sizeof plain, (const uint8_t *)"PA4DIGEST", 9, tag, sizeof tag)));
+    REQUIRE_OK(verdict(spc_aes256_ctr(key, iv, plain, sizeof plain, ct)));
+    spc_password *pin = secret_password("482915");
+    uint8_t salt[32];
+    memset(salt, 0x5A, sizeof salt);
+    REQUIRE_OK(verdict(spc_v4_password_kdf(pin, salt, sizeof salt, derived)));
+    REQUIRE_OK(verdict(spc_v4_aead_seal(key, kc, sizeof kc, nonce, ad, sizeof ad, msg, blob, sizeof blob)));
+    PUBLIC(blob, sizeof blob); /* what is sent */
+    REQUIRE_OK(verdict(spc_v4_aead_open(key, kc, sizeof kc, ad, sizeof ad, blob, sizeof blob, out)));
+    CHECK(buffer_equals(out, plain, sizeof plain));
+    blob[20] ^= 1;
+    CHECK_EQ(verdict(spc_v4_aead_open(key, kc, sizeof kc, ad, sizeof ad, blob, sizeof blob, out)), SPC_E_AEAD_AUTH);
+    spc_buffer_free(key), spc_buffer_free(msg), spc_buffer_free(derived), spc_buffer_free(out), spc_buffer_free(second);
+    spc_password_free(pin);
+}
+
 int main(void) {
     REQUIRE_OK(spc_init());
     /* valgrind (3.19) does not implement memfd_secret: ask for the pool's
@@ -96,5 +127,6 @@ int main(void) {
     RUN(ct_knowledge_unwrap);
     RUN(ct_authcode_compare);
     RUN(ct_ecies);
+    RUN(ct_v4);
     return check_summary("ctgrind-protocol");
 }

@@ -185,13 +185,16 @@ extension ActivationServer {
         return try Self.ok(TokenRemoveResponse(tokenId: body.tokenId))
     }
 
-    /// Verifies `X-PowerAuth-Token` (digest, time window, replay, the token's factors).
-    /// - Returns: the activation and its keys (the caller destroys them).
+    /// Verifies `X-PowerAuth-Token`: the token, its activation, its factors and its
+    /// digest. The time window and the nonce are checked by ``acceptTokenNonce(_:)``,
+    /// after the request's cryptogram opened, so a request refused for its cryptogram
+    /// does not burn the token's nonce.
+    /// - Returns: the header, the activation and its keys (the caller destroys them).
     func verifyToken(_ request: TransportRequest, allowed: Set<FactorSet>) throws(ActivationServerError) -> (
         TokenHeader, ActivationRecord, FactorKeys
     ) {
         guard let value = request.header(TokenHeader.name), let header = try? TokenHeader.parse(value),
-            let timestamp = header.timestampMilliseconds, let token = try store.token(tokenId: header.tokenId),
+            header.timestampMilliseconds != nil, let token = try store.token(tokenId: header.tokenId),
             allowed.contains(token.factorSet)
         else { throw .tokenInvalid }
         guard let record = try store.fetch(activationId: token.activationId), record.state == .active,
@@ -205,16 +208,22 @@ extension ActivationServer {
                 secret: secret, nonce: header.nonce, timestamp: header.timestamp, version: header.version)
             return constantTimeEqual(Array(expected.utf8), Array(header.tokenDigest.utf8))
         }
-        do throws(ActivationServerError) {
-            guard matches == true else { throw .tokenInvalid }
-            try replayCache.accept(
-                ephemeralPublicKey: Array(token.tokenId.utf8), nonce: header.nonce, timestamp: timestamp,
-                now: nowMilliseconds)
-        } catch {
+        guard matches == true else {
             keys.destroy()
             throw .tokenInvalid
         }
         return (header, record, keys)
+    }
+
+    /// A verified token's timestamp within the window and its nonce used once.
+    func acceptTokenNonce(_ header: TokenHeader) throws(ActivationServerError) {
+        do throws(ActivationServerError) {
+            try replayCache.accept(
+                ephemeralPublicKey: Array(header.tokenId.utf8), nonce: header.nonce,
+                timestamp: header.timestampMilliseconds ?? 0, now: nowMilliseconds)
+        } catch {
+            throw .tokenInvalid
+        }
     }
 
     func activationDetailEndpoint(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
@@ -231,6 +240,7 @@ extension ActivationServer {
         let opened = try openRequest(
             request.body, sharedInfo1: ActivationAPI.activationDetail.sharedInfo1, context: context, keys: keys)
         opened.plaintext?.destroy()
+        try acceptTokenNonce(token)
         let detail = ActivationDetailResponse(activationId: record.activationId, activationName: record.name)
         let plaintext = try Self.encodePlaintext(ResponseEnvelope(responseObject: detail))
         return try Self.encrypted(try seal(plaintext, envelope: opened.envelope))

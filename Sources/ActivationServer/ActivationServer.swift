@@ -121,14 +121,21 @@ public final class ActivationServer: Sendable {
     /// - Throws: ``ActivationServerError/activationNotFound``.
     public func activationDetail(_ activationId: String) throws(ActivationServerError) -> ActivationDetail {
         let now = clock.now()
-        return try store.update(activationId: activationId) { r in
+        let record = try store.update(activationId: activationId) { r in
             r.expireBlock(now: now)
-            return ActivationDetail(
-                activationId: r.activationId, userId: r.userId, state: r.state, failedAttempts: r.failedAttempts,
-                maxFailedAttempts: r.maxFailedAttempts, blockedUntil: r.blockedUntil,
-                biometryEnabled: r.biometryEnabled,
-                counterIndex: r.counterIndex)
+            return r
         }
+        let crypto = crypto
+        let fingerprint = record.devicePublicKey.flatMap { device in
+            try? crypto.fingerprint(
+                devicePublicKey: device, serverPublicKey: record.serverKeyPair.publicKey,
+                activationId: record.activationId)
+        }
+        return ActivationDetail(
+            activationId: record.activationId, userId: record.userId, state: record.state,
+            failedAttempts: record.failedAttempts, maxFailedAttempts: record.maxFailedAttempts,
+            blockedUntil: record.blockedUntil, biometryEnabled: record.biometryEnabled,
+            counterIndex: record.counterIndex, fingerprint: fingerprint)
     }
 
     // MARK: - Verification for application servers
@@ -217,10 +224,12 @@ public struct ActivationDetail: Sendable, Equatable {
     public let maxFailedAttempts: Int
     /// End of a temporary block.
     public let blockedUntil: Date?
-    /// Whether biometry codes are accepted.
+    /// Whether the device fetched the vault key to add biometry (informational).
     public let biometryEnabled: Bool
     /// Consumed counter steps.
     public let counterIndex: UInt64
+    /// The activation fingerprint (8 decimal digits) once the device sent its key.
+    public let fingerprint: String?
 }
 
 /// A verified application request.

@@ -165,7 +165,7 @@ extension InMemoryServerActivationStore {
 }
 
 /// A MAC token (`token/create`): which activation it belongs to and with which factors it
-/// was created. Its secret is not stored: ``PowerAuthProtocol/ActivationCrypto/tokenSecret(transportKey:tokenId:)``
+/// was created. Its secret is not stored: `ActivationCrypto.tokenSecret(transportKey:tokenId:)`
 /// derives it from the activation's transport key.
 public struct TokenRecord: Sendable, Equatable {
     /// The identifier (UUID).

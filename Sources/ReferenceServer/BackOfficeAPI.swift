@@ -86,10 +86,15 @@ public struct BackOfficeActivation: Codable, Sendable, Equatable {
     public var maxFailedAttempts: Int
     /// The end of a temporary block, seconds since 1970.
     public var blockedUntil: Int64?
-    /// Whether biometry codes are accepted.
+    /// Whether the device fetched the vault key to add biometry (`vault/unlock` with
+    /// `ADD_BIOMETRY`, or any other way to know it enrolled a finger); informational, as
+    /// upstream V3 accepts biometry codes from every activation.
     public var biometryEnabled: Bool
     /// Consumed counter steps.
     public var counterIndex: UInt64
+    /// The activation fingerprint, 8 decimal digits as the device shows them, once the
+    /// device sent its key (from `PENDING_COMMIT` on): compare before committing.
+    public var fingerprint: String?
 
     /// Converts the server's details.
     /// - Parameter detail: the details.
@@ -102,6 +107,7 @@ public struct BackOfficeActivation: Codable, Sendable, Equatable {
         blockedUntil = detail.blockedUntil.map { UnixTime.seconds($0) }
         biometryEnabled = detail.biometryEnabled
         counterIndex = detail.counterIndex
+        fingerprint = detail.fingerprint
     }
 
     /// The wire name of a state.

@@ -21,8 +21,13 @@ let fuzzServer: ActivationServer = {
 
 let fuzzPaths = [
     "/pa/v3/activation/create", "/pa/v3/activation/status", "/pa/v3/activation/remove",
-    "/pa/v3/signature/validate", "/pa/v3/vault/unlock", "/pa/v3/biometry/remove", "/pa/v3/unknown", "",
+    "/pa/v3/signature/validate", "/pa/v3/vault/unlock", "/pa/v3/token/create", "/pa/v3/token/remove",
+    "/pa/v3/user/info", "/pa/v3/upgrade/start", "/pa/v3/upgrade/commit", "/pa/v3/activation/detail",
+    "/pa/v3/keystore/create", "/pa/v3/status", "/pa/v3/unknown", "",
 ]
+
+/// The header the fuzzed value goes into, chosen by the first byte's high bits.
+let fuzzHeaders = ["X-PowerAuth-Authorization", "X-PowerAuth-Encryption", "X-PowerAuth-Token"]
 
 /// libFuzzer's entry point: one request through the server.
 /// - Parameters:
@@ -33,11 +38,12 @@ let fuzzPaths = [
 public func serverRequestFuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
     guard bytes.count >= 2 else { return 0 }
-    let path = fuzzPaths[Int(bytes[0]) % fuzzPaths.count]
+    let path = fuzzPaths[Int(bytes[0] & 0x0F) % fuzzPaths.count]
+    let headerName = fuzzHeaders[Int(bytes[0] >> 4) % fuzzHeaders.count]
     let headerLength = min(Int(bytes[1]), bytes.count - 2)
     var headers = ["Content-Type": "application/json"]
     if headerLength > 0 {
-        headers["X-PowerAuth-Authorization"] = String(decoding: bytes[2..<(2 + headerLength)], as: UTF8.self)
+        headers[headerName] = String(decoding: bytes[2..<(2 + headerLength)], as: UTF8.self)
     }
     let body = Array(bytes[(2 + headerLength)...])
     let response = fuzzServer.respond(to: TransportRequest(path: path, headers: headers, body: body))
