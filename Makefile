@@ -14,6 +14,18 @@ CORE_SRCS   := $(wildcard CSecureCore/*.c)
 CORE_HDRS   := CSecureCore/include/secure_core.h CSecureCore/internal.h
 PROTO_SRCS  := $(wildcard CProtocolCrypto/*.c)
 PROTO_HDRS  := CProtocolCrypto/include/protocol_crypto.h
+# The post-quantum target (CPostQuantum: ML-KEM and ML-DSA, its own Keccak; links libsodium only).
+PQ_SRCS     := $(wildcard CPostQuantum/*.c)
+PQ_HDRS     := CPostQuantum/include/post_quantum.h CPostQuantum/pq_internal.h
+# Its known-answer files and the Python `cryptography` of its differential tests (see test-pq).
+PQ_PY_DIR           := $(BUILD_DIR)/pq-python
+PQ_KAT_DIR          := $(BUILD_DIR)/pq-kat
+PQ_PYTHON           := $(PQ_PY_DIR)/bin/python3
+# Made once cryptography is installed, so that an interrupted install is redone.
+PQ_PY_READY          = $(PQ_PY_DIR)/.cryptography-$(PQ_CRYPTOGRAPHY)
+PQ_CRYPTOGRAPHY     ?= 50.0.2
+PQ_KAT_FILES        := MLKEM/kat_MLKEM_768.rsp MLKEM/kat_MLKEM_1024.rsp MLDSA/kat_MLDSA_65_det_pure.rsp \
+                       MLDSA/kat_MLDSA_87_det_pure.rsp
 # The TPM binding (CTPMBinding: ESYS from libtss2), tested against swtpm by the Swift tests.
 TPM_SRCS    := $(wildcard Sources/CTPMBinding/*.c)
 TPM_HDRS    := Sources/CTPMBinding/include/tpm_binding.h
@@ -26,6 +38,9 @@ LIBS_CORE    = $(shell pkg-config --libs libsodium libargon2 2>/dev/null)
 # The protocol target's tests link both targets' sources, and libcrypto.
 CFLAGS_PROTO = $(CFLAGS_CORE) -ICProtocolCrypto/include $(shell pkg-config --cflags libcrypto 2>/dev/null)
 LIBS_PROTO   = $(LIBS_CORE) $(shell pkg-config --libs libcrypto 2>/dev/null)
+CFLAGS_PQ    = -std=c11 -Wall -Wextra -Werror -gdwarf-4 -ICPostQuantum/include -ICPostQuantum -ICSecureCore/tests \
+               $(shell pkg-config --cflags libsodium 2>/dev/null)
+LIBS_PQ      = $(shell pkg-config --libs libsodium 2>/dev/null)
 # ld.lld keeps the sanitizer runtimes' link quiet.
 SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
                $(if $(shell command -v ld.lld 2>/dev/null),-fuse-ld=lld)
@@ -33,19 +48,19 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 # Debian packages the build and the tests need.
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
                 libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl jq groff-base \
-                libtss2-dev swtpm swtpm-tools python3 python3-venv
+                libtss2-dev swtpm swtpm-tools python3 python3-venv python3-pip
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli test-interop lint bench bench-kdf bench-server stress audit audit-quick \
         audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-modules \
         audit-sloc \
-        fuzz fuzz-smoke fuzz-build format clean docs docs-check install
+        fuzz fuzz-smoke fuzz-build format clean docs docs-check install test-pq
 
 run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
 	$(BUILD_DIR)/debug/securepin demo
 
-test: deps lint test-c test-swift test-cli test-interop docs-check audit-quick fuzz-smoke
+test: deps lint test-c test-swift test-cli test-pq test-interop docs-check audit-quick fuzz-smoke
 	@c=$$(cat $(BUILD_DIR)/test-logs/*.log | sed -n 's/.*: \([0-9]*\) passed, 0 failed$$/\1/p' | awk '{s+=$$1} END {print s+0}'); \
 	s=$$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .* passed.*/\1/p' $(BUILD_DIR)/test-logs/swift.log); \
 	echo "make test: C and CLI checks $$c, Swift tests $$s"; \
@@ -74,7 +89,7 @@ C_TESTS     := core crypto whitebox protocol v4 faults
 # test_faults makes each fallible step fail in turn through the seam in internal.h (tests only).
 $(C_TEST_DIR)/test_faults $(C_TEST_DIR)/test_faults_san: TEST_DEFS := -DSPC_FAULT_INJECTION
 
-test-c: deps $(foreach t,$(C_TESTS),$(C_TEST_DIR)/test_$(t) $(C_TEST_DIR)/test_$(t)_san)
+test-c: deps $(foreach t,$(C_TESTS) pq,$(C_TEST_DIR)/test_$(t) $(C_TEST_DIR)/test_$(t)_san) $(PQ_KAT_DIR)/.fetched
 	@mkdir -p $(BUILD_DIR)/test-logs
 	$(C_TEST_DIR)/test_whitebox | tee $(BUILD_DIR)/test-logs/c-whitebox.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_whitebox_san | tee $(BUILD_DIR)/test-logs/c-whitebox-san.log
@@ -90,6 +105,14 @@ test-c: deps $(foreach t,$(C_TESTS),$(C_TEST_DIR)/test_$(t) $(C_TEST_DIR)/test_$
 	$(C_TEST_DIR)/test_core --no-secretmem | tee $(BUILD_DIR)/test-logs/c-plain-nosecretmem.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_core_san | tee $(BUILD_DIR)/test-logs/c-san.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_core_san --no-secretmem | tee $(BUILD_DIR)/test-logs/c-san-nosecretmem.log
+	$(C_TEST_DIR)/test_pq $(PQ_KAT_DIR) | tee $(BUILD_DIR)/test-logs/c-pq.log
+	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_pq_san $(PQ_KAT_DIR) | tee $(BUILD_DIR)/test-logs/c-pq-san.log
+	@if pkg-config --atleast-version=3.5 libcrypto 2>/dev/null; then \
+	  $(CC) $(CFLAGS_PQ) -O2 -DPQ_BACKEND_OPENSSL $$(pkg-config --cflags libcrypto) $(PQ_SRCS) CPostQuantum/tests/test_pq.c \
+	    $(LIBS_PQ) $$(pkg-config --libs libcrypto) -o $(C_TEST_DIR)/test_pq_openssl && \
+	  $(C_TEST_DIR)/test_pq_openssl $(PQ_KAT_DIR) | sed 's/^c-pq:/c-pq (OpenSSL backend):/' \
+	    | tee $(BUILD_DIR)/test-logs/c-pq-openssl.log; \
+	else echo "CPostQuantum's OpenSSL backend: not built or tested (libcrypto $$(pkg-config --modversion libcrypto) < 3.5)"; fi
 
 # The white-box test includes password.c itself, so it links the other sources only.
 $(C_TEST_DIR)/test_whitebox: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_whitebox.c CSecureCore/tests/check.h
@@ -132,6 +155,47 @@ $(C_TEST_DIR)/test_v4: $(V4_TEST_DEPS)
 $(C_TEST_DIR)/test_v4_san: $(V4_TEST_DEPS)
 	@mkdir -p $(C_TEST_DIR)
 	$(CC) $(CFLAGS_PROTO) $(SAN_FLAGS) $(CORE_SRCS) $(PROTO_SRCS) CProtocolCrypto/tests/test_v4.c $(LIBS_PROTO) -o $@
+
+# CPostQuantum's tests link its sources and libsodium only. With the known-answer directory as
+# argument they also run every case of the four NIST files below.
+PQ_TEST_DEPS := $(PQ_SRCS) $(PQ_HDRS) CPostQuantum/tests/test_pq.c CSecureCore/tests/check.h
+
+$(C_TEST_DIR)/test_pq: $(PQ_TEST_DEPS)
+	@mkdir -p $(C_TEST_DIR)
+	$(CC) $(CFLAGS_PQ) -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong $(PQ_SRCS) CPostQuantum/tests/test_pq.c $(LIBS_PQ) -o $@
+
+$(C_TEST_DIR)/test_pq_san: $(PQ_TEST_DEPS)
+	@mkdir -p $(C_TEST_DIR)
+	$(CC) $(CFLAGS_PQ) $(SAN_FLAGS) $(PQ_SRCS) CPostQuantum/tests/test_pq.c $(LIBS_PQ) -o $@
+
+## The NIST known answers for ML-KEM and ML-DSA (every case of four .rsp files) and Python's
+## `cryptography` (OpenSSL 3.5+ inside its wheel) for the differential tests: both from PyPI at
+## test time, into the build folder, in a virtual environment of their own. Never committed.
+
+$(PQ_PY_READY):
+	python3 -m venv $(PQ_PY_DIR)
+	$(PQ_PY_DIR)/bin/pip install -q --disable-pip-version-check cryptography==$(PQ_CRYPTOGRAPHY)
+	@touch $@
+
+$(PQ_KAT_DIR)/.fetched: | $(PQ_PY_READY)
+	@mkdir -p $(PQ_KAT_DIR)/wheel
+	$(PQ_PY_DIR)/bin/pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+	  -d $(PQ_KAT_DIR)/wheel cryptography-vectors==$(PQ_CRYPTOGRAPHY)
+	$(PQ_PYTHON) -c 'import sys, zipfile, pathlib; z = zipfile.ZipFile(next(pathlib.Path(sys.argv[1]).glob("*.whl"))); \
+	  [pathlib.Path(sys.argv[2], pathlib.Path(n).name).write_bytes(z.read("cryptography_vectors/asymmetric/" + n)) for n in sys.argv[3:]]' \
+	  $(PQ_KAT_DIR)/wheel $(PQ_KAT_DIR) $(PQ_KAT_FILES)
+	rm -rf $(PQ_KAT_DIR)/wheel
+	@touch $@
+
+## test-pq: `securepin pq` against Python's `cryptography` (ML-KEM-768/1024, ML-DSA-65/87), on
+## PQ_DIFF_SEEDS random seeds per parameter set, one long-running securepin process fed JSON lines;
+## and the PowerAuth ML-KEM-768 decapsulation vectors of ../shared/vectors/powerauth/v4.
+PQ_DIFF_SEEDS ?= 1000
+test-pq: deps $(PQ_PY_READY)
+	@mkdir -p $(BUILD_DIR)/test-logs
+	$(SWIFT) build --product securepin
+	$(PQ_PYTHON) Tests/pq/interop.py --securepin $(BUILD_DIR)/debug/securepin --seeds $(PQ_DIFF_SEEDS) \
+	  | tee $(BUILD_DIR)/test-logs/pq-interop.log
 
 test-swift: deps
 	@mkdir -p $(BUILD_DIR)/test-logs
@@ -200,12 +264,18 @@ format:
 	swift-format format -i -r Sources Tests Benchmarks Package.swift
 
 ## bench: speed figures, each beside a reference measured in the same run.
-bench: deps
+bench: deps $(BUILD_DIR)/bench/bench_pq $(PQ_PY_READY)
 	$(SWIFT) build -c release --product securepin-bench
 	$(BUILD_DIR)/release/securepin-bench memory
 	$(BUILD_DIR)/release/securepin-bench vault
 	$(SWIFT) build -c release --product activation-bench
 	$(BUILD_DIR)/release/activation-bench
+	$(PQ_PYTHON) Benchmarks/pq/bench.py $(BUILD_DIR)/bench/bench_pq
+
+# ML-KEM and ML-DSA per second, with the flags of the Swift build's C targets (Package.swift).
+$(BUILD_DIR)/bench/bench_pq: $(PQ_SRCS) $(PQ_HDRS) Benchmarks/pq/bench_pq.c
+	@mkdir -p $(BUILD_DIR)/bench
+	$(CC) $(CFLAGS_PQ) $(HARDEN_CFLAGS) -fstack-clash-protection $(PQ_SRCS) Benchmarks/pq/bench_pq.c $(LIBS_PQ) -o $@
 
 ## stress: the vault kill -9 harness with 500 trials each for unlock and PIN change (1,000 kills).
 stress: deps
@@ -236,6 +306,8 @@ TPM_SLOC_BUDGET  ?= 450
 # protocol.c on its own: what stays uncovered is mostly libcrypto's and libsodium's internal-failure
 # handling, which no test can provoke without a fault seam in OpenSSL.
 PROTO_COVERAGE_MIN ?= 93
+PQ_SLOC_BUDGET   ?= 2500
+PQ_COVERAGE_MIN  ?= 95
 # memcheck: any invalid access, any leak except memory still reachable at exit (libcrypto's tables).
 VALGRIND         := valgrind --error-exitcode=1 --leak-check=full --show-leak-kinds=definite,indirect,possible \
                     --errors-for-leak-kinds=definite,indirect,possible
@@ -247,9 +319,9 @@ audit: audit-valgrind audit-ctgrind audit-coverage audit-hardening-release audit
 audit-quick: audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-wipes audit-modules audit-sloc
 
 ## audit-valgrind: the C tests under valgrind memcheck, with and without secret memory.
-audit-valgrind: deps $(foreach t,$(C_TESTS),$(C_TEST_DIR)/test_$(t))
+audit-valgrind: deps $(foreach t,$(C_TESTS) pq,$(C_TEST_DIR)/test_$(t))
 	@mkdir -p $(AUDIT_DIR) $(BUILD_DIR)/test-logs
-	@for run in "core" "core --no-secretmem" "crypto" "protocol" "v4" "faults"; do \
+	@for run in "core" "core --no-secretmem" "crypto" "protocol" "v4" "faults" "pq"; do \
 	  set -- $$run; name=c-valgrind-$$1$${2:+-nosecretmem}; \
 	  $(VALGRIND) --log-file=$(AUDIT_DIR)/$$name.txt $(C_TEST_DIR)/test_$$1 $${2:-} > $(BUILD_DIR)/test-logs/$$name.log \
 	    || { cat $(BUILD_DIR)/test-logs/$$name.log $(AUDIT_DIR)/$$name.txt; exit 1; }; \
@@ -277,7 +349,18 @@ $(C_TEST_DIR)/ctgrind_protocol: $(CORE_SRCS) $(CORE_HDRS) $(PROTO_SRCS) $(PROTO_
 	$(CC) $(CFLAGS_PROTO) $(HARDEN_CFLAGS) -DSPC_CTGRIND $(CORE_SRCS) $(PROTO_SRCS) CProtocolCrypto/tests/ctgrind_protocol.c \
 	  $(LIBS_PROTO) -o $@
 
-audit-ctgrind: deps $(C_TEST_DIR)/ctgrind $(C_TEST_DIR)/ctgrind_protocol
+# The post-quantum target's keygen, encapsulation, decapsulation and signing, same rules; and the
+# same harness built with PQ_PLANTED_LEAK (an early-exit comparison in decapsulation), which must be flagged.
+PQ_CTGRIND_DEPS := $(PQ_SRCS) $(PQ_HDRS) CPostQuantum/tests/ctgrind_pq.c CSecureCore/tests/check.h
+$(C_TEST_DIR)/ctgrind_pq: $(PQ_CTGRIND_DEPS)
+	@mkdir -p $(C_TEST_DIR)
+	$(CC) $(CFLAGS_PQ) $(HARDEN_CFLAGS) -DPQ_CTGRIND $(PQ_SRCS) CPostQuantum/tests/ctgrind_pq.c $(LIBS_PQ) -o $@
+
+$(C_TEST_DIR)/ctgrind_pq_leaky: $(PQ_CTGRIND_DEPS)
+	@mkdir -p $(C_TEST_DIR)
+	$(CC) $(CFLAGS_PQ) $(HARDEN_CFLAGS) -DPQ_CTGRIND -DPQ_PLANTED_LEAK $(PQ_SRCS) CPostQuantum/tests/ctgrind_pq.c $(LIBS_PQ) -o $@
+
+audit-ctgrind: deps $(C_TEST_DIR)/ctgrind $(C_TEST_DIR)/ctgrind_protocol $(C_TEST_DIR)/ctgrind_pq $(C_TEST_DIR)/ctgrind_pq_leaky
 	@mkdir -p $(AUDIT_DIR) $(BUILD_DIR)/test-logs
 	@awk '/^\{/ {n = 0; next} /^\}/ {next} !/^#/ && NF { if (++n == 3 && $$0 !~ /^ *(obj:\*\/lib(sodium|crypto)\.so\*|fun:(crypto|sodium)_)/) \
 	  {print "ctgrind.supp: a suppression must start in libsodium or libcrypto, not: " $$0; bad = 1} } END {exit bad}' $(CTGRIND_SUPP)
@@ -298,6 +381,20 @@ audit-ctgrind: deps $(C_TEST_DIR)/ctgrind $(C_TEST_DIR)/ctgrind_protocol
 	  || { echo "ctgrind: the leaky comparison failed for another reason:"; cat $(AUDIT_DIR)/ctgrind-leaky.txt; exit 1; }
 	@echo "ctgrind: the deliberately variable-time comparison is flagged, as it must be" \
 	  "($$(grep -c 'depends on uninitialised\|Use of uninitialised' $(AUDIT_DIR)/ctgrind-leaky.txt) reports in leaky_equal)"
+	@valgrind --error-exitcode=1 --suppressions=$(CTGRIND_SUPP) --log-file=$(AUDIT_DIR)/ctgrind-pq.txt \
+	  $(C_TEST_DIR)/ctgrind_pq > $(BUILD_DIR)/test-logs/c-ctgrind-pq.log \
+	  || { cat $(BUILD_DIR)/test-logs/c-ctgrind-pq.log $(AUDIT_DIR)/ctgrind-pq.txt; \
+	       echo "ctgrind: secret-dependent branch or address in the post-quantum target (above)"; exit 1; }
+	@echo "CPostQuantum: $$(tail -n 1 $(BUILD_DIR)/test-logs/c-ctgrind-pq.log);" \
+	  "$$(grep -h 'ERROR SUMMARY' $(AUDIT_DIR)/ctgrind-pq.txt | sed 's/^==[0-9]*== //')"
+	@if valgrind --error-exitcode=1 --suppressions=$(CTGRIND_SUPP) --log-file=$(AUDIT_DIR)/ctgrind-pq-leaky.txt \
+	     $(C_TEST_DIR)/ctgrind_pq_leaky > /dev/null; then \
+	  echo "ctgrind: the planted leak in ML-KEM decapsulation was NOT flagged: the check is blind" >&2; exit 1; fi
+	@grep -A1 'Conditional jump or move depends on uninitialised value' $(AUDIT_DIR)/ctgrind-pq-leaky.txt \
+	  | grep -q 'at .*: planted_leak_differs (' \
+	  || { echo "ctgrind: the planted leak failed for another reason:"; cat $(AUDIT_DIR)/ctgrind-pq-leaky.txt; exit 1; }
+	@echo "ctgrind: the planted leak in ML-KEM decapsulation is flagged, as it must be" \
+	  "($$(grep -c 'depends on uninitialised\|Use of uninitialised' $(AUDIT_DIR)/ctgrind-pq-leaky.txt) reports in planted_leak_differs)"
 
 ## audit-coverage: line coverage of each C target by the C tests (llvm-cov from the toolchain), one
 ## report and one minimum per target: CSecureCore/*.c over all the C tests (test_protocol exercises the
@@ -318,12 +415,21 @@ $(COV_DIR)/test_v4: $(V4_TEST_DEPS)
 	@mkdir -p $(COV_DIR)
 	$(CC) $(CFLAGS_PROTO) $(COV_FLAGS) $(CORE_SRCS) $(PROTO_SRCS) CProtocolCrypto/tests/test_v4.c $(LIBS_PROTO) -o $@
 
-audit-coverage: deps $(foreach t,$(COV_TESTS),$(COV_DIR)/test_$(t))
+$(COV_DIR)/test_pq: $(PQ_TEST_DEPS)
+	@mkdir -p $(COV_DIR)
+	$(CC) $(CFLAGS_PQ) $(COV_FLAGS) $(PQ_SRCS) CPostQuantum/tests/test_pq.c $(LIBS_PQ) -o $@
+
+audit-coverage: deps $(foreach t,$(COV_TESTS) pq,$(COV_DIR)/test_$(t)) $(PQ_KAT_DIR)/.fetched
 	@rm -f $(COV_DIR)/*.profraw
 	@for run in "core" "core --no-secretmem" "crypto" "protocol" "v4" "faults"; do \
 	  set -- $$run; LLVM_PROFILE_FILE=$(COV_DIR)/%p-%m.profraw $(COV_DIR)/test_$$1 $${2:-} > $(COV_DIR)/$$1.log \
 	    || { cat $(COV_DIR)/$$1.log; exit 1; }; done
+	@LLVM_PROFILE_FILE=$(COV_DIR)/pq-%p.profpq $(COV_DIR)/test_pq $(PQ_KAT_DIR) > $(COV_DIR)/pq.log \
+	  || { cat $(COV_DIR)/pq.log; exit 1; }
 	@$(LLVM_PROFDATA) merge -sparse $(COV_DIR)/*.profraw -o $(COV_DIR)/core.profdata
+	@$(LLVM_PROFDATA) merge -sparse $(COV_DIR)/*.profpq -o $(COV_DIR)/pq.profdata && rm -f $(COV_DIR)/*.profpq
+	@$(LLVM_COV) report $(COV_DIR)/test_pq -instr-profile=$(COV_DIR)/pq.profdata $(PQ_SRCS) \
+	  | tee $(AUDIT_DIR)/coverage-pq.txt
 	@$(LLVM_COV) report $(COV_DIR)/test_core $(foreach t,$(filter-out core,$(COV_TESTS)),-object $(COV_DIR)/test_$(t)) \
 	  -instr-profile=$(COV_DIR)/core.profdata $(CORE_SRCS) | tee $(AUDIT_DIR)/coverage.txt
 	@$(LLVM_COV) report $(COV_DIR)/test_protocol -object $(COV_DIR)/test_v4 -instr-profile=$(COV_DIR)/core.profdata $(PROTO_SRCS) \
@@ -333,6 +439,9 @@ audit-coverage: deps $(foreach t,$(COV_TESTS),$(COV_DIR)/test_$(t))
 	@awk -v min=$(PROTO_COVERAGE_MIN) '$$1 == "TOTAL" { pct = $$10; sub("%", "", pct); \
 	  printf "CProtocolCrypto line coverage: %s%% (minimum %s%%)\n", pct, min; exit (pct + 0 < min + 0) }' \
 	  $(AUDIT_DIR)/coverage-protocol.txt
+	@awk -v min=$(PQ_COVERAGE_MIN) '$$1 == "TOTAL" { pct = $$10; sub("%", "", pct); \
+	  printf "CPostQuantum line coverage: %s%% (minimum %s%%)\n", pct, min; exit (pct + 0 < min + 0) }' \
+	  $(AUDIT_DIR)/coverage-pq.txt
 
 ## audit-hardening: stack protector, FORTIFY_SOURCE, PIE, full RELRO and NX on the C objects and on securepin.
 audit-hardening: deps
@@ -363,6 +472,7 @@ audit-sloc:
 	@Tests/Audit/sloc.sh CSecureCore $(SLOC_BUDGET) $(CORE_SRCS) CSecureCore/internal.h CSecureCore/include/secure_core.h
 	@Tests/Audit/sloc.sh CProtocolCrypto $(PROTO_SLOC_BUDGET) $(PROTO_SRCS) $(PROTO_HDRS)
 	@Tests/Audit/sloc.sh CTPMBinding $(TPM_SLOC_BUDGET) $(TPM_SRCS) $(TPM_HDRS)
+	@Tests/Audit/sloc.sh CPostQuantum $(PQ_SLOC_BUDGET) $(PQ_SRCS) $(PQ_HDRS)
 
 # ------------------------------------------------------------------------------------------------
 # Fuzzing with libFuzzer from the toolchain. C targets: clang -fsanitize=fuzzer,address,undefined.
@@ -377,7 +487,7 @@ FUZZ_DIR           := $(BUILD_DIR)/fuzz
 FUZZ_SECONDS       ?= 180
 FUZZ_SMOKE_SECONDS ?= 5
 SWIFTC             ?= swiftc
-FUZZ_C_TARGETS     := utf8_password
+FUZZ_C_TARGETS     := utf8_password mlkem_decaps mldsa_verify
 FUZZ_SWIFT_TARGETS := vault_file status_blob authorization_header algorithm_name configuration_string \
                       activation_code server_request
 FUZZ_TARGETS       := $(FUZZ_C_TARGETS) $(FUZZ_SWIFT_TARGETS)
@@ -452,6 +562,13 @@ $(FUZZ_DIR)/fuzz_utf8_password: Tests/Fuzz/fuzz_utf8_password.c $(CORE_SRCS) $(C
 	$(CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(if $(shell command -v ld.lld 2>/dev/null),-fuse-ld=lld) $(shell pkg-config --cflags libsodium libargon2 2>/dev/null) \
 	  $(CORE_SRCS) $< $(LIBS_CORE) -o $@
+
+# Post-quantum decapsulation and verification on malformed keys, ciphertexts and signatures.
+$(FUZZ_DIR)/fuzz_mlkem_decaps $(FUZZ_DIR)/fuzz_mldsa_verify: $(FUZZ_DIR)/fuzz_%: Tests/Fuzz/fuzz_%.c $(PQ_SRCS) $(PQ_HDRS)
+	@mkdir -p $(FUZZ_DIR)
+	$(CC) $(FUZZ_CFLAGS) -ICPostQuantum/include -ICPostQuantum -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(if $(shell command -v ld.lld 2>/dev/null),-fuse-ld=lld) $(shell pkg-config --cflags libsodium 2>/dev/null) \
+	  $(PQ_SRCS) $< $(LIBS_PQ) -o $@
 
 .SECONDEXPANSION:
 $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_SWIFT_TARGETS)): $(FUZZ_DIR)/fuzz_%: $$(call fuzz_swift_file,$$*) \

@@ -60,6 +60,16 @@ let core: [Target] = [
         publicHeadersPath: "include",
         cSettings: cHardening,
         linkerSettings: linkHardening),
+    // ML-KEM (FIPS 203) and ML-DSA (FIPS 204): Debian 12 has no library for them. Its own
+    // Keccak; links libsodium only (randomness and wipes).
+    .target(
+        name: "CPostQuantum",
+        dependencies: ["CSodium"],
+        path: "CPostQuantum",
+        exclude: ["tests"],
+        publicHeadersPath: "include",
+        cSettings: cHardening,
+        linkerSettings: linkHardening),
     .target(
         name: "SecureCore",
         dependencies: ["CSecureCore", "CProtocolCrypto"]),
@@ -161,7 +171,7 @@ let tools: [Target] = [
             "SecureCore", "PinVault", "PinVaultTPM", "PinEntry", "PinStrength", "PinEntryTerminal", "PowerAuthProtocol",
             "Activation",
             "ActivationServer",
-            "ReferenceServer", "ActivationHTTP", "HTTPServer",
+            "ReferenceServer", "ActivationHTTP", "HTTPServer", "CPostQuantum",
         ],
         linkerSettings: linkHardening),
     .executableTarget(

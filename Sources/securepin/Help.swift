@@ -39,6 +39,7 @@ enum Help {
         ("kdf", "Argon2id: hash standard input, calibrate the cost"),
         ("vault", "a secret sealed under a PIN"),
         ("pin", "strength flags and verdict for a PIN"),
+        ("pq", "ML-KEM and ML-DSA over JSON lines (interop and tests)"),
         ("completions", "shell completions: securepin completions bash|zsh|fish"),
         ("man", "the securepin(1) manual page, in roff"),
         ("help", "help for a command: securepin help vault init"),
@@ -317,6 +318,25 @@ enum Help {
 
             example:
               securepin doctor
+            """,
+            "pq": """
+            usage: securepin pq   (JSON requests on standard input, one answer a line on standard output)
+
+            ML-KEM-768/1024 (FIPS 203) and ML-DSA-65/87 (FIPS 204) for interoperability tests:
+            one JSON object a line, bytes as lowercase hex, one JSON answer a line. It prints
+            secret keys and shared secrets on purpose and keeps them in ordinary memory: use it
+            with test keys only. The requests (alg ML-KEM-768, ML-KEM-1024, ML-DSA-65, ML-DSA-87):
+              keygen (ML-KEM): alg, seed (64 bytes d||z)      answers ek, dk
+              encaps: alg, ek, m (32 bytes; random if absent)  answers ct, ss
+              decaps: dk, ct (alg optional)                    answers ss
+              keygen (ML-DSA): alg, seed (32 bytes xi)         answers pk, sk
+              sign: sk, msg, ctx (at most 255 bytes), rnd (32 bytes; all zero is the
+                deterministic variant, absent is hedged with fresh randomness)   answers sig
+              verify: pk, msg, ctx, sig                        answers ok (true or false)
+            A malformed request is answered {"error": ...} and the next line is read.
+
+            example:
+              securepin pq < requests.jsonl > answers.jsonl
             """,
             "completions": """
             usage: securepin completions bash|zsh|fish

@@ -32,6 +32,8 @@ case "vault":
     status = VaultCommand.run(arguments)
 case "pin":
     status = PinCommand.run(arguments)
+case "pq":
+    status = PQCommand.run(arguments)
 case "completions":
     status = Completions.run(arguments)
 case "man":

@@ -1,6 +1,6 @@
 #!/bin/bash
 # check-hardening.sh — verify the hardening of the audited C targets' objects
-# (CSecureCore, CProtocolCrypto, CTPMBinding) and of a linked binary, checksec-style,
+# (CSecureCore, CProtocolCrypto, CTPMBinding, CPostQuantum) and of a linked binary, checksec-style,
 # with readelf (binutils) only.
 #
 # Usage: check-hardening.sh BUILD_PATH CONFIGURATION BINARY
@@ -29,7 +29,7 @@ bad() { echo "  FAIL: $*"; fail=1; }
 [ -x "$bin" ] || { echo "no binary $bin" >&2; exit 1; }
 
 all_und=""
-for target in CSecureCore CProtocolCrypto CTPMBinding; do
+for target in CSecureCore CProtocolCrypto CTPMBinding CPostQuantum; do
 srcdir=$target; [ -d "$srcdir" ] || srcdir=Sources/$target
 objdir=$(find "$build" -path "*/$config/$target.build" -type d | head -n 1)
 [ -n "$objdir" ] || { echo "no $target objects under $build for $config" >&2; exit 1; }
