@@ -210,6 +210,7 @@ test-cli: deps
 	Tests/cli/run.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/cli.log
 	Tests/cli/readme.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/readme.log
 	Tests/cli/spec.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/spec.log
+	Tests/cli/client.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/client.log
 
 ## test-interop: SecurePIN against a PowerAuth V3 client and server written in Python from the upstream
 ## PowerAuth documents alone (Tests/interop/README.md). The Python side runs in a venv under

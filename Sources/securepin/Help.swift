@@ -35,6 +35,7 @@ enum Help {
     static let commands: [(name: String, summary: String)] = [
         ("demo", "the end-to-end story, one line per step"),
         ("server", "the reference activation server over HTTP"),
+        ("client", "a PowerAuth V3.3 client: activate, status, validate, token, vault, remove"),
         ("doctor", "what protection this machine gives to secrets"),
         ("kdf", "Argon2id: hash standard input, calibrate the cost"),
         ("vault", "a secret sealed under a PIN"),
@@ -58,6 +59,14 @@ enum Help {
             ("tune", "find Argon2id parameters for a target time on this machine"),
         ],
         "pin": [("check", "strength flags and the warn/reject verdict for a PIN")],
+        "client": [
+            ("activate", "activate this device with an activation code and a new PIN"),
+            ("status", "the activation's state and failure count, without a PIN"),
+            ("validate", "sign and check a PIN with the server (exit 0 accepted, 1 refused)"),
+            ("token-create", "create a MAC token, kept in the state directory"),
+            ("vault-unlock", "fetch and check the vault key with the PIN (never printed)"),
+            ("remove", "remove the activation on the server, then locally"),
+        ],
     ]
 
     static var main: String {
@@ -93,6 +102,7 @@ enum Help {
         "vault": "  printf 'my-token' | securepin vault init --vault ~/.myvault",
         "kdf": "  securepin kdf tune --target-ms 250",
         "pin": "  securepin pin check",
+        "client": "  securepin client status --url http://127.0.0.1:8080 --config \"$CONFIG\" --state ~/.pa-client",
     ]
 
     /// The help of a command path (`["vault", "init"]`), or nil when unknown.
@@ -318,6 +328,120 @@ enum Help {
 
             example:
               securepin doctor
+            """,
+            "client activate": """
+            usage: securepin client activate --url BASE --config STRING --state DIR --code CODE [--name NAME] [--pin-fd N]
+
+            Checks the code (CRC-16, and the master key's signature in the QR form CODE#SIGNATURE),
+            creates the device key, sends activation/create in two ECIES layers under a 3.3
+            temporary key, and stores the state. Prints the activation id, the fingerprint to
+            compare with the back office, and the state.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --json           one JSON object on standard output
+              --code CODE      XXXXX-XXXXX-XXXXX-XXXXX or CODE#SIGNATURE
+              --name NAME      the device's name on the server
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client activate --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --code "$QR" --pin-fd 3 3<pin
+            """,
+            "client status": """
+            usage: securepin client status --url BASE --config STRING --state DIR [--json]
+
+            Fetches activation/status with a fresh challenge and opens the status blob: state,
+            failed attempts, the maximum and what remains. Exit 3 when BLOCKED.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --json           one JSON object on standard output
+
+            example:
+              securepin client status --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --json
+            """,
+            "client validate": """
+            usage: securepin client validate --url BASE --config STRING --state DIR [--factors F] [--pin-fd N]
+
+            Signs a request with the PIN (or possession alone) and sends it to
+            /pa/v3/signature/validate. Exit 0 accepted, 1 refused (a wrong PIN counts; a wrong
+            possession-only code does not, as in PowerAuth V3), 3 when that refusal blocked it.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --json           one JSON object on standard output
+              --factors F      possession or possession_knowledge (default); the biometry sets
+                               need a sensor this tool does not have
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client validate --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
+            """,
+            "client token-create": """
+            usage: securepin client token-create --url BASE --config STRING --state DIR [--pin-fd N]
+
+            Creates a MAC token (token/create: ECIES, encrypt-then-sign with the PIN) and keeps
+            its secret in DIR. Prints the token id; never the secret.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --json           one JSON object on standard output
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client token-create --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
+            """,
+            "client vault-unlock": """
+            usage: securepin client vault-unlock --url BASE --config STRING --state DIR [--pin-fd N]
+
+            Unlocks the secure vault (vault/unlock with the PIN): the server returns the vault
+            key under the transport key; the client checks it opens the key sealed under it at
+            activation, then wipes it. Nothing secret is printed.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --json           one JSON object on standard output
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client vault-unlock --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
+            """,
+            "client remove": """
+            usage: securepin client remove --url BASE --config STRING --state DIR [--pin-fd N]
+
+            Removes the activation on the server (activation/remove, signed with the PIN), then
+            the local state. A network error leaves the local state as it was.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --json           one JSON object on standard output
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client remove --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "pq": """
             usage: securepin pq   (JSON requests on standard input, one answer a line on standard output)

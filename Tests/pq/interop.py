@@ -163,9 +163,9 @@ def dsa_differential(tool, alg, n, rng):
 
 
 def powerauth_vectors(tool):
-    """PowerAuth's ML-KEM-768 decapsulation vectors, beside this repository (../shared/vectors)."""
+    """PowerAuth's ML-KEM-768 decapsulation vectors (Tests/Vectors/powerauth/v4, copied from upstream)."""
     root = Path(__file__).resolve().parents[2]
-    path = root.parent / "shared" / "vectors" / "powerauth" / "v4" / "MLKEM_768_Test_Vectors.json"
+    path = root / "Tests" / "Vectors" / "powerauth" / "v4" / "MLKEM_768_Test_Vectors.json"
     check(path.is_file(), f"PowerAuth vectors at {path}")
     if not path.is_file():
         return

@@ -37,6 +37,17 @@ extension ActivationService {
             authentication: .possessionWithPassword(password))
     }
 
+    /// Checks any factor set with the server (`signature/validate`, the body the SDK
+    /// sends: `{"requestObject":{"reason":"VALIDATE_PASSWORD"}}`); a wrong code that
+    /// claims a second factor counts.
+    /// - Parameter authentication: the factors.
+    /// - Throws: ``ActivationError/authentication`` when refused, the network and server errors.
+    public func validateSignature(authentication: ActivationAuthentication) async throws(ActivationError) {
+        _ = try await send(
+            ActivationAPI.validateSignature, ValidateSignatureRequest(reason: "VALIDATE_PASSWORD"),
+            authentication: authentication)
+    }
+
     /// Computes an offline authentication code (for example for a QR-code
     /// operation the user confirms by typing the code on another device):
     /// decimal components of ``ActivationConfiguration/offlineAuthenticationCodeComponentLength``

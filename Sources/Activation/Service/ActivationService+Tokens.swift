@@ -199,3 +199,51 @@ extension ActivationService {
 
     private func tokenStorageName(_ tokenId: String) -> String { "\(configuration.instanceId).token-\(tokenId)" }
 }
+
+extension ActivationService {
+    /// Unlocks the secure vault (`vault/unlock`, signed with two factors, ECIES in
+    /// activation scope): the server checks the factors (a wrong PIN counts) and returns
+    /// `KEY_ENCRYPTION_VAULT` under the transport key. The key is checked against the
+    /// biometry key sealed under it at activation before it is returned, so a key from a
+    /// server that does not hold this activation is refused.
+    /// - Parameters:
+    ///   - authentication: two factors (PIN or biometry with possession).
+    ///   - reason: one of `ActivationAPI.vaultUnlockReasons` (default `FETCH_ENCRYPTION_KEY`).
+    /// - Returns: the 16-byte vault key in secure memory; the caller destroys it.
+    /// - Throws: ``ActivationError/authentication``, the network and server errors,
+    ///   ``ActivationError/invalidResponse(reason:)``, ``ActivationError/wrongParameter(reason:)``
+    ///   for an unknown reason or a one-factor authentication.
+    public func unlockVault(authentication: ActivationAuthentication, reason: String = "FETCH_ENCRYPTION_KEY")
+        async throws(ActivationError) -> SecureBytes
+    {
+        guard ActivationAPI.vaultUnlockReasons.contains(reason) else {
+            throw .wrongParameter(reason: "unknown vault unlock reason")
+        }
+        guard authentication.factorSet != .possession else {
+            throw .wrongParameter(reason: "the vault opens with two factors")
+        }
+        guard record != nil else { throw .missingActivation }
+        let request = try securePlaintext(VaultUnlockRequest(reason: reason))
+        defer { request.destroy() }
+        let answer = try await sendEncrypted(
+            ActivationAPI.unlockVault, plaintext: request, authentication: authentication)
+        let response = try decodePlaintext(answer, VaultUnlockResponse.self, path: ActivationAPI.unlockVault.path)
+        guard let current = record, let keys else { throw .missingActivation }
+        guard let encrypted = Base64.decode(response.encryptedVaultEncryptionKey),
+            let vaultKey = try? crypto.decryptVaultKey(encrypted, transportKey: keys.transport)
+        else { throw .invalidResponse(reason: "vault/unlock: the vault key does not open") }
+        let opens = try? protocolStep { () throws(ProtocolError) -> Bool in
+            let seal = try crypto.aeadKey(from: vaultKey, index: ProtocolConstants.biometrySealKeyIndex)
+            defer { seal.destroy() }
+            let key = try? AEAD.open(
+                current.sealedBiometryKey, using: seal, associatedData: Array(current.activationId.utf8))
+            key?.destroy()
+            return key != nil
+        }
+        guard opens == true else {
+            vaultKey.destroy()
+            throw .invalidResponse(reason: "vault/unlock: the vault key is not this activation's")
+        }
+        return vaultKey
+    }
+}

@@ -1,0 +1,243 @@
+import Activation
+import ActivationHTTP
+import Foundation
+import PinEntry
+import PowerAuthProtocol
+import SecureCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `securepin client <step>`: a PowerAuth V3.3 client over HTTP, one subcommand per step,
+/// the device state in `--state DIR`. It parses options and calls ``ActivationService``;
+/// a network error never removes the local state.
+enum ClientCommand {
+    static func run(_ arguments: [String]) async -> Int32 {
+        guard let sub = arguments.first else { CLI.fail("client: missing command", usage: Help.briefGroup("client")) }
+        if ["-h", "--help", "help"].contains(sub) {
+            print(Help.group("client"))
+            return ExitCode.ok
+        }
+        guard (Help.subcommands["client"] ?? []).contains(where: { $0.name == sub }) else {
+            CLI.unknownSubcommand("client", sub)
+        }
+        let command = "client \(sub)"
+        var args = Arguments(Array(arguments.dropFirst()), command: command, usage: Help.of(command))
+        let url = args.value("--url")
+        let config = args.value("--config")
+        let state = args.value("--state")
+        let instance = args.value("--instance") ?? "securepin-client"
+        let json = args.flag("--json")
+        var input: PinInput?
+        var format = PinFormat(.fourToEightDigits)
+        var code: String?
+        var name: String?
+        var factors = FactorSet.possessionKnowledge
+        if sub != "status" {
+            format = parseComplexity(&args, default: .fourToEightDigits)
+            input = VaultCommand.pinInput(&args, option: "--pin-fd", prompt: "PIN")
+        }
+        if sub == "activate" {
+            code = args.value("--code")
+            name = args.value("--name")
+        }
+        if sub == "validate", let text = args.value("--factors") {
+            guard let parsed = try? FactorSet(parsing: text) else {
+                args.fail(
+                    "--factors must be possession, possession_knowledge, possession_biometry or "
+                        + "possession_knowledge_biometry, not '\(text)'")
+            }
+            factors = parsed
+        }
+        args.finish()
+        guard let url, !url.isEmpty else { args.usageError("--url BASE is required") }
+        guard let config, !config.isEmpty else { args.usageError("--config STRING is required") }
+        guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
+        if sub == "activate", code == nil { args.usageError("--code CODE is required") }
+        if factors.factors.contains(.biometry) {
+            args.fail("this client has no biometric sensor: use possession or possession_knowledge")
+        }
+        let needsPIN = sub != "status" && !(sub == "validate" && factors == .possession)
+        if needsPIN { input?.checkAvailable(command: command) }
+
+        let service: ActivationService
+        do throws(ActivationError) {
+            let configuration = try ActivationConfiguration(
+                instanceId: instance, baseEndpointURL: url, configuration: config)
+            let storage = try FileActivationStorage(directory: state)
+            let transport = try HTTPActivationTransport(configuration: configuration)
+            service = try ActivationService(configuration: configuration, storage: storage, transport: transport)
+        } catch {
+            args.fail(describe(error))
+        }
+        let out = Output(json: json)
+        do throws(ActivationError) {
+            switch sub {
+            case "activate":
+                let pin = readPIN(input, format: format, command: command, needed: true)!
+                defer { pin.destroy() }
+                let result = try await service.createActivation(
+                    activationCode: code ?? "", name: name ?? "securepin client", password: pin)
+                let status = try? await service.fetchActivationStatus()
+                out.emit([
+                    ("activationId", .text(result.activationId)), ("fingerprint", .text(result.activationFingerprint)),
+                    ("state", .text(status.map { stateName($0.state) } ?? "PENDING_COMMIT")),
+                ])
+                return ExitCode.ok
+            case "status":
+                guard await service.hasValidActivation() else { args.fail("no activation in \(state)") }
+                let status = try await service.fetchActivationStatus()
+                var fields: [(String, Output.Value)] = [
+                    ("state", .text(stateName(status.state))), ("failedAttempts", .number(status.failCount)),
+                    ("maxFailedAttempts", .number(status.maxFailCount)),
+                    ("remainingAttempts", .number(status.remainingAttempts)),
+                ]
+                if let end = status.blockExpirationTime {
+                    fields.append(("blockExpirationTime", .number(Int(end.timeIntervalSince1970))))
+                }
+                out.emit(fields)
+                return status.state == .blocked ? ExitCode.locked : ExitCode.ok
+            default:
+                break
+            }
+            guard await service.hasValidActivation() else { args.fail("no activation in \(state)") }
+            let pin = readPIN(needsPIN ? input : nil, format: format, command: command, needed: needsPIN)
+            defer { pin?.destroy() }
+            let authentication: ActivationAuthentication =
+                pin.map { .possessionWithPassword($0) } ?? .possession()
+            switch sub {
+            case "validate":
+                try await service.validateSignature(authentication: authentication)
+                out.emit([("accepted", .bool(true)), ("factors", .text(authentication.factorSet.rawValue))])
+            case "token-create":
+                let token = try await service.createToken(authentication: authentication)
+                defer { token.destroy() }
+                try await service.storeToken(token)
+                out.emit([("tokenId", .text(token.tokenId)), ("factors", .text(token.factorSet.rawValue))])
+            case "vault-unlock":
+                let key = try await service.unlockVault(authentication: authentication)
+                let count = key.count
+                key.destroy()
+                out.emit([
+                    ("unlocked", .bool(true)), ("vaultKeyBytes", .number(count)),
+                    ("note", .text("the vault key opened this device's sealed key and was wiped; it is never printed")),
+                ])
+            default:
+                let id = await service.activationIdentifier() ?? ""
+                try await service.removeActivation(authentication: authentication)
+                out.emit([("activationId", .text(id)), ("state", .text("REMOVED"))])
+            }
+            return ExitCode.ok
+        } catch {
+            return await report(error, service: service, command: command, json: json)
+        }
+    }
+
+    /// Reads the PIN when the step needs one.
+    static func readPIN(_ input: PinInput?, format: PinFormat, command: String, needed: Bool) -> Password? {
+        guard needed, let input else { return nil }
+        return input.read(format: format, command: command)
+    }
+
+    /// One line on standard error, the exit code by the rule of the CLI; after a refused
+    /// code, the server's count (and 3 when that refusal blocked the activation).
+    static func report(_ error: ActivationError, service: ActivationService, command: String, json: Bool) async
+        -> Int32
+    {
+        switch error {
+        case .authentication, .credentialsRejected:
+            let status = try? await service.fetchActivationStatus()
+            if let status, status.state == .blocked {
+                CLI.printError("securepin: \(command): refused; the activation is now BLOCKED")
+                if json { Output(json: true).emit([("accepted", .bool(false)), ("state", .text("BLOCKED"))]) }
+                return ExitCode.locked
+            }
+            let remaining = status.map { "; \($0.remainingAttempts) of \($0.maxFailCount) attempts remaining" } ?? ""
+            CLI.printError("securepin: \(command): refused by the server (wrong PIN or code)\(remaining)")
+            if json {
+                var fields: [(String, Output.Value)] = [("accepted", .bool(false))]
+                if let status { fields.append(("remainingAttempts", .number(status.remainingAttempts))) }
+                Output(json: true).emit(fields)
+            }
+            return ExitCode.refused
+        case .protocolError(.invalidActivationCode), .protocolError(.emptyPIN), .wrongParameter, .missingActivation:
+            CLI.printError("securepin: \(command): \(describe(error))")
+            return ExitCode.usage
+        case .server(_, let code) where code == ActivationAPI.ErrorCode.activation:
+            let status = try? await service.fetchActivationStatus()
+            if status?.state == .blocked {
+                CLI.printError("securepin: \(command): the activation is BLOCKED")
+                return ExitCode.locked
+            }
+            CLI.printError("securepin: \(command): \(describe(error))")
+            return ExitCode.refused
+        default:
+            CLI.printError("securepin: \(command): \(describe(error)); the local state is unchanged")
+            return ExitCode.refused
+        }
+    }
+
+    static func describe(_ error: ActivationError) -> String {
+        switch error {
+        case .network(let reason): "the server cannot be reached: \(reason)"
+        case .server(let status, let code): "the server answered HTTP \(status) \(code)"
+        case .missingActivation: "no activation in the state directory"
+        case .protocolError(.invalidActivationCode(let why)): "the activation code is not valid (\(why))"
+        case .protocolError(.invalidConfiguration(let why)): "the configuration string is not valid (\(why))"
+        case .invalidActivationState(let reason): reason
+        case .wrongParameter(let reason): reason
+        case .invalidResponse(let reason): "the server's answer is not valid: \(reason)"
+        default: "\(error)"
+        }
+    }
+
+    static func stateName(_ state: ClientActivationState) -> String {
+        switch state {
+        case .created: "CREATED"
+        case .pendingCommit: "PENDING_COMMIT"
+        case .active: "ACTIVE"
+        case .blocked: "BLOCKED"
+        case .removed: "REMOVED"
+        case .deadlock: "DEADLOCK"
+        }
+    }
+
+    /// `key: value` lines, or one JSON object with `--json`.
+    struct Output {
+        enum Value {
+            case text(String)
+            case number(Int)
+            case bool(Bool)
+        }
+        let json: Bool
+
+        func emit(_ fields: [(String, Value)]) {
+            if json {
+                var object: [String: Any] = [:]
+                for (key, value) in fields {
+                    switch value {
+                    case .text(let text): object[key] = text
+                    case .number(let number): object[key] = number
+                    case .bool(let flag): object[key] = flag
+                    }
+                }
+                let data =
+                    (try? JSONSerialization.data(
+                        withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+                    ?? Data()
+                print(String(decoding: data, as: UTF8.self))
+            } else {
+                for (key, value) in fields {
+                    switch value {
+                    case .text(let text): print("\(key): \(text)")
+                    case .number(let number): print("\(key): \(number)")
+                    case .bool(let flag): print("\(key): \(flag)")
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# securepin client against securepin server over loopback HTTP: every step, its JSON, its exit
+# code, the V3 counting rule, blocking, and that a network error leaves the local state alone.
+# Usage: Tests/cli/client.sh PATH/TO/securepin
+set -uo pipefail
+B=${1:?usage: client.sh PATH/TO/securepin}
+B=$(cd "$(dirname "$B")" && pwd)/$(basename "$B")
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+    [[ -n $server_pid ]] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+check() { # name, expected exit code, actual exit code, [condition result]
+    local name=$1 want=$2 got=$3 ok=${4:-0}
+    if [[ $got == "$want" && $ok == 0 ]]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $name (exit $got, wanted $want)" >&2
+    fi
+}
+field() { jq -r ".$1" "$2"; }
+
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/admin.token"
+chmod 600 "$work/admin.token"
+printf 'X-SecurePIN-Admin-Token: %s\n' "$(cat "$work/admin.token")" > "$work/admin.header"
+"$B" server --port 0 --db "$work/server.sqlite" --admin-token-file "$work/admin.token" \
+    >"$work/server.out" 2>/dev/null &
+server_pid=$!
+for _ in $(seq 100); do grep -q '^back office' "$work/server.out" && break; sleep 0.1; done
+port=$(sed -n 's|.*listening on http://127.0.0.1:||p' "$work/server.out")
+config=$(sed -n 's/^configuration: //p' "$work/server.out")
+url="http://127.0.0.1:$port"
+admin() { curl -s -XPOST "$url/admin/activation/$1" -H @"$work/admin.header" -d "{\"requestObject\":$2}"; }
+C=(--url "$url" --config "$config" --state "$work/device")
+printf '2468' > "$work/pin"
+printf '1111' > "$work/wrong"
+
+init=$(admin init '{"userId":"cli-user"}')
+id=$(jq -r .responseObject.activationId <<<"$init")
+qr="$(jq -r .responseObject.activationCode <<<"$init")#$(jq -r .responseObject.activationSignature <<<"$init")"
+
+"$B" client activate "${C[@]}" --code "${qr%%#*}X" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "client activate: a mistyped code is bad input, nothing sent" 2 $?
+[[ ! -e $work/device/securepin-client.activation ]]
+check "client activate: no state after a refused code" 0 0 $?
+
+"$B" client activate "${C[@]}" --code "$qr" --name "cli phone" --json --pin-fd 3 3<"$work/pin" >"$work/act.json"
+check "client activate --code CODE#SIGNATURE" 0 $?
+[[ $(field activationId "$work/act.json") == "$id" && $(field state "$work/act.json") == PENDING_COMMIT ]]
+check "client activate: activationId and state PENDING_COMMIT" 0 0 $?
+detail=$(admin detail "{\"activationId\":\"$id\"}")
+[[ $(jq -r .responseObject.fingerprint <<<"$detail") == "$(field fingerprint "$work/act.json")" ]]
+check "the back office shows the device's fingerprint before the commit" 0 0 $?
+[[ $(stat -c %a "$work/device") == 700 ]]
+check "client: the state directory is 0700" 0 0 $?
+
+admin commit "{\"activationId\":\"$id\"}" >/dev/null
+"$B" client status "${C[@]}" --json >"$work/st.json"
+check "client status" 0 $?
+[[ $(field state "$work/st.json") == ACTIVE && $(field remainingAttempts "$work/st.json") == 5 ]]
+check "client status: ACTIVE, 5 remaining" 0 0 $?
+
+"$B" client validate "${C[@]}" --pin-fd 3 3<"$work/pin" --json >"$work/v.json"
+check "client validate with the right PIN -> 0" 0 $?
+"$B" client validate "${C[@]}" --pin-fd 3 3<"$work/wrong" >/dev/null 2>"$work/err"
+check "client validate with a wrong PIN -> 1" 1 $?
+grep -q "4 of 5 attempts remaining" "$work/err"
+check "client validate: the remaining attempts are said" 0 0 $?
+"$B" client validate "${C[@]}" --factors possession >/dev/null
+check "client validate --factors possession -> 0" 0 $?
+"$B" client status "${C[@]}" --json >"$work/st.json"
+[[ $(field failedAttempts "$work/st.json") == 1 ]]
+check "a possession code does not reset the count (V3)" 0 0 $?
+
+"$B" client token-create "${C[@]}" --pin-fd 3 3<"$work/pin" --json >"$work/tok.json"
+check "client token-create" 0 $?
+tok=$(field tokenId "$work/tok.json")
+[[ -f $work/device/securepin-client.token-$tok && $(stat -c %a "$work/device/securepin-client.token-$tok") == 600 ]]
+check "client token-create: the token is kept 0600" 0 0 $?
+! grep -rq "tokenSecret" "$work/tok.json"
+check "client token-create: no secret printed" 0 0 $?
+
+"$B" client vault-unlock "${C[@]}" --pin-fd 3 3<"$work/pin" --json >"$work/vault.json"
+check "client vault-unlock" 0 $?
+[[ $(field unlocked "$work/vault.json") == true ]]
+check "client vault-unlock: unlocked" 0 0 $?
+"$B" client status "${C[@]}" --json >"$work/st.json"
+[[ $(field failedAttempts "$work/st.json") == 0 ]]
+check "the right PIN reset the count" 0 0 $?
+
+# The server down: a network error, exit 1, and the local state untouched.
+cp -a "$work/device" "$work/device.before"
+"$B" client status --url "http://127.0.0.1:1" --config "$config" --state "$work/device" >/dev/null 2>"$work/err"
+check "client status with no server -> 1" 1 $?
+diff -r "$work/device" "$work/device.before" >/dev/null
+check "a network error changes nothing in the state directory" 0 0 $?
+
+for i in 1 2 3 4; do
+    "$B" client validate "${C[@]}" --pin-fd 3 3<"$work/wrong" >/dev/null 2>&1
+    check "wrong PIN $i of 5 -> 1" 1 $?
+done
+"$B" client validate "${C[@]}" --pin-fd 3 3<"$work/wrong" >/dev/null 2>"$work/err"
+check "the fifth wrong PIN blocks -> 3" 3 $?
+"$B" client status "${C[@]}" --json >"$work/st.json"
+check "client status of a blocked activation -> 3" 3 $?
+[[ $(field state "$work/st.json") == BLOCKED ]]
+check "client status: BLOCKED" 0 0 $?
+"$B" client validate "${C[@]}" --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+check "blocked: even the right PIN is refused -> 3" 3 $?
+
+admin unblock "{\"activationId\":\"$id\"}" >/dev/null
+"$B" client remove "${C[@]}" --pin-fd 3 3<"$work/pin" --json >"$work/rm.json"
+check "client remove" 0 $?
+[[ ! -e $work/device/securepin-client.activation ]]
+check "client remove: the local state is gone" 0 0 $?
+[[ $(jq -r .responseObject.state <<<"$(admin detail "{\"activationId\":\"$id\"}")") == REMOVED ]]
+check "client remove: REMOVED on the server" 0 0 $?
+"$B" client status "${C[@]}" >/dev/null 2>&1
+check "client status without an activation -> 2" 2 $?
+
+"$B" client status --config "$config" --state "$work/device" >/dev/null 2>&1
+check "client status without --url -> 2" 2 $?
+
+echo "client: $passed passed, $failed failed"
+[[ $failed == 0 ]]
