@@ -51,7 +51,7 @@ APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-li
                 libtss2-dev swtpm swtpm-tools python3 python3-venv python3-pip
 
 .SHELLFLAGS := -o pipefail -ec
-.PHONY: run test deps build test-c test-swift test-cli lint bench bench-kdf bench-server stress audit audit-quick \
+.PHONY: run test deps build test-c test-swift test-cli test-interop lint bench bench-kdf bench-server stress audit audit-quick \
         audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-modules \
         audit-sloc \
         fuzz fuzz-smoke fuzz-build format clean docs docs-check install test-pq
@@ -60,7 +60,7 @@ run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
 	$(BUILD_DIR)/debug/securepin demo
 
-test: deps lint test-c test-swift test-cli test-pq docs-check audit-quick fuzz-smoke
+test: deps lint test-c test-swift test-cli test-pq test-interop docs-check audit-quick fuzz-smoke
 	@c=$$(cat $(BUILD_DIR)/test-logs/*.log | sed -n 's/.*: \([0-9]*\) passed, 0 failed$$/\1/p' | awk '{s+=$$1} END {print s+0}'); \
 	s=$$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .* passed.*/\1/p' $(BUILD_DIR)/test-logs/swift.log); \
 	echo "make test: C and CLI checks $$c, Swift tests $$s"; \
@@ -211,6 +211,18 @@ test-cli: deps
 	Tests/cli/readme.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/readme.log
 	Tests/cli/spec.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/spec.log
 	Tests/cli/client.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/client.log
+
+## test-interop: SecurePIN against a PowerAuth V3 client and server written in Python from the upstream
+## PowerAuth documents alone (Tests/interop/README.md). The Python side runs in a venv under
+## $(BUILD_DIR)/pyenv with `cryptography` from PyPI, created on first use.
+PYENV := $(BUILD_DIR)/pyenv
+test-interop: deps
+	@mkdir -p $(BUILD_DIR)/test-logs
+	$(SWIFT) build --product securepin
+	@[ -x $(PYENV)/bin/python3 ] || python3 -m venv $(PYENV)
+	@$(PYENV)/bin/python3 -c 'import cryptography' 2>/dev/null || $(PYENV)/bin/pip install -q cryptography
+	INTEROP_LOG_DIR=$(BUILD_DIR)/test-logs/interop \
+	  Tests/interop/run.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop.log
 
 ## docs: the DocC site of every public module, from the build's symbol graphs, with the articles
 ## (Sources/<Module>/<Module>.docc) whose code the DocSnippetTests target compiles and runs.
