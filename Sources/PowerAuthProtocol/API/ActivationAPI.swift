@@ -357,17 +357,19 @@ public struct VaultUnlockRequest: Codable, Sendable, Equatable {
     public init(reason: String) { self.reason = reason }
 }
 
-/// `vault/unlock` response (encrypted; restful-model `VaultUnlockResponsePayload`).
+/// `vault/unlock` response (encrypted): `{"encryptedVaultEncryptionKey": …}`.
 public struct VaultUnlockResponse: Codable, Sendable, Equatable {
     /// `AES-128-CBC-PKCS7(KEY_TRANSPORT, IV = 0¹⁶, KEY_ENCRYPTION_VAULT)`, Base64 (32 bytes).
     public var encryptedVaultEncryptionKey: String
-    /// Always `true` in a successful answer.
-    public var signatureValid: Bool
+    /// Not in upstream's encrypted payload (powerauth-server carries it beside the
+    /// cryptogram, to the enrollment server); this server leaves it out, and the client
+    /// ignores it when another server sends it.
+    public var signatureValid: Bool?
     /// Creates the response.
     /// - Parameter encryptedVaultEncryptionKey: Base64 of the encrypted key.
     public init(encryptedVaultEncryptionKey: String) {
         self.encryptedVaultEncryptionKey = encryptedVaultEncryptionKey
-        self.signatureValid = true
+        self.signatureValid = nil
     }
 }
 
