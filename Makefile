@@ -302,7 +302,7 @@ LLVM_PROFDATA    := $(TOOLCHAIN_BIN)llvm-profdata
 LLVM_COV         := $(TOOLCHAIN_BIN)llvm-cov
 COVERAGE_MIN     ?= 95
 SLOC_BUDGET      ?= 1500
-PROTO_SLOC_BUDGET ?= 1290
+PROTO_SLOC_BUDGET ?= 1335
 TPM_SLOC_BUDGET  ?= 450
 # protocol.c on its own: what stays uncovered is mostly libcrypto's and libsodium's internal-failure
 # handling, which no test can provoke without a fault seam in OpenSSL.
