@@ -17,6 +17,7 @@ extension ActivationServer {
     /// - Parameter request: the request.
     /// - Returns: the response.
     public func respond(to request: TransportRequest) -> TransportResponse {
+        if Self.v4Paths.contains(request.path) { return respondV4(to: request) }
         let isValidate = request.path == ActivationAPI.validateSignature.path
         let methods: Set<String> = isValidate ? ["GET", "POST", "PUT", "DELETE"] : [ActivationAPI.method]
         let known = Self.paths.contains(request.path)
@@ -103,8 +104,8 @@ extension ActivationServer {
         guard let activationId = try store.activationId(forCode: code) else { throw .invalidActivationCode }
         let autoCommit = configuration.autoCommit
         let record = try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
-            // Only once: a used code cannot re-key an activation.
-            guard r.state == .created else { throw .invalidActivationCode }
+            // Only once: a used code cannot re-key an activation; a V4 one is not activated by V3.3.
+            guard r.state == .created, r.v4 == nil else { throw .invalidActivationCode }
             r.devicePublicKey = device
             r.name = name
             r.state = autoCommit ? .active : .pendingCommit

@@ -321,6 +321,8 @@ enum Help {
                                     instead of standard error; SIGHUP reopens it
               --ready-file PATH     write the port to PATH once listening (removed at stop);
                                     with NOTIFY_SOCKET set, READY=1 goes to systemd too
+              --algorithm NAME      LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol
+                                    V4: new activations use the /pa/v4 endpoints)
 
             example:
               securepin server --port 0 --db server.sqlite

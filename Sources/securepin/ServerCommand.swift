@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
 
@@ -23,7 +24,11 @@ enum ServerCommand {
         let metricsPort = args.integer("--metrics-port", range: UInt16(0)...UInt16.max)
         let readyFile = args.value("--ready-file")
         let logFile = args.value("--log-file")
+        let algorithmName = args.value("--algorithm") ?? ProtocolAlgorithm.legacyP256.rawValue
         args.finish()
+        guard let algorithm = ProtocolAlgorithm(rawValue: algorithmName),
+            algorithm == .legacyP256 || algorithm == .ecP384
+        else { args.usageError("--algorithm must be LEGACY_P256 or EC_P384") }
         guard let port = portValue else { args.usageError("--port is required (0 picks a free one)") }
         guard let database = databaseValue else { args.usageError("--db PATH is required") }
         if tokenText != nil && tokenFile != nil {
@@ -39,6 +44,7 @@ enum ServerCommand {
                 http: HTTPServer.Configuration(port: port), maxFailedAttempts: maxFailures)
             options.accessLog = log
             options.metricsPort = metricsPort
+            options.algorithm = algorithm
             let signals = ShutdownSignals()
             let hangUp = reopenOnHangUp(log)
             defer { hangUp.cancel() }
@@ -48,6 +54,7 @@ enum ServerCommand {
             if let metrics = server.metricsPort { say("metrics: http://127.0.0.1:\(metrics)/metrics") }
             say("configuration: \(try server.configurationString())")
             say("back office: \(token == nil ? "off (no admin token)" : "on")")
+            say("algorithm: \(algorithm.rawValue)")
             if let readyFile { try Readiness.writeReadyFile(readyFile, port: server.port ?? 0) }
             Readiness.notify("READY=1\nMAINPID=\(getpid())")
             let signal = await signals.wait()
