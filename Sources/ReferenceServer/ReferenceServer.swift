@@ -113,7 +113,7 @@ public final class ReferenceServer: Sendable {
         self.metrics = metrics
         // The vault binding's endpoints (VaultOPRFEndpoint.swift), beside PowerAuth's.
         let vaults = try VaultOPRFEndpoint(
-            store: try OPRFVaultStore(database: store.database, storageKey: storageKey), configuration: configuration)
+            store: try OPRFVaultStore(database: store.database, storageKey: storageKey), server: server)
         self.vaults = vaults
         let router = Router(
             server: server, store: store, gate: try AdminGate(token: options.adminToken, limit: options.adminRateLimit),
