@@ -132,6 +132,17 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
         try Self.counters(try call(.status, vaultId: vaultId) { _ in }[...])
     }
 
+    /// Proves the evaluation with `challenge` opened the vault and deletes the record.
+    public func remove(vaultId: [UInt8], verifier: SecureBytes, challenge: [UInt8]) throws(VaultServerError) {
+        let proof: [UInt8]
+        do throws(SecureCoreError) {
+            proof = try VaultOPRFAPI.removalProof(verifier: verifier, vaultId: vaultId, challenge: challenge)
+        } catch {
+            throw .refused(reason: "computing the proof failed: \(error)")
+        }
+        _ = try Self.counters(try call(.remove, vaultId: vaultId) { $0.copyBytes(from: proof) }[...])
+    }
+
     // MARK: - Exchange
 
     static let noVault = [UInt8](repeating: 0, count: VaultOPRFAPI.vaultIdByteCount)
@@ -303,4 +314,5 @@ struct UnusableServer: VaultOPRFServer {
         -> VaultServerCounters
     { throw error }
     func status(vaultId: [UInt8]) throws(VaultServerError) -> VaultServerCounters { throw error }
+    func remove(vaultId: [UInt8], verifier: SecureBytes, challenge: [UInt8]) throws(VaultServerError) { throw error }
 }

@@ -128,6 +128,12 @@ public final class VaultOPRFEndpoint: Sendable {
                 try store.confirm(vaultId: vaultId, proof: proof, now: now)
             }
             return try Failure.publicAnswer(counters.bytes)
+        case .remove:
+            let proof = plaintext.withUnsafeBytes { Array($0[bodyAt...]) }
+            let counters = try Failure.store { () throws(OPRFVaultStore.Refusal) in
+                try store.remove(vaultId: vaultId, proof: proof, now: now)
+            }
+            return try Failure.publicAnswer(counters.bytes)
         case .status:
             let counters = try Failure.store { () throws(OPRFVaultStore.Refusal) in
                 try store.counters(vaultId: vaultId)

@@ -20,6 +20,7 @@ import SecureCore
 /// | evaluate | blinded element (32) | evaluated (32) ‖ challenge (16) ‖ counters (9) |
 /// | confirm | proof (32) | counters (9) |
 /// | status | — | counters (9) |
+/// | remove | proof (32) | counters (9) |
 ///
 /// `op` is one byte (the path's ``Operation``), `vaultId` 16 bytes (zeros for register), the
 /// counters `state (1) ‖ failures (u32be) ‖ maxFailures (u32be)`. Errors are plain JSON
@@ -56,6 +57,9 @@ public enum VaultOPRFAPI {
         case confirm = 4
         /// The counters, counting nothing.
         case status = 5
+        /// Proves, like ``confirm``, that the last evaluation opened the vault, and deletes the
+        /// server record: the vault was destroyed, or its PIN changed to a new record.
+        case remove = 6
 
         /// The HTTP path.
         public var path: String { VaultOPRFAPI.pathPrefix + String(describing: self) }
@@ -72,7 +76,7 @@ public enum VaultOPRFAPI {
         public var requestBodyByteCount: Int {
             switch self {
             case .register, .evaluate: OPRF.elementByteCount
-            case .enroll, .confirm: VaultOPRFAPI.proofByteCount
+            case .enroll, .confirm, .remove: VaultOPRFAPI.proofByteCount
             case .status: 0
             }
         }
@@ -201,6 +205,20 @@ public enum VaultOPRFAPI {
         -> [UInt8]
     {
         try HMACSHA256.authenticate(Array("SecurePIN vault confirm v1".utf8) + vaultId + challenge, key: verifier)
+    }
+
+    /// The removal proof: `HMAC-SHA256(verifier, "SecurePIN vault remove v1" ‖ vaultId ‖ challenge)`.
+    /// Its own label, so a confirmation an observer saw can never be turned into a removal.
+    /// - Parameters:
+    ///   - verifier: the 32-byte verifier.
+    ///   - vaultId: the vault's identifier.
+    ///   - challenge: the challenge of the evaluation that opened the vault.
+    /// - Returns: the proof (single use).
+    /// - Throws: `SecureCore.SecureCoreError`.
+    public static func removalProof(verifier: SecureBytes, vaultId: [UInt8], challenge: [UInt8])
+        throws(SecureCoreError) -> [UInt8]
+    {
+        try HMACSHA256.authenticate(Array("SecurePIN vault remove v1".utf8) + vaultId + challenge, key: verifier)
     }
 
     /// A request plaintext in secure memory: `op ‖ vaultId ‖ body`, `body` written by `fill`.

@@ -173,15 +173,21 @@ enum VaultCommand {
         return ExitCode.ok
     }
 
-    /// Destroys after a confirmation (a terminal) or `--yes`, and says exactly what it removed.
+    /// Destroys after a confirmation (a terminal) or `--yes`, and says exactly what it removed. With
+    /// `--pin-fd N` the PIN is proved first (counted like an unlock; a wrong one destroys nothing),
+    /// which also removes a server-bound vault's record at its server.
     static func destroy(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let yes = args.flag("--yes")
+        let pinFD = args.integer("--pin-fd", range: Int32(0)...Int32(65535))
         let (_, options) = binding(&args)
         directory = requireVault(&args)
+        if let pinFD { PinInput.descriptor(pinFD, option: "--pin-fd").checkAvailable(command: "vault destroy") }
         let vault = PinVault(directory: directory, options: options)
         // Only a missing vault stops here: a damaged one (say, a destroy interrupted after its key
         // file was overwritten) must still be destroyable.
         guard vault.exists else { throw VaultError.notFound }
+        // The PIN's format, and whether a server keeps a record, when the vault can still be read.
+        let state = try? vault.status()
         if !yes {
             guard isatty(0) == 1 else {
                 CLI.printError(
@@ -196,13 +202,31 @@ enum VaultCommand {
                 return ExitCode.usage
             }
         }
-        let report = try vault.destroy()
+        let report: VaultDestruction
+        if let pinFD {
+            guard let state else {
+                throw VaultError.damaged(reason: "the vault cannot be read, so no PIN can be checked")
+            }
+            let pin = PinInput.descriptor(pinFD, option: "--pin-fd").read(
+                format: PinFormat(state.pinFormat), command: "vault destroy")
+            defer { pin.destroy() }
+            report = try vault.destroy(pin: pin)
+        } else {
+            report = try vault.destroy()
+        }
         print("vault destroyed: \(directory)")
         print("overwritten in place and removed: \(report.removedFiles.joined(separator: ", "))")
         print(
             report.removedDirectory
                 ? "removed directory: \(directory) (created by vault init)"
                 : "kept directory: \(directory) (the vault did not create it, or it is not empty)")
+        if report.removedServerRecord {
+            print("removed at the server: record \(state?.serverVaultId ?? "?") (\(state?.serverLocation ?? "?"))")
+        } else if let state, state.binding == .server {
+            print(
+                "kept at the server: record \(state.serverVaultId ?? "?") (useless without the destroyed files; "
+                    + "removing it needs the PIN: --pin-fd N)")
+        }
         return ExitCode.ok
     }
 
@@ -371,12 +395,17 @@ enum VaultCommand {
                     ?? s.pinFormat.description,
             ]
             fields["next_attempt_at"] = s.nextAttemptAt.map { iso8601($0) as Any } ?? NSNull()
+            if let id = s.serverVaultId { fields["server_vault_id"] = id }
             let data = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
             let next: String
             switch s.state {
-            case .locked: next = "never (locked: only destroy and a new vault help)"
+            case .locked:
+                next =
+                    s.binding == .server
+                    ? "never (blocked by the server: its back office can unblock record \(s.serverVaultId ?? "?"))"
+                    : "never (locked: only destroy and a new vault help)"
             case .throttled:
                 next = "try again in \(s.retryAfterSeconds) s (\(s.nextAttemptAt.map(iso8601) ?? "?"))"
             case .ready: next = "now"
@@ -384,6 +413,7 @@ enum VaultCommand {
             print("state:              \(s.state.rawValue)")
             print("binding:            \(s.binding.rawValue)")
             print("enforced by:        \(enforcer)")
+            if let id = s.serverVaultId { print("server record:      \(id)") }
             print("failures:           \(s.failures) of \(s.maxFailures)")
             print("remaining attempts: \(s.remainingAttempts)")
             if let tpm = s.tpmLockout {
