@@ -179,6 +179,9 @@ enum Help {
               --config STRING      with --bind server: the configuration string it prints
               --tpm-max-tries N    the TPM's lockout after N failures (default 10; TPM-wide)
               --tpm-recovery S     one failure forgotten every S seconds (default 600; TPM-wide)
+              --tpm-lockout-auth-fd N
+                                   the TPM's lockout authorisation from descriptor N, needed to set
+                                   the two above when the TPM has one (one trailing newline removed)
             The vault refuses key derivation below its floor: \(floorText).
 
             example:

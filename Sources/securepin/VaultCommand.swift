@@ -99,9 +99,10 @@ enum VaultCommand {
         let t = args.integer("-t", range: UInt32(1)...UInt32.max)
         let k = args.integer("-k", range: UInt32(1)...UInt32.max)
         let p = args.integer("-p", range: UInt32(1)...UInt32(64))
-        let (bind, options) = binding(&args)
+        var (bind, options) = binding(&args)
         let maxTries = args.integer("--tpm-max-tries", range: UInt32(1)...UInt32(1000))
         let recovery = args.integer("--tpm-recovery", range: UInt32(0)...UInt32(86_400 * 7))
+        let lockoutFD = args.integer("--tpm-lockout-auth-fd", range: Int32(0)...Int32(65535))
         let url = args.value("--url")
         let configuration = args.value("--config")
         directory = requireVault(&args)
@@ -114,8 +115,8 @@ enum VaultCommand {
         if bind == .server && policyText != nil {
             args.usageError("--policy is the software counter's: with --bind server the server's policy counts")
         }
-        if bind != .tpm && (maxTries != nil || recovery != nil) {
-            args.usageError("--tpm-max-tries and --tpm-recovery go with --bind tpm")
+        if bind != .tpm && (maxTries != nil || recovery != nil || lockoutFD != nil) {
+            args.usageError("--tpm-max-tries, --tpm-recovery and --tpm-lockout-auth-fd go with --bind tpm")
         }
         if bind == .tpm && policyText != nil {
             args.usageError(
@@ -135,6 +136,17 @@ enum VaultCommand {
         checkNewVaultPath(directory, args: args)
         try PinVault.checkCanCreate(at: directory)  // an existing directory must be empty, yours and 0700
         input.checkAvailable(command: "vault init")
+        if let lockoutFD {
+            if lockoutFD == 0 {
+                args.usageError("standard input carries the secret: give --tpm-lockout-auth-fd 4 4<FILE")
+            }
+            if case .descriptor(let pinFD, _) = input, pinFD == lockoutFD {
+                args.usageError("--tpm-lockout-auth-fd and --pin-fd need two descriptors")
+            }
+            PinInput.descriptor(lockoutFD, option: "--tpm-lockout-auth-fd").checkAvailable(command: "vault init")
+        }
+        if let lockoutFD { options.tpmLockoutAuthorization = try lockoutAuthorization(from: lockoutFD, args: args) }
+        defer { options.tpmLockoutAuthorization?.destroy() }
         let (buffer, count) =
             try isatty(0) == 1
             ? TerminalSecret.read(maximum: PinVault.maximumSecretByteCount)
@@ -171,6 +183,24 @@ enum VaultCommand {
                     + "PIN format \(describeFormat(format)))")
         }
         return ExitCode.ok
+    }
+
+    /// The TPM's lockout authorisation from a descriptor, in secure memory: its bytes, one trailing
+    /// newline removed (as `echo` or an editor leaves it: a stray newline would be a wrong
+    /// authorisation, which the TPM answers by locking its lockout hierarchy for a while).
+    static func lockoutAuthorization(from fd: Int32, args: Arguments) throws -> SecureBytes {
+        let (buffer, count) = try SecureIO.readAll(from: fd, maximum: 64)
+        defer { buffer.destroy() }
+        let newline = count > 0 && buffer.withUnsafeBytes { $0[count - 1] == 0x0A }
+        let length = newline ? count - 1 : count
+        guard length > 0 else {
+            args.fail("--tpm-lockout-auth-fd: the lockout authorisation is empty (an empty one needs no option)")
+        }
+        let auth = try SecureBytes(count: length)
+        buffer.withUnsafeBytes { source in
+            auth.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: source.prefix(length))) }
+        }
+        return auth
     }
 
     /// Destroys after a confirmation (a terminal) or `--yes`, and says exactly what it removed. With
@@ -532,6 +562,12 @@ enum VaultCommand {
                 (
                     "the TPM is in dictionary-attack lockout: it refuses every PIN, the right one too; it forgets "
                         + "one failure every \(seconds) s; nothing was counted", ExitCode.locked
+                )
+            case .tpmFailed(.lockoutAuthorizationRefused):
+                (
+                    "the TPM refused its lockout authorisation (set with --tpm-lockout-auth-fd, or empty without it); "
+                        + "nothing was written. A TPM locks its lockout hierarchy for its lockout recovery time after "
+                        + "a wrong one, so check it before trying again", ExitCode.refused
                 )
             case .tpmFailed(let error): ("the TPM failed: \(error)", ExitCode.refused)
             case .serverRequired:
