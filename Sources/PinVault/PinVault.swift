@@ -401,7 +401,8 @@ public struct PinVault: Sendable {
     /// - Parameter pin: the vault's PIN.
     /// - Returns: what was removed; ``VaultDestruction/removedServerRecord`` says whether a server
     ///   record was.
-    /// - Throws: as ``unlock(pin:_:)-(_,(SecureBytes)->R)`` and ``destroy()``.
+    /// - Throws: what an unlock with `pin` throws (a wrong PIN is ``VaultError/wrongPIN(remainingAttempts:)``),
+    ///   and what ``destroy()`` throws.
     @discardableResult
     public func destroy(pin: Password) throws(VaultError) -> VaultDestruction {
         let (file, report): (VaultFile, VaultDestruction) = try directory.locked { () throws(VaultError) in
