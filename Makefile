@@ -211,6 +211,7 @@ test-cli: deps
 	Tests/cli/readme.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/readme.log
 	Tests/cli/spec.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/spec.log
 	Tests/cli/client.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/client.log
+	Tests/cli/server-v4.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/server-v4.log
 
 ## test-interop: SecurePIN against a PowerAuth V3 client and server written in Python from the upstream
 ## PowerAuth documents alone (Tests/interop/README.md). The Python side runs in a venv under

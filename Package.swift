@@ -287,7 +287,7 @@ let testing: [Target] = [
         name: "ReferenceServerTests",
         dependencies: [
             "ReferenceServer", "ActivationHTTP", "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault",
-            "SecureCore", "SQLiteStore", "HTTPServer", "securepin", "TestSupport",
+            "SecureCore", "SQLiteStore", "HTTPServer", "securepin", "TestSupport", "ActivationTestSupport",
         ]),
 ]
 

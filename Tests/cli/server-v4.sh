@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# securepin server --algorithm EC_P384 over loopback HTTP: the configuration string carries the
+# P-384 master key (id 0x02), the V4 endpoints answer and refuse as documented, the V4 master key
+# survives a restart, and a LEGACY_P256 server refuses the V4 paths. The full V4 exchange (keystore,
+# activation, codes, status, token, vault) is driven by the Swift suites V4EndpointTests and
+# V4HTTPTests: securepin client has no V4 path yet.
+# Usage: Tests/cli/server-v4.sh PATH/TO/securepin
+set -uo pipefail
+B=${1:?usage: server-v4.sh PATH/TO/securepin}
+B=$(cd "$(dirname "$B")" && pwd)/$(basename "$B")
+work=$(mktemp -d)
+server_pid=
+stop_server() {
+    [[ -n $server_pid ]] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    server_pid=
+}
+cleanup() {
+    stop_server
+    rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+check() { # name, expected exit code, actual exit code, [condition result]
+    local name=$1 want=$2 got=$3 ok=${4:-0}
+    if [[ $got == "$want" && $ok == 0 ]]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $name (exit $got, wanted $want)" >&2
+    fi
+}
+start_server() { # db, out, extra args...
+    local db=$1 out=$2
+    shift 2
+    "$B" server --port 0 --db "$db" --admin-token-file "$work/admin.token" "$@" >"$out" 2>/dev/null &
+    server_pid=$!
+    for _ in $(seq 100); do grep -q '^algorithm' "$out" && break; sleep 0.1; done
+    port=$(sed -n 's|.*listening on http://127.0.0.1:||p' "$out")
+    url="http://127.0.0.1:$port"
+}
+post() { # path, body, [header] -> prints "STATUS BODY"
+    curl -s -o "$work/body" -w '%{http_code}' -XPOST "$url$1" -H 'Content-Type: application/json' \
+        ${3:+-H "$3"} -d "$2"
+}
+
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/admin.token"
+chmod 600 "$work/admin.token"
+
+start_server "$work/v4.sqlite" "$work/v4.out" --algorithm EC_P384
+grep -q '^algorithm: EC_P384$' "$work/v4.out"
+check "server --algorithm EC_P384 starts and says so" 0 $?
+config=$(sed -n 's/^configuration: //p' "$work/v4.out")
+keys=$(python3 - "$config" <<'PY'
+import base64, sys
+b = base64.b64decode(sys.argv[1])
+assert b[0] == 1 and b[1] == 16 and b[18] == 16
+i = 35
+n = b[i]; i += 1
+out = []
+for _ in range(n):
+    kid = b[i]; ln = b[i + 1]; key = b[i + 2:i + 2 + ln]; i += 2 + ln
+    out.append(f"{kid}:{ln}:{key[0]:02x}")
+print(" ".join(out))
+PY
+)
+[[ $keys =~ ^1:65:04\ 2:49:0[23]$ ]]
+check "the configuration string carries key 0x01 (P-256) and key 0x02 (P-384, compressed)" 0 $? 
+
+code=$(post /pa/v4/keystore/create '{"jwt":"a.b.c"}')
+[[ $code == 400 && $(jq -r .responseObject.code "$work/body") == ERR_TEMPORARY_KEY ]]
+check "keystore/create refuses a JWT that is not HS384/HS256 of the application" 0 $?
+code=$(post /pa/v4/auth/validate '{}')
+[[ $code == 401 && $(jq -r .responseObject.code "$work/body") == ERR_AUTHENTICATION ]]
+check "auth/validate without a V4 code is 401" 0 $?
+code=$(post /pa/v4/auth/validate '{}' 'X-PowerAuth-Authorization: PowerAuth pa_version="3.3"')
+[[ $code == 401 ]]
+check "auth/validate with a V3 header is 401" 0 $?
+code=$(post /pa/v4/activation/status '{}')
+[[ $code == 400 && $(jq -r .responseObject.code "$work/body") == ERR_ENCRYPTION ]]
+check "activation/status without X-PowerAuth-Encryption is an encryption error" 0 $?
+code=$(curl -s -o /dev/null -w '%{http_code}' "$url/pa/v4/activation/create")
+[[ $code == 405 ]]
+check "GET on a V4 POST endpoint is 405" 0 $?
+
+stop_server
+start_server "$work/v4.sqlite" "$work/v4-again.out" --algorithm EC_P384
+[[ $(sed -n 's/^configuration: //p' "$work/v4-again.out") == "$config" ]]
+check "a restart keeps the configuration string (the V4 master key is stored sealed)" 0 $?
+stop_server
+
+"$B" server --port 0 --db "$work/x.sqlite" --algorithm EC_P384_ML_L3 >/dev/null 2>"$work/err"
+check "server --algorithm EC_P384_ML_L3 is a usage error" 2 $?
+grep -q 'LEGACY_P256 or EC_P384' "$work/err"
+check "the usage error names the two algorithms served" 0 $?
+
+start_server "$work/legacy.sqlite" "$work/legacy.out"
+grep -q '^algorithm: LEGACY_P256$' "$work/legacy.out"
+check "the default algorithm is LEGACY_P256" 0 $?
+code=$(post /pa/v4/auth/validate '{}')
+[[ $code == 400 && $(jq -r .responseObject.message "$work/body") == *LEGACY_P256* ]]
+check "a LEGACY_P256 server refuses the V4 paths, naming its algorithm" 0 $?
+stop_server
+
+echo "server-v4: $passed passed, $failed failed"
+[[ $failed == 0 ]]
