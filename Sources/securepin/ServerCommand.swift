@@ -53,8 +53,8 @@ enum ServerCommand {
             say("securepin server: listening on http://127.0.0.1:\(server.port ?? 0)")
             if let metrics = server.metricsPort { say("metrics: http://127.0.0.1:\(metrics)/metrics") }
             say("configuration: \(try server.configurationString())")
-            say("back office: \(token == nil ? "off (no admin token)" : "on")")
             say("algorithm: \(algorithm.rawValue)")
+            say("back office: \(token == nil ? "off (no admin token)" : "on")")
             if let readyFile { try Readiness.writeReadyFile(readyFile, port: server.port ?? 0) }
             Readiness.notify("READY=1\nMAINPID=\(getpid())")
             let signal = await signals.wait()

@@ -35,7 +35,7 @@ start_server() { # db, out, extra args...
     shift 2
     "$B" server --port 0 --db "$db" --admin-token-file "$work/admin.token" "$@" >"$out" 2>/dev/null &
     server_pid=$!
-    for _ in $(seq 100); do grep -q '^algorithm' "$out" && break; sleep 0.1; done
+    for _ in $(seq 100); do grep -q '^back office' "$out" && break; sleep 0.1; done
     port=$(sed -n 's|.*listening on http://127.0.0.1:||p' "$out")
     url="http://127.0.0.1:$port"
 }
