@@ -172,6 +172,16 @@ public struct V4ActivationState: Sendable {
     public var counter: V4HashCounter
     /// Whether the device still has to call `activation/confirm`.
     public var confirmationPending: Bool
+    /// The knowledge factor key set by a password change; `nil`: the key tree's initial one.
+    public var knowledgeKey: SecureBytes? = nil
+    /// A knowledge key from a password change not yet used by the device (dynamic factor keys).
+    public var knowledgeNext: SecureBytes? = nil
+    /// The biometry factor key set by a biometry addition; `nil`: the key tree's initial one.
+    public var biometryKey: SecureBytes? = nil
+    /// A biometry key from an addition not yet used by the device.
+    public var biometryNext: SecureBytes? = nil
+    /// Bumped at every factor-key change (so a store sees that the sealed state changed).
+    public var keyGeneration: UInt32 = 0
 
     /// A fresh state: a new server key pair and counter, no device yet.
     /// - Parameter algorithm: the suite (`EC_P384`).
@@ -206,9 +216,10 @@ public struct V4ActivationState: Sendable {
     }
 
     /// The public facts a store compares to see whether a change happened (the secret is set
-    /// once, with the device key).
+    /// once, with the device key; factor-key changes bump ``keyGeneration``).
     public var changeMarker: [UInt8] {
         [confirmationPending ? 1 : 0, activationSecret == nil ? 0 : 1] + counter.bytes + (devicePublicKey ?? [])
+            + withUnsafeBytes(of: keyGeneration.bigEndian) { Array($0) }
     }
 }
 

@@ -110,6 +110,18 @@ extension ActivationServer {
                 let body = try Self.v4Decode(request.body, V4TokenRemoveRequest.self, enveloped: false)
                 _ = try store.removeToken(tokenId: body.tokenId, activationId: record.activationId)
                 return try Self.ok(TokenRemoveResponse(tokenId: body.tokenId))
+            case V4API.passwordChange.path, V4API.biometryAdd.path:
+                return try v4RotateFactorKey(request, biometry: request.path == V4API.biometryAdd.path)
+            case V4API.biometryRemove.path:
+                let (record, keys, _) = try v4Authenticate(request, V4API.biometryRemove, allowed: [.possession])
+                keys.destroy()
+                try store.update(activationId: record.activationId) { r in
+                    r.biometryEnabled = false
+                    r.v4?.biometryKey = nil
+                    r.v4?.biometryNext = nil
+                    r.v4?.keyGeneration &+= 1
+                }
+                return try Self.ok(EmptyMessage?.none)
             default:
                 return try v4UnlockVault(request)
             }
@@ -364,6 +376,69 @@ extension ActivationServer {
         return try Self.v4Encrypted(try v4Seal(plaintext, opened))
     }
 
+    // MARK: - Dynamic factor keys
+
+    /// `password/change` and `biometry/add`: authenticated with the current password, an
+    /// activation-scope shared-secret exchange whose result becomes the next knowledge key (or
+    /// the biometry key: current when biometry was off, next otherwise). The current key keeps
+    /// working until the device first uses the new one (``v4Authenticate(_:_:allowed:)`` promotes it).
+    func v4RotateFactorKey(_ request: TransportRequest, biometry: Bool) throws(ActivationServerError)
+        -> TransportResponse
+    {
+        let endpoint = biometry ? V4API.biometryAdd : V4API.passwordChange
+        let (record, keys, _) = try v4Authenticate(request, endpoint, allowed: [.possessionKnowledge])
+        defer { keys.destroy() }
+        let opened = try v4Open(
+            request, body: request.body, sharedInfo1: biometry ? .biometryAdd : .passwordChange,
+            activation: (record.activationId, keys))
+        let shared = try Self.decodePlaintext(opened.plaintext, V4SharedSecretRequest.self)
+        opened.plaintext?.destroy()
+        let (response, secret) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.respond(to: shared, algorithm: .ecP384)
+        }
+        try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
+            guard r.state == .active, var state = r.v4 else { throw .invalidState(r.state) }
+            if biometry {
+                if r.biometryEnabled {
+                    state.biometryNext = secret
+                } else {
+                    state.biometryKey = secret
+                    state.biometryNext = nil
+                    r.biometryEnabled = true
+                }
+            } else {
+                state.knowledgeNext = secret
+            }
+            state.keyGeneration &+= 1
+            r.v4 = state
+        }
+        return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
+    }
+
+    /// After an accepted code: a match with a next key promotes it to current; a match with the
+    /// current key drops a pending next key of that factor.
+    func v4SettleFactorKeys(_ activationId: String, match: V4AuthenticationCodeMatch) throws(ActivationServerError) {
+        guard match.knowledgeIndex != nil || match.biometryIndex != nil else { return }
+        try store.update(activationId: activationId) { r in
+            guard var state = r.v4 else { return }
+            var changed = false
+            if let index = match.knowledgeIndex, state.knowledgeNext != nil {
+                if index == 1 { state.knowledgeKey = state.knowledgeNext }
+                state.knowledgeNext = nil
+                changed = true
+            }
+            if let index = match.biometryIndex, state.biometryNext != nil {
+                if index == 1 { state.biometryKey = state.biometryNext }
+                state.biometryNext = nil
+                changed = true
+            }
+            if changed {
+                state.keyGeneration &+= 1
+                r.v4 = state
+            }
+        }
+    }
+
     // MARK: - Authentication
 
     /// Verifies a V4 authentication code over the request as received (method, the endpoint's
@@ -386,7 +461,9 @@ extension ActivationServer {
         }
         let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
         let appSecret = applicationSecret
-        let biometry = record.biometryEnabled ? [keys.biometry] : []
+        let knowledge = [state.knowledgeKey ?? keys.knowledge] + (state.knowledgeNext.map { [$0] } ?? [])
+        let biometry =
+            record.biometryEnabled ? [state.biometryKey ?? keys.biometry] + (state.biometryNext.map { [$0] } ?? []) : []
         let match = try? protocolStep { () throws(ProtocolError) -> V4AuthenticationCodeMatch? in
             let data = try RequestData(
                 method: request.method, uriIdentifier: endpoint.uriIdentifier ?? request.path, nonce: header.nonce,
@@ -394,7 +471,7 @@ extension ActivationServer {
             ).normalized(applicationSecret: appSecret)
             return try V4AuthenticationCode.validate(
                 header.authenticationCode, factorSet: header.factorSet, format: .online, possession: keys.possession,
-                knowledgeCandidates: [keys.knowledge], biometryCandidates: biometry, counter: state.counter,
+                knowledgeCandidates: knowledge, biometryCandidates: biometry, counter: state.counter,
                 lookAhead: configuration.lookAhead, data: data)
         }
         let outcome: AttemptOutcome
@@ -412,6 +489,7 @@ extension ActivationServer {
             keys.destroy()
             throw .authenticationFailed
         }
+        if let found = match ?? nil { try v4SettleFactorKeys(record.activationId, match: found) }
         return (record, keys, header.factorSet)
     }
 

@@ -544,31 +544,40 @@ extension SQLiteActivationStore {
 }
 
 /// The binary form of `ActivationServer.V4ActivationState` inside its sealed column:
-/// `01 ‖ flags(1: bit0 confirmation pending, bit1 secret, bit2 device key) ‖ server private (48)
-/// ‖ CTR_DATA (32) [‖ KEY_ACTIVATION_SECRET (32)] [‖ device public key (97)]`, built and read in
-/// secure memory. Only `EC_P384` exists.
+/// `01 ‖ flags(1) ‖ server private (48) ‖ CTR_DATA (32) ‖ u32be(keyGeneration) ‖ then, when their flag
+/// is set, KEY_ACTIVATION_SECRET, knowledge key, next knowledge key, biometry key, next biometry key
+/// (32 bytes each) and the device public key (97)`. Flags: bit0 confirmation pending, bit1 secret,
+/// bit2 device key, bit3 ... bit6 the four factor keys. Built and read in secure memory; only
+/// `EC_P384` exists.
 enum V4StateCoding {
+    static let fixed = 86
+
     static func encode(_ state: V4ActivationState) throws(ReferenceServerError) -> SecureBytes {
-        let secret = state.activationSecret
+        let secrets = [
+            state.activationSecret, state.knowledgeKey, state.knowledgeNext, state.biometryKey, state.biometryNext,
+        ]
         let device = state.devicePublicKey ?? []
-        let flags: UInt8 =
-            (state.confirmationPending ? 1 : 0) | (secret != nil ? 2 : 0) | (device.isEmpty ? 0 : 4)
-        let count = 2 + 48 + 32 + (secret != nil ? 32 : 0) + device.count
+        var flags: UInt8 = (state.confirmationPending ? 1 : 0) | (device.isEmpty ? 0 : 4)
+        for (bit, secret) in zip([1, 3, 4, 5, 6], secrets) where secret != nil { flags |= 1 << bit }
+        let present = secrets.compactMap { $0 }
+        guard present.allSatisfy({ $0.count == 32 }) else { throw .corruptRecord(reason: "a V4 key size") }
+        let count = fixed + 32 * present.count + device.count
         let out: SecureBytes
         do throws(SecureCoreError) {
             out = try SecureBytes(count: count)
         } catch {
             throw .corruptRecord(reason: "memory")
         }
+        let generation = withUnsafeBytes(of: state.keyGeneration.bigEndian) { Array($0) }
         out.withUnsafeMutableBytes { target in
             target[0] = 1
             target[1] = flags
             state.serverKeyPair.privateKey.withUnsafeBytes { key in
                 for i in 0..<48 { target[2 + i] = key[key.count - 48 + i] }
             }
-            for (i, byte) in state.counter.bytes.enumerated() { target[50 + i] = byte }
-            var at = 82
-            if let secret {
+            for (i, byte) in (state.counter.bytes + generation).enumerated() { target[50 + i] = byte }
+            var at = fixed
+            for secret in present {
                 secret.withUnsafeBytes { bytes in
                     for i in 0..<32 { target[at + i] = bytes[i] }
                 }
@@ -581,29 +590,43 @@ enum V4StateCoding {
 
     static func decode(_ plain: SecureBytes) throws(ReferenceServerError) -> V4ActivationState {
         let bad = ReferenceServerError.corruptRecord(reason: "the V4 state")
-        guard plain.count >= 82 else { throw bad }
-        let header: (UInt8, UInt8, [UInt8]) = plain.withUnsafeBytes { ($0[0], $0[1], Array($0[50..<82])) }
+        guard plain.count >= fixed else { throw bad }
+        let header: (UInt8, UInt8, [UInt8], [UInt8]) = plain.withUnsafeBytes {
+            ($0[0], $0[1], Array($0[50..<82]), Array($0[82..<86]))
+        }
         let flags = header.1
-        let hasSecret = flags & 2 != 0
+        let present = [1, 3, 4, 5, 6].map { flags & (1 << $0) != 0 }
         let hasDevice = flags & 4 != 0
-        guard header.0 == 1, plain.count == 82 + (hasSecret ? 32 : 0) + (hasDevice ? 97 : 0) else { throw bad }
+        let secretCount = present.filter { $0 }.count
+        guard header.0 == 1, plain.count == fixed + 32 * secretCount + (hasDevice ? 97 : 0) else { throw bad }
         do {
             let privateKey = try SecureBytes(count: 48)
-            let secret: SecureBytes? = hasSecret ? try SecureBytes(count: 32) : nil
+            var secrets: [SecureBytes?] = []
+            for flag in present { secrets.append(flag ? try SecureBytes(count: 32) : nil) }
             let device: [UInt8]? = plain.withUnsafeBytes { source in
                 privateKey.withUnsafeMutableBytes { target in
                     for i in 0..<48 { target[i] = source[2 + i] }
                 }
-                secret?.withUnsafeMutableBytes { target in
-                    for i in 0..<32 { target[i] = source[82 + i] }
+                var at = fixed
+                for secret in secrets.compactMap({ $0 }) {
+                    let start = at
+                    secret.withUnsafeMutableBytes { target in
+                        for i in 0..<32 { target[i] = source[start + i] }
+                    }
+                    at += 32
                 }
-                let at = 82 + (hasSecret ? 32 : 0)
                 return hasDevice ? Array(source[at..<(at + 97)]) : nil
             }
-            return V4ActivationState(
+            var state = V4ActivationState(
                 algorithm: .ecP384, serverKeyPair: try ECP384KeyPair(privateKey: privateKey),
-                activationSecret: secret, devicePublicKey: device,
+                activationSecret: secrets[0], devicePublicKey: device,
                 counter: try V4HashCounter(bytes: header.2), confirmationPending: flags & 1 != 0)
+            state.knowledgeKey = secrets[1]
+            state.knowledgeNext = secrets[2]
+            state.biometryKey = secrets[3]
+            state.biometryNext = secrets[4]
+            state.keyGeneration = header.3.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            return state
         } catch {
             throw bad
         }

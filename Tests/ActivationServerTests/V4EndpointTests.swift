@@ -162,4 +162,55 @@ struct V4EndpointTests {
             TransportRequest(path: V4API.keystoreCreate.path, body: Array(#"{"jwt":"a.b.c"}"#.utf8)))
         #expect(refused.statusCode == 400)
     }
+
+    @Test("password change: the old PIN works until the new key is used, then it is refused and counted")
+    func passwordChange() async throws {
+        let server = try Self.server()
+        let device = try V4TestDevice(server: server)
+        _ = try await device.activate(code: try server.initActivation(userId: "erin").activationCode)
+        let original = try #require(device.keys).knowledge
+        let (code, first) = try await device.rotate(V4API.passwordChange)
+        #expect(code == 200)
+        let firstKey = try #require(first)
+        #expect(V4TestDevice.reveal(firstKey) != V4TestDevice.reveal(original))
+        // The device switches to the new key: accepted, and the server promotes it.
+        device.knowledge = firstKey
+        let withNew = try await device.call(V4API.validate, body: [], factorSet: .possessionKnowledge)
+        #expect(withNew.statusCode == 200)
+        let withOld = try await device.call(
+            V4API.validate, body: [], factorSet: .possessionKnowledge, knowledge: original)
+        #expect(withOld.statusCode == 401)
+        #expect(try server.activationDetail(device.activationId).failedAttempts == 1)
+        // A change whose new key is never used is dropped by the next success with the current key.
+        let (_, second) = try await device.rotate(V4API.passwordChange)
+        let secondKey = try #require(second)
+        let current = try await device.call(V4API.validate, body: [], factorSet: .possessionKnowledge)
+        #expect(current.statusCode == 200)
+        let abandoned = try await device.call(
+            V4API.validate, body: [], factorSet: .possessionKnowledge, knowledge: secondKey)
+        #expect(abandoned.statusCode == 401)
+    }
+
+    @Test("biometry add gives a new biometry key the server accepts; remove makes biometry codes fail")
+    func biometryAddRemove() async throws {
+        let server = try Self.server()
+        let device = try V4TestDevice(server: server)
+        _ = try await device.activate(code: try server.initActivation(userId: "frank").activationCode)
+        let off = try await device.call(V4API.validate, body: [], factorSet: .possessionBiometry)
+        #expect(off.statusCode == 401)
+        let (code, added) = try await device.rotate(V4API.biometryAdd)
+        #expect(code == 200)
+        device.biometry = try #require(added)
+        #expect(try await device.status().isBiometryEnabled)
+        let on = try await device.call(V4API.validate, body: [], factorSet: .possessionBiometry)
+        #expect(on.statusCode == 200)
+        let tree = try await device.call(
+            V4API.validate, body: [], factorSet: .possessionKnowledgeBiometry)
+        #expect(tree.statusCode == 200)
+        let removed = try await device.call(V4API.biometryRemove, body: [], factorSet: .possession)
+        #expect(removed.statusCode == 200)
+        #expect(try await !device.status().isBiometryEnabled)
+        let after = try await device.call(V4API.validate, body: [], factorSet: .possessionBiometry)
+        #expect(after.statusCode == 401)
+    }
 }

@@ -16,6 +16,10 @@ package final class V4TestDevice {
     package var keys: V4ActivationKeys?
     package var counter = V4HashCounter.random()
     package var serverPublicKey: [UInt8] = []
+    /// The knowledge key after a password change (`nil`: the key tree's).
+    package var knowledge: SecureBytes?
+    /// The biometry key after a biometry addition (`nil`: the key tree's).
+    package var biometry: SecureBytes?
     package var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// A device for the application of `configuration` (an `EC_P384` one), over `transport`.
@@ -135,7 +139,8 @@ package final class V4TestDevice {
         let code = try V4AuthenticationCode.compute(
             factorSet: factorSet,
             keys: V4FactorKeys(
-                possession: keys.possession, knowledge: knowledge ?? keys.knowledge, biometry: keys.biometry),
+                possession: keys.possession, knowledge: knowledge ?? self.knowledge ?? keys.knowledge,
+                biometry: self.biometry ?? keys.biometry),
             counter: counter, data: data)
         counter = try counter.next()
         return try V4AuthorizationHeader(
@@ -184,5 +189,15 @@ package final class V4TestDevice {
         let response = try WireCoding.decode(V4StatusResponse.self, body)
         let blob = try Self.require(Data(base64Encoded: response.activationStatus).map { [UInt8]($0) }, "blob")
         return try V4StatusBlob(opening: blob, statusMACKey: try Self.require(keys, "keys").statusMAC)
+    }
+
+    /// `password/change` or `biometry/add`: the new factor key from a shared-secret exchange.
+    package func rotate(_ endpoint: V4API.Endpoint) async throws -> (Int, SecureBytes?) {
+        let (context, request) = try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        let (code, body) = try await encryptedCall(
+            endpoint, plaintext: try WireCoding.encode(request), factorSet: .possessionKnowledge)
+        guard code == 200 else { return (code, nil) }
+        let response = try WireCoding.decode(V4SharedSecretResponse.self, body)
+        return (200, try V4SharedSecret.finish(context, response: response))
     }
 }

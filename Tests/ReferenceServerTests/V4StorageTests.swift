@@ -38,10 +38,13 @@ struct V4StorageTests {
 
         let secret = try SecureBytes.random(count: 32)
         let device = try ECP384KeyPair.generate().publicKey
+        let nextKnowledge = try SecureBytes.random(count: 32)
         try store.update(activationId: record.activationId) { r in
             r.v4?.activationSecret = secret
             r.v4?.devicePublicKey = device
             r.v4?.confirmationPending = false
+            r.v4?.knowledgeNext = nextKnowledge
+            r.v4?.keyGeneration = 7
         }
         let start = try #require(record.v4?.counter)
         let result = try store.recordAttempt(
@@ -55,6 +58,9 @@ struct V4StorageTests {
         let state = try #require(again.v4)
         #expect(Self.reveal(state.activationSecret) == Self.reveal(secret))
         #expect(state.devicePublicKey == device && !state.confirmationPending)
+        #expect(Self.reveal(state.knowledgeNext) == Self.reveal(nextKnowledge))
+        #expect(state.knowledgeKey == nil && state.biometryKey == nil && state.biometryNext == nil)
+        #expect(state.keyGeneration == 7)
         #expect(state.counter == (try start.advanced(by: 3)))
         #expect(again.counterIndex == 3)
         let masterAgain = try reopened.loadOrStoreV4MasterKey { () throws(ActivationServerError) in

@@ -42,10 +42,23 @@ public enum V4API {
     public static let vaultUnlock = Endpoint(
         path: "/pa/v4/vault/unlock", uriIdentifier: "/pa/vault/unlock", sharedInfo1: .vaultUnlock)
 
+    /// `POST /pa/v4/password/change`: `possession_knowledge` with the current password, encrypted,
+    /// activation scope, `/pa/password/change`; a shared-secret exchange whose result is the new
+    /// knowledge factor key (dynamic factor keys).
+    public static let passwordChange = Endpoint(
+        path: "/pa/v4/password/change", uriIdentifier: "/pa/password/change", sharedInfo1: .passwordChange)
+    /// `POST /pa/v4/biometry/add`: `possession_knowledge`, encrypted, `/pa/biometry/add`; the result is
+    /// the new biometry factor key.
+    public static let biometryAdd = Endpoint(
+        path: "/pa/v4/biometry/add", uriIdentifier: "/pa/biometry/add", sharedInfo1: .biometryAdd)
+    /// `POST /pa/v4/biometry/remove`: `possession`; the server forgets the biometry keys.
+    public static let biometryRemove = Endpoint(
+        path: "/pa/v4/biometry/remove", uriIdentifier: "/pa/biometry/remove", sharedInfo1: nil)
+
     /// Every V4 endpoint.
     public static let all: [Endpoint] = [
         keystoreCreate, activationCreate, activationConfirm, activationStatus, activationRemove, validate,
-        tokenCreate, tokenRemove, vaultUnlock,
+        tokenCreate, tokenRemove, vaultUnlock, passwordChange, biometryAdd, biometryRemove,
     ]
 
     /// The vault keys `vault/unlock` releases, by upstream name.
