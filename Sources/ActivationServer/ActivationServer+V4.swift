@@ -357,6 +357,56 @@ extension ActivationServer {
         try V4KDF.derive(activationSecret, label: "util/token-secret", custom: Array(tokenId.utf8))
     }
 
+    /// Verifies a V4 `X-PowerAuth-Token` for an application request (what an application
+    /// server asks): the token, its active V4 activation, the digest (constant time), the
+    /// timestamp within ±5 minutes and the nonce used once.
+    /// - Parameter value: the header value.
+    /// - Returns: the activation and the factors the token was created with.
+    /// - Throws: ``ActivationServerError/tokenInvalid``.
+    public func verifyV4Token(header value: String) throws(ActivationServerError) -> VerifiedAuthorization {
+        guard let header = try? V4TokenHeader.parse(value), let token = try store.token(tokenId: header.tokenId),
+            let record = try store.fetch(activationId: token.activationId), record.state == .active,
+            let secret = record.v4?.activationSecret
+        else { throw .tokenInvalid }
+        let valid = try? protocolStep { () throws(ProtocolError) -> Bool in
+            let tokenSecret = try Self.v4TokenSecret(activationSecret: secret, tokenId: token.tokenId)
+            defer { tokenSecret.destroy() }
+            return try V4TokenDigest.verify(
+                header.digest, tokenSecret: tokenSecret, nonce: header.nonce,
+                timestampMilliseconds: header.timestampMilliseconds)
+        }
+        guard valid == true else { throw .tokenInvalid }
+        do throws(ActivationServerError) {
+            try replayCache.accept(
+                ephemeralPublicKey: Array("v4|\(header.tokenId)".utf8), nonce: header.nonce,
+                timestamp: Int64(clamping: header.timestampMilliseconds), now: nowMilliseconds)
+        } catch {
+            throw .tokenInvalid
+        }
+        return VerifiedAuthorization(
+            activationId: record.activationId, userId: record.userId, factorSet: token.factorSet)
+    }
+
+    /// Verifies a V4 `X-PowerAuth-Authorization` of an application request and counts the
+    /// attempt (the V4 twin of ``verifyAuthorization(header:method:uriIdentifier:body:)``).
+    /// - Parameters:
+    ///   - header: the header value.
+    ///   - method: the request method.
+    ///   - uriIdentifier: the resource identifier the code covers.
+    ///   - body: the body bytes.
+    /// - Returns: who was authenticated, with which factors.
+    /// - Throws: ``ActivationServerError/authenticationFailed``.
+    public func verifyV4Authorization(header: String, method: String, uriIdentifier: String, body: [UInt8])
+        throws(ActivationServerError) -> VerifiedAuthorization
+    {
+        let request = TransportRequest(
+            method: method, path: uriIdentifier, headers: [AuthorizationHeader.name: header], body: body)
+        let endpoint = V4API.Endpoint(path: uriIdentifier, uriIdentifier: uriIdentifier, sharedInfo1: nil)
+        let (record, keys, factors) = try v4Authenticate(request, endpoint, allowed: nil)
+        keys.destroy()
+        return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factors)
+    }
+
     func v4UnlockVault(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
         let (record, keys, _) = try v4Authenticate(
             request, V4API.vaultUnlock,

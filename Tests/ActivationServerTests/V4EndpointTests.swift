@@ -56,6 +56,32 @@ struct V4EndpointTests {
             (try JSONSerialization.jsonObject(with: Data(tokenBody)) as? [String: Any])?["tokenId"] as? String)
         #expect(try server.store.token(tokenId: tokenId)?.factorSet == .possessionKnowledge)
 
+        // An application server checks the token (digest, window, nonce once).
+        let nonce = try SecureRandom.bytes(count: 16)
+        let now = UInt64(device.now)
+        let digest = try V4TokenDigest.compute(tokenSecret: tokenSecret, nonce: nonce, timestampMilliseconds: now)
+        let tokenHeader = V4TokenHeader(tokenId: tokenId, digest: digest, nonce: nonce, timestampMilliseconds: now)
+        #expect(try V4TokenHeader.parse(tokenHeader.value) == tokenHeader)
+        let byToken = try server.verifyV4Token(header: tokenHeader.value)
+        #expect(byToken.activationId == device.activationId && byToken.factorSet == .possessionKnowledge)
+        #expect(throws: ActivationServerError.tokenInvalid) { try server.verifyV4Token(header: tokenHeader.value) }
+        let forged = V4TokenHeader(
+            tokenId: tokenId, digest: try SecureRandom.bytes(count: 32), nonce: try SecureRandom.bytes(count: 16),
+            timestampMilliseconds: now)
+        #expect(throws: ActivationServerError.tokenInvalid) { try server.verifyV4Token(header: forged.value) }
+
+        // ... and a V4 code over its own resource identifier.
+        let payment = V4API.Endpoint(path: "/pay", uriIdentifier: "/pa/payment", sharedInfo1: nil)
+        let body = Array(#"{"amount":100}"#.utf8)
+        let signed = try device.authorization(payment, body: body, factorSet: .possessionKnowledge)
+        let verified = try server.verifyV4Authorization(
+            header: signed, method: "POST", uriIdentifier: "/pa/payment", body: body)
+        #expect(verified.userId == "alice" && verified.factorSet == .possessionKnowledge)
+        let replayed = #expect(throws: ActivationServerError.self) {
+            try server.verifyV4Authorization(header: signed, method: "POST", uriIdentifier: "/pa/payment", body: body)
+        }
+        #expect(replayed == .authenticationFailed)
+
         let (vaultStatus, vaultBody) = try await device.encryptedCall(
             V4API.vaultUnlock,
             plaintext: try WireCoding.encode(V4VaultUnlockRequest(keyIdentifier: "KEK_DEVICE_PRIVATE", reason: "test")),

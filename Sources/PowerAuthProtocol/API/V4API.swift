@@ -12,6 +12,17 @@ public enum V4API {
         public let uriIdentifier: String?
         /// Its `SHARED_INFO_1`, if its body is encrypted.
         public let sharedInfo1: V4SharedInfo1?
+
+        /// Describes an endpoint (an application's own resources too).
+        /// - Parameters:
+        ///   - path: the URL path.
+        ///   - uriIdentifier: the `uriId` of its codes.
+        ///   - sharedInfo1: its `SHARED_INFO_1`, if encrypted.
+        public init(path: String, uriIdentifier: String?, sharedInfo1: V4SharedInfo1?) {
+            self.path = path
+            self.uriIdentifier = uriIdentifier
+            self.sharedInfo1 = sharedInfo1
+        }
     }
 
     /// `POST /pa/v4/keystore/create`: a temporary key (HS384 request JWT, ES384 response).
@@ -351,5 +362,68 @@ public enum V4SecretJSON {
             throw .malformedMessage(reason: "the response does not carry \(secretName)")
         }
         return secret
+    }
+}
+
+/// The V4 `X-PowerAuth-Token` header: `PowerAuth token_id="…", token_digest="…", nonce="…",
+/// timestamp="…", version="4.0"`, the digest ``V4TokenDigest`` (Base64), the nonce 16 bytes, the
+/// timestamp decimal milliseconds.
+public struct V4TokenHeader: Sendable, Equatable {
+    /// The token.
+    public let tokenId: String
+    /// The 32-byte digest.
+    public let digest: [UInt8]
+    /// 16 random bytes.
+    public let nonce: [UInt8]
+    /// Milliseconds since 1970.
+    public let timestampMilliseconds: UInt64
+
+    /// Wraps the fields.
+    /// - Parameters:
+    ///   - tokenId: the token.
+    ///   - digest: the digest.
+    ///   - nonce: the nonce.
+    ///   - timestampMilliseconds: the time.
+    public init(tokenId: String, digest: [UInt8], nonce: [UInt8], timestampMilliseconds: UInt64) {
+        self.tokenId = tokenId
+        self.digest = digest
+        self.nonce = nonce
+        self.timestampMilliseconds = timestampMilliseconds
+    }
+
+    /// The header value.
+    public var value: String {
+        let fields = [
+            ("token_id", tokenId), ("token_digest", Base64.encode(digest)), ("nonce", Base64.encode(nonce)),
+            ("timestamp", String(timestampMilliseconds)), ("version", "4.0"),
+        ]
+        return "PowerAuth " + fields.map { "\($0.0)=\"\($0.1)\"" }.joined(separator: ", ")
+    }
+
+    /// Parses a header value (version `4.0` only).
+    /// - Parameter value: the value.
+    /// - Returns: the header.
+    /// - Throws: ``ProtocolError`` for any grammar or field error.
+    public static func parse(_ value: String) throws(ProtocolError) -> V4TokenHeader {
+        var parser = HeaderParser(
+            Array(value.utf8), keys: ["token_id", "token_digest", "nonce", "timestamp", "version"])
+        let fields = try parser.parse()
+        func field(_ key: String) throws(ProtocolError) -> String {
+            guard let found = fields[key] else { throw .missingHeaderField(key) }
+            return found
+        }
+        let version = try field("version")
+        guard version == "4.0" else { throw .unsupportedProtocolVersion(ProtocolError.echo(version)) }
+        let tokenId = try field("token_id")
+        try AuthorizationHeader.validateActivationId(tokenId)
+        let timestamp = try field("timestamp")
+        guard timestamp.utf8.count <= 18, timestamp.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+            let milliseconds = UInt64(timestamp)
+        else { throw .malformedHeader(reason: "timestamp") }
+        return V4TokenHeader(
+            tokenId: tokenId,
+            digest: try Base64.decode(try field("token_digest"), field: "token_digest", count: V4TokenDigest.byteCount),
+            nonce: try Base64.decode(try field("nonce"), field: "nonce", count: V4TokenDigest.nonceByteCount),
+            timestampMilliseconds: milliseconds)
     }
 }
