@@ -182,6 +182,9 @@ public struct V4ActivationState: Sendable {
     public var biometryNext: SecureBytes? = nil
     /// Bumped at every factor-key change (so a store sees that the sealed state changed).
     public var keyGeneration: UInt32 = 0
+    /// An upgrade from V3.3 was started and waits for `upgrade/confirm`: until then the V3.3
+    /// keys keep working and the V4 ones only confirm.
+    public var upgradePending: Bool = false
 
     /// A fresh state: a new server key pair and counter, no device yet.
     /// - Parameter algorithm: the suite (`EC_P384`).
@@ -218,7 +221,8 @@ public struct V4ActivationState: Sendable {
     /// The public facts a store compares to see whether a change happened (the secret is set
     /// once, with the device key; factor-key changes bump ``keyGeneration``).
     public var changeMarker: [UInt8] {
-        [confirmationPending ? 1 : 0, activationSecret == nil ? 0 : 1] + counter.bytes + (devicePublicKey ?? [])
+        [confirmationPending ? 1 : 0, activationSecret == nil ? 0 : 1, upgradePending ? 1 : 0] + counter.bytes
+            + (devicePublicKey ?? [])
             + withUnsafeBytes(of: keyGeneration.bigEndian) { Array($0) }
     }
 }

@@ -138,7 +138,7 @@ extension ActivationServer {
         }
         // As powerauth-server: an unknown activation (REMOVED for the client) or one without a
         // device key (CREATED) gets 32 random bytes, which no transport key opens.
-        guard let record = found, let device = record.devicePublicKey else {
+        guard let record = found, let device = record.devicePublicKey, record.v4?.upgradePending ?? true else {
             let random = try protocolStep { () throws(ProtocolError) in
                 try lift { () throws(SecureCoreError) in try SecureRandom.bytes(count: 48) }
             }
@@ -149,9 +149,12 @@ extension ActivationServer {
         let keys = try factorKeys(record, devicePublicKey: device)
         defer { keys.destroy() }
         let lookAhead = configuration.lookAhead
+        let offersUpgrade = configuration.algorithm == .ecP384
         return try protocolStep { () throws(ProtocolError) in
+            // An EC_P384 application offers its V3.3 activations the upgrade to V4.
             let blob = try ActivationStatusBlob(
-                state: record.state, counterByte: UInt8(truncatingIfNeeded: record.counterIndex),
+                state: record.state, upgradeVersion: offersUpgrade ? 4 : 3,
+                counterByte: UInt8(truncatingIfNeeded: record.counterIndex),
                 failedAttempts: UInt8(clamping: record.failedAttempts),
                 maxFailedAttempts: UInt8(clamping: record.maxFailedAttempts), counterLookAhead: UInt8(lookAhead),
                 counterDataHash: try crypto.counterHash(record.counter, transportKey: keys.transport))
@@ -371,6 +374,8 @@ extension ActivationServer {
             throw error == .activationNotFound ? failure : error
         }
         guard record.state == .active, let device = record.devicePublicKey else { throw failure }
+        // An activation upgraded to V4 (upgrade/confirm done) speaks V4 only.
+        if let state = record.v4, !state.upgradePending { throw failure }
         return (record, try factorKeys(record, devicePublicKey: device))
     }
 

@@ -112,6 +112,13 @@ extension ActivationServer {
                 return try Self.ok(TokenRemoveResponse(tokenId: body.tokenId))
             case V4API.passwordChange.path, V4API.biometryAdd.path:
                 return try v4RotateFactorKey(request, biometry: request.path == V4API.biometryAdd.path)
+            case V4API.upgradeStart.path:
+                return try v4StartUpgrade(request)
+            case V4API.upgradeConfirm.path:
+                let (record, keys, _) = try v4Authenticate(request, V4API.upgradeConfirm, allowed: [.possession])
+                keys.destroy()
+                try store.update(activationId: record.activationId) { r in r.v4?.upgradePending = false }
+                return try Self.ok(EmptyMessage?.none)
             case V4API.biometryRemove.path:
                 let (record, keys, _) = try v4Authenticate(request, V4API.biometryRemove, allowed: [.possession])
                 keys.destroy()
@@ -311,10 +318,12 @@ extension ActivationServer {
         let flags =
             (state.confirmationPending ? V4StatusBlob.flagConfirmationPending : 0)
             | (record.biometryEnabled ? V4StatusBlob.flagBiometryEnabled : 0)
+            | (state.upgradePending ? V4StatusBlob.flagUpgradeConfirmationPending : 0)
         let blob = try protocolStep { () throws(ProtocolError) -> [UInt8] in
             let hash = try V4StatusBlob.counterDataHash(state.counter, counterDataMACKey: keys.counterDataMAC)
             return try V4StatusBlob(
-                state: record.state, flags: flags, counterByte: UInt8(truncatingIfNeeded: record.counterIndex),
+                state: record.state, currentVersion: state.upgradePending ? 3 : 4, flags: flags,
+                counterByte: UInt8(truncatingIfNeeded: record.counterIndex),
                 failedAttempts: UInt8(clamping: record.failedAttempts),
                 maxFailedAttempts: UInt8(clamping: record.maxFailedAttempts),
                 counterLookAhead: UInt8(clamping: configuration.lookAhead), counterDataHash: hash
@@ -426,6 +435,45 @@ extension ActivationServer {
         return try Self.v4Encrypted(try v4Seal(plaintext, opened))
     }
 
+    // MARK: - Upgrade from V3.3
+
+    /// `upgrade/start`: a V3.3 code over the V4-encrypted body (application scope), then a new
+    /// activation secret by the V4 shared-secret exchange, a new P-384 server key and a fresh
+    /// `CTR_DATA` (the numeric counter continues from V3.3). The activation keeps answering V3.3
+    /// until `upgrade/confirm`; a repeated start (a lost response) replaces the pending V4 state.
+    func v4StartUpgrade(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let (record, keys, _) = try authenticate(
+            request, V4API.upgradeStart.uriIdentifier, allowed: [.possessionKnowledge])
+        keys.destroy()
+        guard record.v4 == nil || record.v4?.upgradePending == true else { throw .upgradeNotAvailable }
+        let opened = try v4Open(request, body: request.body, sharedInfo1: .upgradeStart, activation: nil)
+        let body = try Self.decodePlaintext(opened.plaintext, V4UpgradeStartRequest.self)
+        opened.plaintext?.destroy()
+        guard let device = Base64.decode(body.devicePublicKeys.ecdsa), device.count == 97,
+            (try? ECP384KeyPair.validate(publicKey: device)) != nil
+        else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
+        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.respond(to: body.sharedSecretRequest, algorithm: .ecP384)
+        }
+        var state = try V4ActivationState(algorithm: .ecP384)
+        state.activationSecret = secret
+        state.devicePublicKey = device
+        state.confirmationPending = false
+        state.upgradePending = true
+        let fresh = state
+        try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
+            guard r.state == .active, r.v4 == nil || r.v4?.upgradePending == true else {
+                throw .upgradeNotAvailable
+            }
+            r.v4 = fresh
+        }
+        let response = V4UpgradeStartResponse(
+            sharedSecretResponse: shared,
+            serverPublicKeys: V4PublicKeys(ecdsa: Base64.encode(fresh.serverKeyPair.publicKey)),
+            ctrData: fresh.counter.base64)
+        return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
+    }
+
     // MARK: - Dynamic factor keys
 
     /// `password/change` and `biometry/add`: authenticated with the current password, an
@@ -509,6 +557,8 @@ extension ActivationServer {
         guard record.state == .active, let state = record.v4, let secret = state.activationSecret else {
             throw .authenticationFailed
         }
+        // While an upgrade from V3.3 waits, the V4 keys only confirm it.
+        if state.upgradePending, endpoint.path != V4API.upgradeConfirm.path { throw .authenticationFailed }
         let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
         let appSecret = applicationSecret
         let knowledge = [state.knowledgeKey ?? keys.knowledge] + (state.knowledgeNext.map { [$0] } ?? [])

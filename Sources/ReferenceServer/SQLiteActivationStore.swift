@@ -547,7 +547,7 @@ extension SQLiteActivationStore {
 /// `01 ‖ flags(1) ‖ server private (48) ‖ CTR_DATA (32) ‖ u32be(keyGeneration) ‖ then, when their flag
 /// is set, KEY_ACTIVATION_SECRET, knowledge key, next knowledge key, biometry key, next biometry key
 /// (32 bytes each) and the device public key (97)`. Flags: bit0 confirmation pending, bit1 secret,
-/// bit2 device key, bit3 ... bit6 the four factor keys. Built and read in secure memory; only
+/// bit2 device key, bit3 ... bit6 the four factor keys, bit7 upgrade from V3.3 pending. Built and read in secure memory; only
 /// `EC_P384` exists.
 enum V4StateCoding {
     static let fixed = 86
@@ -557,7 +557,8 @@ enum V4StateCoding {
             state.activationSecret, state.knowledgeKey, state.knowledgeNext, state.biometryKey, state.biometryNext,
         ]
         let device = state.devicePublicKey ?? []
-        var flags: UInt8 = (state.confirmationPending ? 1 : 0) | (device.isEmpty ? 0 : 4)
+        var flags: UInt8 =
+            (state.confirmationPending ? 1 : 0) | (device.isEmpty ? 0 : 4) | (state.upgradePending ? 0x80 : 0)
         for (bit, secret) in zip([1, 3, 4, 5, 6], secrets) where secret != nil { flags |= 1 << bit }
         let present = secrets.compactMap { $0 }
         guard present.allSatisfy({ $0.count == 32 }) else { throw .corruptRecord(reason: "a V4 key size") }
@@ -626,6 +627,7 @@ enum V4StateCoding {
             state.biometryKey = secrets[3]
             state.biometryNext = secrets[4]
             state.keyGeneration = header.3.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            state.upgradePending = flags & 0x80 != 0
             return state
         } catch {
             throw bad

@@ -66,10 +66,20 @@ public enum V4API {
     public static let biometryRemove = Endpoint(
         path: "/pa/v4/biometry/remove", uriIdentifier: "/pa/biometry/remove", sharedInfo1: nil)
 
+    /// `POST /pa/v4/upgrade/start`: a **V3.3** code (`possession_knowledge`, uriId
+    /// `/pa/upgrade/start`) over a body encrypted with V4 end-to-end encryption in application
+    /// scope (`/pa/upgrade/start`).
+    public static let upgradeStart = Endpoint(
+        path: "/pa/v4/upgrade/start", uriIdentifier: "/pa/upgrade/start", sharedInfo1: .upgradeStart)
+    /// `POST /pa/v4/upgrade/confirm`: a V4 `possession` code, body `{}`.
+    public static let upgradeConfirm = Endpoint(
+        path: "/pa/v4/upgrade/confirm", uriIdentifier: "/pa/upgrade/confirm", sharedInfo1: nil)
+
     /// Every V4 endpoint.
     public static let all: [Endpoint] = [
         keystoreCreate, activationCreate, activationConfirm, activationStatus, activationRemove, validate,
-        tokenCreate, tokenRemove, vaultUnlock, passwordChange, biometryAdd, biometryRemove,
+        tokenCreate, tokenRemove, vaultUnlock, passwordChange, biometryAdd, biometryRemove, upgradeStart,
+        upgradeConfirm,
     ]
 
     /// The vault keys `vault/unlock` releases, by upstream name.
@@ -425,5 +435,41 @@ public struct V4TokenHeader: Sendable, Equatable {
             digest: try Base64.decode(try field("token_digest"), field: "token_digest", count: V4TokenDigest.byteCount),
             nonce: try Base64.decode(try field("nonce"), field: "nonce", count: V4TokenDigest.nonceByteCount),
             timestampMilliseconds: milliseconds)
+    }
+}
+
+/// The decrypted `upgrade/start` request.
+public struct V4UpgradeStartRequest: Codable, Equatable, Sendable {
+    /// The client's half of the new activation secret.
+    public let sharedSecretRequest: V4SharedSecretRequest
+    /// The device's new P-384 signing key.
+    public let devicePublicKeys: V4PublicKeys
+    /// Wraps the fields.
+    /// - Parameters:
+    ///   - sharedSecretRequest: the shared-secret request.
+    ///   - devicePublicKeys: the device keys.
+    public init(sharedSecretRequest: V4SharedSecretRequest, devicePublicKeys: V4PublicKeys) {
+        self.sharedSecretRequest = sharedSecretRequest
+        self.devicePublicKeys = devicePublicKeys
+    }
+}
+
+/// The decrypted `upgrade/start` response.
+public struct V4UpgradeStartResponse: Codable, Equatable, Sendable {
+    /// The server's half of the new activation secret.
+    public let sharedSecretResponse: V4SharedSecretResponse
+    /// The server's new P-384 signing key for this activation.
+    public let serverPublicKeys: V4PublicKeys
+    /// The V4 `CTR_DATA`, Base64 of 32 bytes.
+    public let ctrData: String
+    /// Wraps the fields.
+    /// - Parameters:
+    ///   - sharedSecretResponse: the shared-secret response.
+    ///   - serverPublicKeys: the server keys.
+    ///   - ctrData: the counter.
+    public init(sharedSecretResponse: V4SharedSecretResponse, serverPublicKeys: V4PublicKeys, ctrData: String) {
+        self.sharedSecretResponse = sharedSecretResponse
+        self.serverPublicKeys = serverPublicKeys
+        self.ctrData = ctrData
     }
 }
