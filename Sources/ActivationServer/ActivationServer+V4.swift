@@ -20,18 +20,39 @@ public final class V4TemporaryKeyStore: Sendable {
     }
 
     private let entries = Mutex([String: Entry]())
+    /// Most keys held at once (as the V3 store: a flood of key requests cannot grow memory).
+    public let capacity: Int
+    /// Most nonces remembered under one key.
+    public let noncesPerKey: Int
 
     /// Creates an empty store.
-    public init() {}
+    /// - Parameters:
+    ///   - capacity: most keys held at once.
+    ///   - noncesPerKey: most requests accepted under one key.
+    public init(capacity: Int = 4096, noncesPerKey: Int = 1024) {
+        precondition(capacity > 0 && noncesPerKey > 0, "a temporary key store needs room")
+        self.capacity = capacity
+        self.noncesPerKey = noncesPerKey
+    }
 
-    func insert(_ id: String, _ entry: Entry, now: Int64) {
-        entries.withLock { table in
-            for (key, value) in table where value.expiresAt <= now {
-                value.secret.destroy()
-                table[key] = nil
+    /// Keys held now.
+    public var count: Int { entries.withLock { $0.count } }
+
+    /// Stores a key after dropping expired ones; false (and the secret destroyed) when full.
+    func insert(_ id: String, _ entry: Entry, now: Int64) -> Bool {
+        let stored = entries.withLock { table -> Bool in
+            if table.count >= capacity {
+                for (key, value) in table where value.expiresAt <= now {
+                    value.secret.destroy()
+                    table[key] = nil
+                }
             }
+            guard table.count < capacity else { return false }
             table[id] = entry
+            return true
         }
+        if !stored { entry.secret.destroy() }
+        return stored
     }
 
     func entry(_ id: String, now: Int64) -> Entry? {
@@ -44,7 +65,9 @@ public final class V4TemporaryKeyStore: Sendable {
     /// Records a nonce; false when it was used before under this key.
     func accept(nonce: [UInt8], for id: String) -> Bool {
         entries.withLock { table in
-            guard var found = table[id], !found.nonces.contains(nonce) else { return false }
+            guard var found = table[id], !found.nonces.contains(nonce), found.nonces.count < noncesPerKey else {
+                return false
+            }
             found.nonces.insert(nonce)
             table[id] = found
             return true
@@ -176,12 +199,13 @@ extension ActivationServer {
         let now = nowMilliseconds
         let id = UUID().uuidString.lowercased()
         let expires = now + V4TemporaryKeyStore.lifetimeMilliseconds
-        v4TemporaryKeys.insert(
+        let stored = v4TemporaryKeys.insert(
             id,
             V4TemporaryKeyStore.Entry(
                 secret: secret, applicationKey: claims.applicationKey, activationId: claims.activationId,
                 expiresAt: expires, nonces: []),
             now: now)
+        guard stored else { throw .temporaryKeyFailure }
         let response = V4TemporaryKeyResponseClaims(
             temporaryKeyId: id, request: claims, sharedSecretResponse: shared, issuedAtMilliseconds: now,
             expiresAtMilliseconds: expires)

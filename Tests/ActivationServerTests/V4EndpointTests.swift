@@ -239,4 +239,55 @@ struct V4EndpointTests {
         let after = try await device.call(V4API.validate, body: [], factorSet: .possessionBiometry)
         #expect(after.statusCode == 401)
     }
+
+    @Test("malformed bodies and headers on every V4 path are 4xx, never a server error")
+    func malformedRequests() async throws {
+        let server = try Self.server()
+        let device = try V4TestDevice(server: server)
+        _ = try await device.activate(code: try server.initActivation(userId: "heidi").activationCode)
+        var generator = SystemRandomNumberGenerator()
+        let bodies: [[UInt8]] = [
+            [], Array("{".utf8), Array("[]".utf8), Array(#"{"jwt":42}"#.utf8),
+            Array(#"{"temporaryKeyId":"x","encryptedData":"AAAA","nonce":"AAAA","timestamp":-1}"#.utf8),
+            (0..<200).map { _ in UInt8.random(in: 0...255, using: &generator) },
+        ]
+        let headers: [[String: String]] = [
+            [:], [AuthorizationHeader.name: "PowerAuth"],
+            [AuthorizationHeader.name: #"PowerAuth pa_version="4.0", pa_activation_id="\#(device.activationId)""#],
+            [V4EncryptionHeader.name: #"PowerAuth version="4.0", application_key="x""#],
+            [
+                V4EncryptionHeader.name: V4EncryptionHeader(
+                    applicationKey: device.applicationKey, activationId: device.activationId
+                ).value
+            ],
+        ]
+        for endpoint in V4API.all {
+            for body in bodies {
+                for header in headers {
+                    let response = await device.send(endpoint.path, headers: header, body: body)
+                    #expect((400..<500).contains(response.statusCode), "\(endpoint.path): \(response.statusCode)")
+                }
+            }
+        }
+        #expect(try server.activationDetail(device.activationId).state == .active)
+    }
+
+    @Test("the V4 temporary-key store is bounded: a full store refuses, expired keys make room")
+    func temporaryKeyCapacity() throws {
+        let store = V4TemporaryKeyStore(capacity: 2, noncesPerKey: 2)
+        func entry(expiresAt: Int64) throws -> V4TemporaryKeyStore.Entry {
+            V4TemporaryKeyStore.Entry(
+                secret: try SecureBytes.random(count: 32), applicationKey: "a", activationId: nil, expiresAt: expiresAt,
+                nonces: [])
+        }
+        #expect(store.insert("k1", try entry(expiresAt: 100), now: 0))
+        #expect(store.insert("k2", try entry(expiresAt: 1_000), now: 0))
+        #expect(!store.insert("k3", try entry(expiresAt: 1_000), now: 50))
+        #expect(store.insert("k3", try entry(expiresAt: 1_000), now: 100))
+        #expect(store.count == 2)
+        #expect(store.entry("k1", now: 100) == nil)
+        #expect(store.accept(nonce: [1], for: "k2") && store.accept(nonce: [2], for: "k2"))
+        #expect(!store.accept(nonce: [1], for: "k2"))
+        #expect(!store.accept(nonce: [3], for: "k2"))
+    }
 }
