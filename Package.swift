@@ -243,7 +243,10 @@ let testing: [Target] = [
         dependencies: ["PinVault", "PinVaultTPM", "SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
         name: "PinVaultServerTests",
-        dependencies: ["PinVault", "PinVaultServer", "ReferenceServer", "SecureCore", "securepin", "TestSupport"]),
+        dependencies: [
+            "PinVault", "PinVaultServer", "PowerAuthProtocol", "ReferenceServer", "SecureCore", "VaultOPRFProtocol",
+            "securepin", "TestSupport",
+        ]),
     .testTarget(
         name: "PinStrengthTests",
         dependencies: ["PinStrength", "SecureCore", "TestSupport"]),
