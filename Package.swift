@@ -73,6 +73,10 @@ let core: [Target] = [
     .target(
         name: "SecureCore",
         dependencies: ["CSecureCore", "CProtocolCrypto"]),
+    // ML-KEM and ML-DSA over CPostQuantum, secrets in SecureCore's memory.
+    .target(
+        name: "PostQuantum",
+        dependencies: ["CPostQuantum", "SecureCore"]),
 ]
 
 /// Plain POSIX durability, holding no secret: private directories, bounded reads, atomic
@@ -253,8 +257,11 @@ let testing: [Target] = [
         name: "PinEntryTerminalTests",
         dependencies: ["PinEntryTerminal", "PinEntry", "PinStrength", "SecureCore", "pinpad-demo", "TestSupport"]),
     .testTarget(
+        name: "PostQuantumTests",
+        dependencies: ["PostQuantum", "SecureCore", "TestSupport"]),
+    .testTarget(
         name: "ActivationTests",
-        dependencies: ["PowerAuthProtocol", "SecureCore", "TestSupport"]),
+        dependencies: ["PowerAuthProtocol", "PostQuantum", "SecureCore", "TestSupport"]),
     .testTarget(
         name: "ActivationServiceTests",
         dependencies: [
@@ -295,6 +302,7 @@ let package = Package(
     name: "SecurePIN",
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
+        .library(name: "PostQuantum", targets: ["PostQuantum"]),
         .library(name: "PinVault", targets: ["PinVault"]),
         .library(name: "PinVaultTPM", targets: ["PinVaultTPM"]),
         .library(name: "PinVaultServer", targets: ["PinVaultServer"]),
