@@ -172,8 +172,9 @@ extension ActivationServer {
         let macKey: SecureBytes
         let signer: ECP384KeyPair
         if let activationId = claims.activationId {
+            // Also while the commit is pending: the device reads its status with such a key.
             guard let record = try store.fetch(activationId: activationId),
-                record.state == .active || record.state == .blocked, let state = record.v4,
+                [.pendingCommit, .active, .blocked].contains(record.state), let state = record.v4,
                 let secret = state.activationSecret
             else { throw .temporaryKeyFailure }
             let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }

@@ -1,13 +1,12 @@
-/// The algorithm names of the PowerAuth mobile SDK configuration. The client
-/// (`ActivationCrypto`, the activation service) implements ``legacyP256``
-/// (protocol V3.3 on P-256) only; ``ecP384`` (protocol V4) is implemented by the
-/// V4 protocol types of this module and by the server, not yet by the client.
-/// Asking the client for a V4 name fails loudly with
-/// ``ProtocolError/unsupportedAlgorithm(name:missing:)`` instead of quietly running V3.
+/// The algorithm names of the PowerAuth mobile SDK configuration. ``legacyP256``
+/// (protocol V3.3 on P-256) is what `ActivationCrypto` computes; ``ecP384`` (protocol V4)
+/// is implemented by the V4 types of this module (``V4SharedSecret`` and the rest), by the
+/// server and by the activation service's V4 path. The hybrid suites are refused with
+/// ``ProtocolError/unsupportedAlgorithm(name:missing:)`` instead of quietly running another.
 public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
     /// P-256, fully compatible with protocol V3.3. Implemented.
     case legacyP256 = "LEGACY_P256"
-    /// Protocol V4 on P-384 without post-quantum parts: protocol layer and server; no client yet.
+    /// Protocol V4 on P-384 without post-quantum parts (not by `ActivationCrypto`, which is V3.3).
     case ecP384 = "EC_P384"
     /// Protocol V4 hybrid: P-384 with ML-KEM-768 and ML-DSA-65. Not implemented.
     case ecP384MLL3 = "EC_P384_ML_L3"
@@ -24,15 +23,15 @@ public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
         self = algorithm
     }
 
-    /// `nil` when the client implements the algorithm; otherwise what it would need.
+    /// `nil` when `ActivationCrypto` implements the algorithm; otherwise what it would need.
     public var missingPrimitives: String? {
         let v4 = "protocol V4 (its KDF key schedule, KMAC-256 status authentication and V4 end-to-end encryption)"
         switch self {
         case .legacyP256:
             return nil
         case .ecP384:
-            return "a protocol V4 client: the activation service does not speak V4 yet (the server does, "
-                + "with --algorithm EC_P384); only LEGACY_P256 (protocol V3.3) is available here"
+            return "protocol V4, which ActivationCrypto (the V3.3 crypto) does not compute: use the V4 types "
+                + "(V4SharedSecret, V4ActivationKeys, ...) or ActivationService configured with EC_P384"
         case .ecP384MLL3:
             return "ML-KEM-768 and ML-DSA-65, which neither libsodium nor OpenSSL 3.0 provides, and \(v4)"
         case .ecP384MLL5:

@@ -11,9 +11,10 @@ import SecureCore
     import Darwin
 #endif
 
-/// `securepin client <step>`: a PowerAuth V3.3 client over HTTP, one subcommand per step,
-/// the device state in `--state DIR`. It parses options and calls ``ActivationService``;
-/// a network error never removes the local state.
+/// `securepin client <step>`: a PowerAuth client over HTTP (V3.3, or V4 with
+/// `--algorithm EC_P384`), one subcommand per step, the device state in `--state DIR`.
+/// It parses options and calls ``ActivationService``; a network error never removes the
+/// local state.
 enum ClientCommand {
     static func run(_ arguments: [String]) async -> Int32 {
         guard let sub = arguments.first else { CLI.fail("client: missing command", usage: Help.briefGroup("client")) }
@@ -31,6 +32,7 @@ enum ClientCommand {
         let state = args.value("--state")
         let instance = args.value("--instance") ?? "securepin-client"
         let json = args.flag("--json")
+        let algorithmName = args.value("--algorithm") ?? ProtocolAlgorithm.legacyP256.rawValue
         var input: PinInput?
         var format = PinFormat(.fourToEightDigits)
         var code: String?
@@ -53,6 +55,9 @@ enum ClientCommand {
             factors = parsed
         }
         args.finish()
+        guard
+            algorithmName == ProtocolAlgorithm.legacyP256.rawValue || algorithmName == ProtocolAlgorithm.ecP384.rawValue
+        else { args.usageError("--algorithm must be LEGACY_P256 or EC_P384") }
         guard let url, !url.isEmpty else { args.usageError("--url BASE is required") }
         guard let config, !config.isEmpty else { args.usageError("--config STRING is required") }
         guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
@@ -66,7 +71,7 @@ enum ClientCommand {
         let service: ActivationService
         do throws(ActivationError) {
             let configuration = try ActivationConfiguration(
-                instanceId: instance, baseEndpointURL: url, configuration: config)
+                instanceId: instance, baseEndpointURL: url, configuration: config, algorithm: algorithmName)
             let storage = try FileActivationStorage(directory: state)
             let transport = try HTTPActivationTransport(configuration: configuration)
             service = try ActivationService(configuration: configuration, storage: storage, transport: transport)
@@ -123,7 +128,13 @@ enum ClientCommand {
                 key.destroy()
                 out.emit([
                     ("unlocked", .bool(true)), ("vaultKeyBytes", .number(count)),
-                    ("note", .text("the vault key opened this device's sealed key and was wiped; it is never printed")),
+                    (
+                        "note",
+                        .text(
+                            algorithmName == ProtocolAlgorithm.ecP384.rawValue
+                                ? "the vault key matched this activation's check value and was wiped; it is never printed"
+                                : "the vault key opened this device's sealed key and was wiped; it is never printed")
+                    ),
                 ])
             default:
                 let id = await service.activationIdentifier() ?? ""

@@ -38,7 +38,7 @@ enum Help {
     static let commands: [(name: String, summary: String)] = [
         ("demo", "the end-to-end story, one line per step"),
         ("server", "the reference activation server over HTTP"),
-        ("client", "a PowerAuth V3.3 client: activate, status, validate, token, vault, remove"),
+        ("client", "a PowerAuth client (V3.3, or V4 with --algorithm EC_P384): activate, status, validate, ..."),
         ("doctor", "what protection this machine gives to secrets"),
         ("kdf", "Argon2id: hash standard input, calibrate the cost"),
         ("vault", "a secret sealed under a PIN"),
@@ -358,6 +358,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --json           one JSON object on standard output
               --code CODE      XXXXX-XXXXX-XXXXX-XXXXX or CODE#SIGNATURE
               --name NAME      the device's name on the server
@@ -378,6 +380,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --json           one JSON object on standard output
 
             example:
@@ -395,6 +399,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --json           one JSON object on standard output
               --factors F      possession or possession_knowledge (default); the biometry sets
                                need a sensor this tool does not have
@@ -415,6 +421,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -434,6 +442,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -452,6 +462,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# securepin server --algorithm EC_P384 over loopback HTTP: the configuration string carries the
+# securepin server --algorithm EC_P384 and securepin client --algorithm EC_P384 over loopback HTTP:
+# the configuration string carries the
 # P-384 master key (id 0x02), the V4 endpoints answer and refuse as documented, the V4 master key
 # survives a restart, and a LEGACY_P256 server refuses the V4 paths. The full V4 exchange (keystore,
 # activation, codes, status, token, vault) is driven by the Swift suites V4EndpointTests and
-# V4HTTPTests: securepin client has no V4 path yet.
+# V4HTTPTests; securepin client --algorithm EC_P384 runs its steps below.
 # Usage: Tests/cli/server-v4.sh PATH/TO/securepin
 set -uo pipefail
 B=${1:?usage: server-v4.sh PATH/TO/securepin}
@@ -82,6 +83,50 @@ check "activation/status without X-PowerAuth-Encryption is an encryption error" 
 code=$(curl -s -o /dev/null -w '%{http_code}' "$url/pa/v4/activation/create")
 [[ $code == 405 ]]
 check "GET on a V4 POST endpoint is 405" 0 $?
+
+# securepin client --algorithm EC_P384 against it: activate, commit, status, validate, a wrong PIN
+# counted, token-create, vault-unlock, remove.
+printf 'X-SecurePIN-Admin-Token: %s\n' "$(cat "$work/admin.token")" > "$work/admin.header"
+admin() { curl -s -XPOST "$url/admin/activation/$1" -H @"$work/admin.header" -d "{\"requestObject\":$2}"; }
+C=(--url "$url" --config "$config" --state "$work/device" --algorithm EC_P384)
+printf '2468' > "$work/pin"
+printf '1111' > "$work/wrong"
+init=$(admin init '{"userId":"v4-user"}')
+id=$(jq -r .responseObject.activationId <<<"$init")
+qr="$(jq -r .responseObject.activationCode <<<"$init")#$(jq -r .responseObject.activationSignature <<<"$init")"
+"$B" client activate "${C[@]}" --code "$qr" --json --pin-fd 3 3<"$work/pin" >"$work/act.json" 2>"$work/err"
+check "client activate --algorithm EC_P384" 0 $?
+[[ $(jq -r .activationId "$work/act.json") == "$id" && $(jq -r .state "$work/act.json") == PENDING_COMMIT ]]
+check "client activate (V4): the activation id and PENDING_COMMIT" 0 $?
+[[ $(jq -r .responseObject.fingerprint <<<"$(admin detail "{\"activationId\":\"$id\"}")") == "$(jq -r .fingerprint "$work/act.json")" ]]
+check "the back office shows the V4 fingerprint the device shows" 0 $?
+admin commit "{\"activationId\":\"$id\"}" >/dev/null
+"$B" client status "${C[@]}" --json >"$work/st.json"
+check "client status (V4)" 0 $?
+[[ $(jq -r .state "$work/st.json") == ACTIVE && $(jq -r .failedAttempts "$work/st.json") == 0 ]]
+check "client status (V4): ACTIVE, no failures" 0 $?
+"$B" client validate "${C[@]}" --json --pin-fd 3 3<"$work/pin" >"$work/val.json"
+check "client validate (V4) with the right PIN" 0 $?
+"$B" client validate "${C[@]}" --json --pin-fd 3 3<"$work/wrong" >"$work/bad.json" 2>"$work/err"
+check "client validate (V4) with a wrong PIN is refused -> 1" 1 $?
+[[ $(jq -r .remainingAttempts "$work/bad.json") == 4 ]]
+check "the wrong PIN was counted: 4 attempts remain" 0 $?
+"$B" client validate "${C[@]}" --factors possession --json >/dev/null
+check "client validate (V4) with possession only" 0 $?
+"$B" client token-create "${C[@]}" --json --pin-fd 3 3<"$work/pin" >"$work/tok.json"
+check "client token-create (V4)" 0 $?
+[[ $(jq -r .factors "$work/tok.json") == possession_knowledge ]]
+check "client token-create (V4): a possession_knowledge token" 0 $?
+"$B" client vault-unlock "${C[@]}" --json --pin-fd 3 3<"$work/pin" >"$work/vault.json"
+check "client vault-unlock (V4)" 0 $?
+[[ $(jq -r .vaultKeyBytes "$work/vault.json") == 32 ]]
+check "client vault-unlock (V4): a 32-byte key, checked and wiped" 0 $?
+"$B" client remove "${C[@]}" --json --pin-fd 3 3<"$work/pin" >/dev/null
+check "client remove (V4)" 0 $?
+[[ $(jq -r .responseObject.state <<<"$(admin detail "{\"activationId\":\"$id\"}")") == REMOVED ]]
+check "the server shows the V4 activation REMOVED" 0 $?
+"$B" client status "${C[@]}" >/dev/null 2>&1
+check "client status after remove: no activation -> 2" 2 $?
 
 stop_server
 start_server "$work/v4.sqlite" "$work/v4-again.out" --algorithm EC_P384

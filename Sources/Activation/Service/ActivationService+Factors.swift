@@ -17,6 +17,7 @@ extension ActivationService {
     public func beginPasswordChange(currentPassword: sending MutablePassword) async throws(ActivationError)
         -> PasswordChangeData
     {
+        if isV4 { throw Self.v4Unsupported("password change") }
         guard let activationId = record?.activationId else { throw .missingActivation }
         let immutable = try coreStep { () throws(SecureCoreError) in try currentPassword.copyToImmutable() }
         defer { immutable.destroy() }
@@ -40,6 +41,7 @@ extension ActivationService {
     ///   foreign data, ``ActivationError/protocolError(_:)`` with `PowerAuthProtocol.ProtocolError.emptyPIN`
     ///   for an empty new PIN, ``ActivationError/storage(operation:errno:)``.
     public func finishPasswordChange(newPassword: Password, data: PasswordChangeData) async throws(ActivationError) {
+        if isV4 { throw Self.v4Unsupported("password change") }
         defer { data.secureClear() }
         guard let current = record else { throw .missingActivation }
         guard data.activationId == current.activationId else {
@@ -71,6 +73,7 @@ extension ActivationService {
     /// - Throws: ``ActivationError/biometryNotAvailable(_:)``, ``ActivationError/authentication``,
     ///   the network errors, ``ActivationError/invalidResponse(reason:)``.
     public func addBiometryFactor(password: Password) async throws(ActivationError) {
+        if isV4 { throw Self.v4Unsupported("biometry") }
         guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
         guard authenticator.systemStatus == .available else { throw .biometryNotAvailable(authenticator.systemStatus) }
         guard record != nil else { throw .missingActivation }
@@ -112,6 +115,7 @@ extension ActivationService {
     /// the key no biometry code can be computed here any more.
     /// - Throws: ``ActivationError/biometryNotConfigured``, storage errors.
     public func removeBiometryFactor() async throws(ActivationError) {
+        if isV4 { throw Self.v4Unsupported("biometry") }
         guard let current = record else { throw .missingActivation }
         guard current.biometryEnabled else { throw .biometryNotConfigured }
         try mutateRecord { (r) throws(ActivationError) in
@@ -134,6 +138,7 @@ extension ActivationService {
     public func authenticateUsingBiometry(prompt: String, validFor: Duration = .seconds(60))
         async throws(ActivationError) -> ActivationAuthentication
     {
+        if isV4 { throw Self.v4Unsupported("biometry") }
         let key = try await biometryKey(prompt: prompt)
         let seconds = Double(validFor.components.seconds) + Double(validFor.components.attoseconds) / 1e18
         return .prefetchedBiometry(key: key, validUntil: clock.now().addingTimeInterval(seconds))
