@@ -42,6 +42,10 @@ enum ClientCommand {
             format = parseComplexity(&args, default: .fourToEightDigits)
             input = VaultCommand.pinInput(&args, option: "--pin-fd", prompt: "PIN")
         }
+        var newInput: PinInput?
+        if sub == "change-pin" {
+            newInput = VaultCommand.pinInput(&args, option: "--new-pin-fd", prompt: "new PIN")
+        }
         if sub == "activate" {
             code = args.value("--code")
             name = args.value("--name")
@@ -67,6 +71,7 @@ enum ClientCommand {
         }
         let needsPIN = sub != "status" && !(sub == "validate" && factors == .possession)
         if needsPIN { input?.checkAvailable(command: command) }
+        newInput?.checkAvailable(command: command)
 
         let service: ActivationService
         do throws(ActivationError) {
@@ -122,6 +127,14 @@ enum ClientCommand {
                 defer { token.destroy() }
                 try await service.storeToken(token)
                 out.emit([("tokenId", .text(token.tokenId)), ("factors", .text(token.factorSet.rawValue))])
+            case "change-pin":
+                guard let current = pin, let newInput else { args.fail("change-pin needs the current and the new PIN") }
+                let mutable = try coreCopy(current)
+                let data = try await service.beginPasswordChange(currentPassword: mutable)
+                let newPIN = newInput.read(format: format, command: command)
+                defer { newPIN.destroy() }
+                try await service.finishPasswordChange(newPassword: newPIN, data: data)
+                out.emit([("changed", .bool(true))])
             case "vault-unlock":
                 let key = try await service.unlockVault(authentication: authentication)
                 let count = key.count
@@ -144,6 +157,19 @@ enum ClientCommand {
             return ExitCode.ok
         } catch {
             return await report(error, service: service, command: command, json: json)
+        }
+    }
+
+    /// A mutable copy of a PIN (the service's change API takes one); PINs here are ASCII.
+    static func coreCopy(_ pin: Password) throws(ActivationError) -> sending MutablePassword {
+        do throws(SecureCoreError) {
+            let copy = try MutablePassword()
+            try pin.withUnsafeUTF8Bytes { (bytes) throws(SecureCoreError) in
+                for byte in bytes { try copy.addCharacter(UInt32(byte)) }
+            }
+            return copy
+        } catch {
+            throw .core(error)
         }
     }
 

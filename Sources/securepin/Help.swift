@@ -68,6 +68,7 @@ enum Help {
             ("validate", "sign and check a PIN with the server (exit 0 accepted, 1 refused)"),
             ("token-create", "create a MAC token, kept in the state directory"),
             ("vault-unlock", "fetch and check the vault key with the PIN (never printed)"),
+            ("change-pin", "change the PIN: checked by the server; in V4 the server rotates the knowledge key"),
             ("remove", "remove the activation on the server, then locally"),
         ],
     ]
@@ -450,6 +451,29 @@ enum Help {
 
             example:
               securepin client vault-unlock --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
+            """,
+            "client change-pin": """
+            usage: securepin client change-pin --url BASE --config STRING --state DIR [--pin-fd N] [--new-pin-fd M]
+
+            Changes the PIN. The current PIN is checked by the server first (a wrong one is
+            counted). V3.3 then re-wraps the knowledge key under the new PIN on the device; V4
+            (--algorithm EC_P384) asks the server for a new knowledge key (password/change), wraps
+            it under the new PIN and confirms it once, after which the old PIN no longer works.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --json           one JSON object on standard output
+              --pin-fd N       read the current PIN from descriptor N (else the terminal pad)
+              --new-pin-fd M   read the new PIN from descriptor M (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client change-pin --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 --new-pin-fd 4 3<pin 4<newpin
             """,
             "client remove": """
             usage: securepin client remove --url BASE --config STRING --state DIR [--pin-fd N]

@@ -31,7 +31,7 @@ struct V4ServiceTests {
         }
     }
 
-    @Test("activate, commit, status, validate, a counted wrong PIN, token, vault, a reloaded state, remove")
+    @Test("activate, commit, status, validate, a counted wrong PIN, token, vault, reload, PIN change, remove")
     func lifecycle() async throws {
         let setup = try Setup()
         let service = try setup.service()
@@ -79,11 +79,18 @@ struct V4ServiceTests {
         #expect(await reloaded.activationIdentifier() == result.activationId)
         try await reloaded.validatePassword(pinCode)
         #expect(try await reloaded.fetchActivationStatus().failCount == 0)
-        await #expect(throws: ActivationError.self) {
-            try await reloaded.beginPasswordChange(currentPassword: try MutablePassword())
-        }
-        try await reloaded.removeActivation(authentication: .possessionWithPassword(pinCode))
-        #expect(await reloaded.hasValidActivation() == false)
+        // A server-side PIN change: the old PIN stops working, the new one works, after a reload too.
+        let current = try MutablePassword()
+        for scalar in "2580".unicodeScalars { try current.addCharacter(scalar) }
+        let change = try await reloaded.beginPasswordChange(currentPassword: current)
+        let newPIN = try pin("36912")
+        try await reloaded.finishPasswordChange(newPassword: newPIN, data: change)
+        await #expect(throws: ActivationError.authentication) { try await reloaded.validatePassword(pinCode) }
+        let afterChange = try setup.service()
+        try await afterChange.validatePassword(newPIN)
+        #expect(try await afterChange.fetchActivationStatus().failCount == 0)
+        try await afterChange.removeActivation(authentication: .possessionWithPassword(newPIN))
+        #expect(await afterChange.hasValidActivation() == false)
         #expect(try setup.server.activationDetail(result.activationId).state == .removed)
     }
 

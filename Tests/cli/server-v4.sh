@@ -85,7 +85,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$url/pa/v4/activation/create")
 check "GET on a V4 POST endpoint is 405" 0 $?
 
 # securepin client --algorithm EC_P384 against it: activate, commit, status, validate, a wrong PIN
-# counted, token-create, vault-unlock, remove.
+# counted, token-create, vault-unlock, change-pin (the old PIN refused afterwards), remove.
 printf 'X-SecurePIN-Admin-Token: %s\n' "$(cat "$work/admin.token")" > "$work/admin.header"
 admin() { curl -s -XPOST "$url/admin/activation/$1" -H @"$work/admin.header" -d "{\"requestObject\":$2}"; }
 C=(--url "$url" --config "$config" --state "$work/device" --algorithm EC_P384)
@@ -121,6 +121,17 @@ check "client token-create (V4): a possession_knowledge token" 0 $?
 check "client vault-unlock (V4)" 0 $?
 [[ $(jq -r .vaultKeyBytes "$work/vault.json") == 32 ]]
 check "client vault-unlock (V4): a 32-byte key, checked and wiped" 0 $?
+printf '97531' > "$work/newpin"
+"$B" client change-pin "${C[@]}" --json --pin-fd 3 --new-pin-fd 4 3<"$work/pin" 4<"$work/newpin" >"$work/chg.json"
+check "client change-pin (V4): the server rotates the knowledge key" 0 $?
+[[ $(jq -r .changed "$work/chg.json") == true ]]
+check "client change-pin (V4) says changed" 0 $?
+"$B" client validate "${C[@]}" --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+check "client validate (V4) with the old PIN after the change -> 1" 1 $?
+"$B" client validate "${C[@]}" --json --pin-fd 3 3<"$work/newpin" >/dev/null
+check "client validate (V4) with the new PIN" 0 $?
+cp "$work/pin" "$work/oldpin"
+cp "$work/newpin" "$work/pin"
 "$B" client remove "${C[@]}" --json --pin-fd 3 3<"$work/pin" >/dev/null
 check "client remove (V4)" 0 $?
 [[ $(jq -r .responseObject.state <<<"$(admin detail "{\"activationId\":\"$id\"}")") == REMOVED ]]

@@ -17,14 +17,18 @@ extension ActivationService {
     public func beginPasswordChange(currentPassword: sending MutablePassword) async throws(ActivationError)
         -> PasswordChangeData
     {
-        if isV4 { throw Self.v4Unsupported("password change") }
-        guard let activationId = record?.activationId else { throw .missingActivation }
+        guard let activationId = record?.activationId ?? v4?.state.activationId else { throw .missingActivation }
         let immutable = try coreStep { () throws(SecureCoreError) in try currentPassword.copyToImmutable() }
         defer { immutable.destroy() }
         do {
-            _ = try await send(
-                ActivationAPI.validateSignature, ValidateSignatureRequest(reason: "PASSWORD_CHANGE"),
-                authentication: .possessionWithPassword(immutable))
+            if isV4 {
+                try await v4Send(
+                    V4API.validate, body: Array("{}".utf8), authentication: .possessionWithPassword(immutable))
+            } else {
+                _ = try await send(
+                    ActivationAPI.validateSignature, ValidateSignatureRequest(reason: "PASSWORD_CHANGE"),
+                    authentication: .possessionWithPassword(immutable))
+            }
         } catch {
             try? currentPassword.clear()
             throw error
@@ -41,7 +45,7 @@ extension ActivationService {
     ///   foreign data, ``ActivationError/protocolError(_:)`` with `PowerAuthProtocol.ProtocolError.emptyPIN`
     ///   for an empty new PIN, ``ActivationError/storage(operation:errno:)``.
     public func finishPasswordChange(newPassword: Password, data: PasswordChangeData) async throws(ActivationError) {
-        if isV4 { throw Self.v4Unsupported("password change") }
+        if isV4 { return try await v4FinishPasswordChange(newPassword: newPassword, data: data) }
         defer { data.secureClear() }
         guard let current = record else { throw .missingActivation }
         guard data.activationId == current.activationId else {

@@ -4,8 +4,8 @@ import SecureCore
 
 /// The protocol V4 (`EC_P384`) path of the service, taken when the configuration's algorithm is
 /// `EC_P384`: activation, status, codes (possession and knowledge), tokens, vault unlock and
-/// removal against the `/pa/v4` endpoints (`docs/protocol-v4.md`). Biometry, password change,
-/// offline codes and the other V3 extras throw ``ActivationError/protocolError(_:)`` with
+/// removal, and the server-side password change, against the `/pa/v4` endpoints
+/// (`docs/protocol-v4.md`). Biometry, offline codes and the other V3 extras throw ``ActivationError/protocolError(_:)`` with
 /// `unsupportedAlgorithm` on this path.
 extension ActivationService {
     var isV4: Bool { configuration.algorithm == .ecP384 }
@@ -488,6 +488,43 @@ extension ActivationService {
             throw .invalidResponse(reason: "vault/unlock: the vault key is not this activation's")
         }
         return key
+    }
+
+    /// The server-side password change of V4 (dynamic factor keys): `password/change` with the
+    /// current PIN gives a new knowledge key, wrapped here under the new PIN and stored; then one
+    /// `auth/validate` with the new PIN makes the server promote it, so the old PIN stops working
+    /// (an old copy of this state is then no PIN oracle). A crash before the new key is stored
+    /// leaves the old PIN working: the server drops the unused key at the next success.
+    func v4FinishPasswordChange(newPassword: Password, data: PasswordChangeData) async throws(ActivationError) {
+        defer { data.secureClear() }
+        guard let current = v4 else { throw .missingActivation }
+        guard data.activationId == current.state.activationId else {
+            throw .invalidActivationState(reason: "the change data belongs to another activation")
+        }
+        guard let old = try data.currentPassword() else {
+            throw .invalidActivationState(reason: "the change data was cleared")
+        }
+        defer { old.destroy() }
+        guard newPassword.length > 0 else { throw .protocolError(.emptyPIN) }
+        let (kem, shared) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        }
+        defer { kem.keyPair.privateKey.destroy() }
+        let request = try securePlaintext(shared)
+        defer { request.destroy() }
+        let answer = try await v4SendEncrypted(
+            V4API.passwordChange, plaintext: request, authentication: .possessionWithPassword(old))
+        let response = try decodePlaintext(answer, V4SharedSecretResponse.self, path: V4API.passwordChange.path)
+        let key: SecureBytes
+        do throws(ProtocolError) {
+            key = try V4SharedSecret.finish(kem, response: response)
+        } catch {
+            throw .invalidResponse(reason: "password/change: the shared secret does not complete")
+        }
+        defer { key.destroy() }
+        let wrapped = try v4Wrap(key, password: newPassword)
+        try v4Mutate { (a) throws(ActivationError) in a.state.knowledgeKey = wrapped }
+        try await v4Send(V4API.validate, body: Array("{}".utf8), authentication: .possessionWithPassword(newPassword))
     }
 
     func v4RemoveActivation(authentication: ActivationAuthentication) async throws(ActivationError) {
