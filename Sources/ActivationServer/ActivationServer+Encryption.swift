@@ -42,12 +42,18 @@ extension ActivationServer {
         let now = nowMilliseconds
         let privateKey: SecureBytes
         if version == .v3_3 {
-            guard let temporaryKeyId = cryptogram.temporaryKeyId,
-                let pair = try? temporaryKeys.keyPair(
+            guard let temporaryKeyId = cryptogram.temporaryKeyId else { throw .encryptionFailed }
+            do throws(ActivationServerError) {
+                privateKey = try temporaryKeys.keyPair(
                     temporaryKeyId: temporaryKeyId, applicationKey: context.applicationKey,
-                    activationId: activationId, now: now)
-            else { throw .encryptionFailed }
-            privateKey = pair.privateKey
+                    activationId: activationId, now: now
+                ).privateKey
+            } catch {
+                // A shared store that is down is a 503, not the client's bad key.
+                if case .unavailable = error { throw error }
+                if case .storage = error { throw error }
+                throw .encryptionFailed
+            }
         } else if let activationId {
             guard let record = try store.fetch(activationId: activationId) else { throw .encryptionFailed }
             privateKey = record.serverKeyPair.privateKey
