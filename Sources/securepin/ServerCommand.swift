@@ -48,7 +48,7 @@ enum ServerCommand {
             }
             if databaseValue == nil { args.usageError("--db PATH is required") }
         }
-        let database = databaseValue ?? "PostgreSQL (--dsn-file \(dsnFile ?? ""))"
+        let database = databaseValue ?? "of --dsn-file \(dsnFile ?? "")"
         if tokenText != nil && tokenFile != nil {
             args.usageError("give --admin-token or --admin-token-file, not both")
         }
