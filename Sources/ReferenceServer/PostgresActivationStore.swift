@@ -97,14 +97,14 @@ public final class PostgresActivationStore: ReferenceActivationStore {
     ///   code, or a database that cannot be reached).
     public init(
         connectionString: SecureBytes, storageKey: SecureBytes,
-        pool configuration: PostgresPool.Configuration = PostgresPool.Configuration()
+        pool: PostgresPool.Configuration = PostgresPool.Configuration()
     ) throws(ReferenceServerError) {
         guard storageKey.count == ServerKeyFile.keyByteCount else {
             throw .invalidConfiguration(reason: "the storage key must be 32 bytes")
         }
         do throws(PostgresError) {
-            pool = try PostgresPool(connectionString: connectionString, configuration: configuration)
-            try pool.migrate(Self.migrations)
+            self.pool = try PostgresPool(connectionString: connectionString, configuration: pool)
+            try self.pool.migrate(Self.migrations)
         } catch {
             throw .storage(reason: Self.describe(error))
         }
