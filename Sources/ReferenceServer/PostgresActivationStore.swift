@@ -83,8 +83,8 @@ public final class PostgresActivationStore: ReferenceActivationStore {
     /// The connection pool.
     public let pool: PostgresPool
     private let storageKey: SecureBytes
-    /// Replay records accepted by this process; every ``sweepInterval``-th one also deletes
-    /// the expired temporary keys and replay records, so the tables stay bounded.
+    /// Temporary keys stored and replay records accepted by this process; every
+    /// ``sweepInterval``-th one also deletes the expired keys and records, so the tables stay bounded.
     private let accepted = Atomic<Int>(0)
     static let sweepInterval = 1024
 
@@ -341,6 +341,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         } catch {
             throw .storage(reason: "sealing a temporary key failed")
         }
+        sweepNow(Int64(Date().timeIntervalSince1970 * 1000))
         try run { () throws(PostgresError) in
             try pool.withConnection { (c) throws(PostgresError) in
                 try c.query(
@@ -400,10 +401,15 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         }
     }
 
+    /// Every ``sweepInterval``-th call deletes what expired before `now` (a failure is left to the next sweep).
+    private func sweepNow(_ now: Int64) {
+        if accepted.add(1, ordering: .relaxed).newValue % Self.sweepInterval == 0 { try? removeExpired(now: now) }
+    }
+
     /// One statement: inserts the pair, or takes over a row whose time has passed; a row
     /// comes back only then. The primary key makes two instances' inserts of one pair meet.
     func acceptOnce(replayKey: [UInt8], forgetAt: Int64, now: Int64) throws(ActivationServerError) -> Bool {
-        if accepted.add(1, ordering: .relaxed).newValue % Self.sweepInterval == 0 { try? removeExpired(now: now) }
+        sweepNow(now)
         return try run { () throws(PostgresError) in
             try pool.withConnection { (c) throws(PostgresError) in
                 !(try c.query(

@@ -4,10 +4,11 @@ import ActivationServer
 import Foundation
 import PostgresStore
 import PowerAuthProtocol
-import ReferenceServer
 import SecureCore
 import TestSupport
 import Testing
+
+@testable import ReferenceServer
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -81,6 +82,27 @@ struct PostgresStorageTests {
         #expect(Set(strings).count == 1)
         #expect(try Self.query(dsn, "SELECT count(*) FROM schema_version").first?[0].int64 == 1)
         #expect(try Self.query(dsn, "SELECT count(*) FROM server_configuration").first?[0].int64 == 1)
+    }
+
+    @Test("replay records: accepted once while remembered, again after; expired rows are swept")
+    func replayRecords() throws {
+        let dsn = try StoreBackend.freshPostgresDatabase()
+        let store = try PostgresActivationStore(connectionString: dsn, storageKey: try SecureBytes.random(count: 32))
+        let shared = try #require(store.sharedEphemeralState)
+        let pair: [UInt8] = [3, 1, 2, 3, 9, 9]
+        #expect(try shared.acceptOnce(replayKey: pair, forgetAt: 2_000, now: 1_000))
+        #expect(try !shared.acceptOnce(replayKey: pair, forgetAt: 2_500, now: 1_500))
+        // Past its time the row no longer refuses the pair (the timestamp window does that).
+        #expect(try shared.acceptOnce(replayKey: pair, forgetAt: 4_000, now: 3_000))
+        // One sweep interval later, rows whose time has passed are gone; live ones stay.
+        for index in 0..<PostgresActivationStore.sweepInterval {
+            _ = try shared.acceptOnce(
+                replayKey: [1, UInt8(index & 0xFF), UInt8(index >> 8)], forgetAt: 6_000, now: 5_000)
+        }
+        let left = try Self.query(dsn, "SELECT count(*) FROM ecies_replay WHERE forget_at < 5000").first?[0].int64
+        #expect(left == 0)
+        let live = try Self.query(dsn, "SELECT count(*) FROM ecies_replay").first?[0].int64
+        #expect(live == Int64(PostgresActivationStore.sweepInterval))
     }
 
     @Test("the database gone: every signed request gets 503 with the PowerAuth error body")
