@@ -48,7 +48,7 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 # Debian packages the build and the tests need.
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
                 libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl jq groff-base \
-                libtss2-dev swtpm swtpm-tools python3 python3-venv python3-pip libpq-dev postgresql-15
+                libtss2-dev swtpm swtpm-tools tpm2-tools python3 python3-venv python3-pip libpq-dev postgresql-15
 
 .SHELLFLAGS := -o pipefail -ec
 .PHONY: run test deps build test-c test-swift test-cli test-interop test-postgres lint bench bench-kdf bench-server stress audit audit-quick \
