@@ -122,7 +122,10 @@ struct TestStore: Sendable {
         case .postgres:
             let dsn = try StoreBackend.freshPostgresDatabase()
             connectionString = dsn
-            storage = .postgres(connectionString: dsn, pool: PostgresPool.Configuration())
+            // Generous timeouts: a test on a loaded 2-core machine is slow, not down.
+            storage = .postgres(
+                connectionString: dsn,
+                pool: PostgresPool.Configuration(acquireTimeoutSeconds: 30, statementTimeoutMilliseconds: 30_000))
             // The child servers read it from a 0600 file, never from an argument.
             let fd = open(directory + "/server.dsn", O_WRONLY | O_CREAT | O_EXCL, 0o600)
             guard fd >= 0 else { throw CocoaError(.fileWriteUnknown) }
@@ -148,7 +151,7 @@ struct TestStore: Sendable {
         case .postgres:
             return [
                 "--store", "postgres", "--dsn-file", directory + "/server.dsn", "--key-file",
-                directory + "/server.sqlite.key",
+                directory + "/server.sqlite.key", "--statement-timeout", "30000",
             ]
         }
     }
