@@ -20,10 +20,19 @@ public final class PostgresConnection: @unchecked Sendable {
     {
         let connection = connectionString.withUnsafeBytes { (dsn) -> OpaquePointer? in
             guard let base = dsn.baseAddress, dsn.count > 1, dsn[dsn.count - 1] == 0 else { return nil }
-            let keywords = ["dbname", "connect_timeout", "application_name"]
-            let timeout = String(connectTimeoutSeconds)
+            // After the DSN, so they win over it: a database host that vanished without closing
+            // the connection (no RST) fails the statement in bounded time instead of hanging a
+            // request thread until the kernel gives up (TCP only; ignored on a Unix socket).
+            let keywords = [
+                "dbname", "connect_timeout", "application_name", "keepalives", "keepalives_idle",
+                "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+            ]
+            let settings = [
+                String(connectTimeoutSeconds), "securepin", "1", "10", "5", "3",
+                String(statementTimeoutMilliseconds + 5000),
+            ]
             return keywords.withCStringArray { keys in
-                [timeout, "securepin"].withCStringArray { tail in
+                settings.withCStringArray { tail in
                     var values: [UnsafePointer<CChar>?] = [base.assumingMemoryBound(to: CChar.self)]
                     values += tail.dropLast()
                     values.append(nil)
@@ -39,9 +48,11 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         handle = connection
         do throws(PostgresError) {
+            // Notices (CREATE … IF NOT EXISTS) would go to standard error through libpq's default
+            // notice processor: only warnings and errors are sent.
             try execute(
-                "SET statement_timeout = \(statementTimeoutMilliseconds); SET lock_timeout = \(statementTimeoutMilliseconds)"
-            )
+                "SET statement_timeout = \(statementTimeoutMilliseconds); SET lock_timeout = \(statementTimeoutMilliseconds);"
+                    + " SET client_min_messages = warning")
         } catch {
             PQfinish(connection)
             throw error
