@@ -74,9 +74,10 @@ struct EndToEndTests {
         #expect(listed.first?.state == "REMOVED")
     }
 
-    @Test("biometry: enable with the PIN over HTTP, then a biometry code verifies")
-    func biometry() async throws {
-        let s = try InProcessServer()
+    @Test(
+        "biometry: enable with the PIN over HTTP, then a biometry code verifies", arguments: StoreBackend.available)
+    func biometry(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         try await device.service.addBiometryFactor(password: try pin("1234"))
