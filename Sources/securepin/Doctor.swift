@@ -97,6 +97,6 @@ enum Doctor {
         row("libargon2", "Argon2 version \(m.argon2Version >> 4).\(m.argon2Version & 0xF) (RFC 9106)")
         row("kernel", r.kernel)
         row("a new password gets", r.newPasswordProtection.joined(separator: ", "))
-        row("client secret store (--store auto)", "\(r.secretStore): \(r.secretStoreReason)")
+        row("client store (--store auto)", "\(r.secretStore): \(r.secretStoreReason)")
     }
 }

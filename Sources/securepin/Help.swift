@@ -160,6 +160,8 @@ enum Help {
             options:
               --vault DIR          the vault directory: created 0700, or an existing empty one of
                                    yours with mode 0700 (its mode is never changed)
+              --store S            files (the default); keyring is refused for now: a vault
+                                   keeps its sealed secret and its record in DIR only
               --pin-fd N           read the PIN from descriptor N (one line) instead of the terminal
               --complexity C       the PIN format, recorded in the vault and applied at every
                                    unlock and PIN change: digits-4, digits-6, digits-4-8 (default)
@@ -194,6 +196,8 @@ enum Help {
 
             options:
               --vault DIR       the vault directory
+              --store S         files (the default); keyring is refused for now: a vault
+                                keeps its sealed secret and its record in DIR only
               --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
               --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
@@ -209,6 +213,8 @@ enum Help {
 
             options:
               --vault DIR      the vault directory
+              --store S        files (the default); keyring is refused for now: a vault
+                               keeps its sealed secret and its record in DIR only
               --pin-fd N       read the current PIN from descriptor N
               --new-pin-fd N   read the new PIN from descriptor N (else typed twice on the terminal)
               --reject-weak    refuse a weak new PIN (default: warn and go on)
@@ -228,6 +234,8 @@ enum Help {
 
             options:
               --vault DIR     the vault directory
+              --store S       files (the default); keyring is refused for now: a vault
+                              keeps its sealed secret and its record in DIR only
               --json          one JSON object (snake_case keys)
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault (its lockout counter is read from it)
@@ -244,6 +252,8 @@ enum Help {
 
             options:
               --vault DIR     the vault directory
+              --store S       files (the default); keyring is refused for now: a vault
+                              keeps its sealed secret and its record in DIR only
               --yes           do not ask (needed when standard input is not a terminal)
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
