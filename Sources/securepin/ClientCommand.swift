@@ -73,7 +73,8 @@ enum ClientCommand {
                 instanceId: instance, baseEndpointURL: url, configuration: config)
             let choice = try ActivationStore.open(
                 store, instanceId: instance, directory: state, keychain: try KeychainConfiguration())
-            place = choice.kind == .files ? state : "the keyring"
+            place =
+                (choice.kind == .files ? state : "the keyring") + " (store: \(choice.kind.rawValue), \(choice.reason))"
             let transport = try HTTPActivationTransport(configuration: configuration)
             service = try ActivationService(configuration: configuration, storage: choice.storage, transport: transport)
         } catch {
