@@ -2,12 +2,6 @@ import Activation
 import DurableStorage
 import SecureCore
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Which store keeps a client's activation.
 public enum ActivationStoreKind: String, Sendable, CaseIterable {
     /// The Secret Service (``KeyringActivationStorage``).
@@ -44,11 +38,6 @@ public enum ActivationStore {
     /// a locked keyring never reads as a missing activation.
     /// - Returns: `nil` when one is there, or why not.
     public static func secretServiceProblem() -> String? {
-        let address = getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) } ?? ""
-        let runtime = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? ""
-        if address.isEmpty && (runtime.isEmpty || !DurableFile.exists(runtime + "/bus")) {
-            return "no session bus (DBUS_SESSION_BUS_ADDRESS is not set)"
-        }
         do throws(ActivationError) {
             try SecretServiceConnection().requireUnlocked()
             return nil
@@ -62,10 +51,7 @@ public enum ActivationStore {
     /// - Returns: its label and path.
     /// - Throws: `ActivationError.storageUnavailable(reason:)`, `ActivationError.storageLocked(store:)`.
     public static func secretServiceCollection() throws(ActivationError) -> String {
-        if let problem = secretServiceProblem(), problem.hasPrefix("no session bus") {
-            throw .storageUnavailable(reason: problem)
-        }
-        return try SecretServiceConnection().requireUnlocked()
+        try SecretServiceConnection().requireUnlocked()
     }
 
     /// Opens the store for `instanceId`.

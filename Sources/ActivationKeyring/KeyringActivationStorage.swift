@@ -39,13 +39,14 @@ public struct KeyringActivationStorage: DeviceActivationStorage {
     ///   `ActivationError.storage(operation:errno:)`.
     public init(keychain: KeychainConfiguration, instanceId: String, lockDirectory: String) throws(ActivationError) {
         try ActivationConfiguration.validate(instanceId: instanceId)
+        // The service first: without one, nothing is created on disk.
+        connection = try SecretServiceConnection()
         try ActivationError.converting { () throws(StorageError) in
             try DurableFile.preparePrivateDirectory(lockDirectory)
         }
         self.keychain = keychain
         self.instanceId = instanceId
         self.lockDirectory = lockDirectory
-        connection = try SecretServiceConnection()
     }
 
     /// The default collection, e.g. `Login (/org/freedesktop/secrets/collection/login)`.

@@ -2,6 +2,12 @@ import Activation
 import CLibSecret
 import SecureCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One item's place in the Secret Service: its attributes (public names, never a secret).
 struct SecretItemAddress: Sendable, Equatable {
     /// `service`: one of the keychain configuration's service names.
@@ -39,8 +45,14 @@ final class SecretServiceConnection: @unchecked Sendable {
 
     /// Connects, opening a transfer session and loading the collections.
     /// - Throws: `ActivationError.storageUnavailable(reason:)` when there is no session bus
-    ///   or no Secret Service on it.
+    ///   (no address, so no autolaunch is tried) or no Secret Service on it.
     init() throws(ActivationError) {
+        // Without a bus address GLib would try to autolaunch one (dbus-launch, X11): never here.
+        let address = getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) } ?? ""
+        let runtime = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) } ?? ""
+        if address.isEmpty && (runtime.isEmpty || access(runtime + "/bus", F_OK) != 0) {
+            throw .storageUnavailable(reason: "no session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
+        }
         var error: UnsafeMutablePointer<GError>?
         let flags = SecretServiceFlags(
             rawValue: SECRET_SERVICE_OPEN_SESSION.rawValue | SECRET_SERVICE_LOAD_COLLECTIONS.rawValue)

@@ -152,6 +152,21 @@ struct KeyringStoreTests {
             #expect(problem == nil)
         } else {
             #expect(problem?.contains("no session bus") == true)
+            // Asked for by name, the keyring is a typed error, and nothing is created on disk.
+            let directory = temporaryDirectory()
+            #expect {
+                try KeyringActivationStorage(
+                    keychain: KeychainConfiguration(), instanceId: freshInstance(), lockDirectory: directory)
+            } throws: { error in
+                if case .storageUnavailable(let reason) = error as? ActivationError {
+                    return reason.contains("no session bus")
+                }
+                return false
+            }
+            #expect(!FileManager.default.fileExists(atPath: directory))
+            let auto = try ActivationStore.open(
+                .auto, instanceId: freshInstance(), directory: directory, keychain: KeychainConfiguration())
+            #expect(auto.kind == .files && auto.reason.contains("no session bus"))
         }
     }
 }
