@@ -29,6 +29,7 @@ enum ClientCommand {
         var args = Arguments(Array(arguments.dropFirst()), command: command, usage: Help.of(command))
         if sub == "migrate-store" { return migrateStore(&args) }
         let store = parseStore(&args)
+        let keychain = parseKeychain(&args)
         let url = args.value("--url")
         let config = args.value("--config")
         let state = args.value("--state")
@@ -72,7 +73,7 @@ enum ClientCommand {
             let configuration = try ActivationConfiguration(
                 instanceId: instance, baseEndpointURL: url, configuration: config)
             let choice = try ActivationStore.open(
-                store, instanceId: instance, directory: state, keychain: try KeychainConfiguration())
+                store, instanceId: instance, directory: state, keychain: keychain)
             place =
                 (choice.kind == .files ? state : "the keyring") + " (store: \(choice.kind.rawValue), \(choice.reason))"
             let transport = try HTTPActivationTransport(configuration: configuration)
@@ -156,12 +157,21 @@ enum ClientCommand {
         return request
     }
 
+    /// The keychain names: the seed's defaults, with `--access-group G`.
+    static func parseKeychain(_ args: inout Arguments) -> KeychainConfiguration {
+        let group = args.value("--access-group")
+        do throws(ActivationError) { return try KeychainConfiguration(accessGroup: group) } catch {
+            args.fail(describe(error))
+        }
+    }
+
     /// `securepin client migrate-store --state DIR [--instance ID] [--json]`: the activation in
     /// the state directory's files moves to the Secret Service, copied and read back before
     /// any file is removed.
     static func migrateStore(_ args: inout Arguments) -> Int32 {
         let state = args.value("--state")
         let instance = args.value("--instance") ?? "securepin-client"
+        let keychain = parseKeychain(&args)
         let json = args.flag("--json")
         args.finish()
         guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
@@ -169,7 +179,6 @@ enum ClientCommand {
             args.fail(describe(error))
         }
         do throws(ActivationError) {
-            let keychain = try KeychainConfiguration()
             let collection = try ActivationStore.secretServiceCollection()
             let migration = try ActivationStore.migrateToKeyring(
                 instanceId: instance, directory: state, keychain: keychain)

@@ -348,7 +348,7 @@ enum Help {
               securepin doctor
             """,
             "client activate": """
-            usage: securepin client activate --url BASE --config STRING --state DIR [--store S] --code CODE [--name NAME] [--pin-fd N]
+            usage: securepin client activate --url BASE --config STRING --state DIR [--store S] [--access-group G] --code CODE [--name NAME] [--pin-fd N]
 
             Checks the code (CRC-16, and the master key's signature in the QR form CODE#SIGNATURE),
             creates the device key, sends activation/create in two ECIES layers under a 3.3
@@ -362,6 +362,8 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --code CODE      XXXXX-XXXXX-XXXXX-XXXXX or CODE#SIGNATURE
               --name NAME      the device's name on the server
@@ -372,7 +374,7 @@ enum Help {
               securepin client activate --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --code "$QR" --pin-fd 3 3<pin
             """,
             "client status": """
-            usage: securepin client status --url BASE --config STRING --state DIR [--store S] [--json]
+            usage: securepin client status --url BASE --config STRING --state DIR [--store S] [--access-group G] [--json]
 
             Fetches activation/status with a fresh challenge and opens the status blob: state,
             failed attempts, the maximum and what remains. Exit 3 when BLOCKED.
@@ -384,13 +386,15 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
 
             example:
               securepin client status --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --json
             """,
             "client validate": """
-            usage: securepin client validate --url BASE --config STRING --state DIR [--store S] [--factors F] [--pin-fd N]
+            usage: securepin client validate --url BASE --config STRING --state DIR [--store S] [--access-group G] [--factors F] [--pin-fd N]
 
             Signs a request with the PIN (or possession alone) and sends it to
             /pa/v3/signature/validate. Exit 0 accepted, 1 refused (a wrong PIN counts; a wrong
@@ -403,6 +407,8 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --factors F      possession or possession_knowledge (default); the biometry sets
                                need a sensor this tool does not have
@@ -413,7 +419,7 @@ enum Help {
               securepin client validate --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "client token-create": """
-            usage: securepin client token-create --url BASE --config STRING --state DIR [--store S] [--pin-fd N]
+            usage: securepin client token-create --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
 
             Creates a MAC token (token/create: ECIES, encrypt-then-sign with the PIN) and keeps
             its secret in DIR. Prints the token id; never the secret.
@@ -425,6 +431,8 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -433,7 +441,7 @@ enum Help {
               securepin client token-create --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "client vault-unlock": """
-            usage: securepin client vault-unlock --url BASE --config STRING --state DIR [--store S] [--pin-fd N]
+            usage: securepin client vault-unlock --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
 
             Unlocks the secure vault (vault/unlock with the PIN): the server returns the vault
             key under the transport key; the client checks it opens the key sealed under it at
@@ -446,6 +454,8 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -454,7 +464,7 @@ enum Help {
               securepin client vault-unlock --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "client remove": """
-            usage: securepin client remove --url BASE --config STRING --state DIR [--store S] [--pin-fd N]
+            usage: securepin client remove --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
 
             Removes the activation on the server (activation/remove, signed with the PIN), then
             the local state. A network error leaves the local state as it was.
@@ -466,6 +476,8 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -474,7 +486,7 @@ enum Help {
               securepin client remove --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "client migrate-store": """
-            usage: securepin client migrate-store --state DIR [--instance ID] [--json]
+            usage: securepin client migrate-store --state DIR [--instance ID] [--access-group G] [--json]
 
             Moves the activation (state, keys, tokens) from the files in DIR to the Secret
             Service: each item is written, read back and compared before any file is removed,
@@ -484,6 +496,7 @@ enum Help {
             options:
               --state DIR      the device state holding the files
               --instance ID    the activation's name in DIR (default securepin-client)
+              --access-group G  the keyring items' access-group attribute (default: private)
               --json           one JSON object on standard output
 
             example:

@@ -155,6 +155,19 @@ print(f"no secret (raw, hex or base64) in the {checked} file(s) the client wrote
 PY
 check "no secret is in any file the client wrote" 0 $?
 
+# An access group: the items carry it, and another group does not see them.
+code
+G=(--url "$url" --config "$config" --state "$work/grouped" --instance grouped.app)
+"$B" client activate "${G[@]}" --store keyring --access-group com.example.shared --code "$qr" \
+    --pin-fd 3 3<"$work/pin" >/dev/null
+check "client activate --access-group com.example.shared" 0 $?
+[[ $(search access-group com.example.shared instance grouped.app | grep -c '^\[') == 2 ]]
+check "secret-tool search access-group com.example.shared: the state and the keys" 0 $?
+"$B" client status "${G[@]}" >/dev/null 2>"$work/err"
+check "client status without the group does not see the activation -> 2" 2 $?
+grep -q "no activation in the keyring" "$work/err"
+check "client status: 'no activation in the keyring'" 0 $?
+
 # 3. migrate-store: an activation made in files moves to the keyring.
 code
 M=(--url "$url" --config "$config" --state "$work/moving" --instance moving.app)
