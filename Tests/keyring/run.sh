@@ -54,8 +54,12 @@ secrets() { # method, args…: a call to the Secret Service
         "org.freedesktop.Secret.Service.$method" "$@"
 }
 # secret-tool search without the secret lines: what a log may show.
-search() { secret-tool search --all "$@" 2>&1 | grep -E '^(\[|label|attribute\.|schema)'; }
+search() { secret-tool search --all "$@" 2>&1 | grep -aE '^(\[|label|attribute\.|schema)'; }
 
+# Anything the bus starts on demand would also keep its data in BUILD_DIR, never in the real home.
+dbus-update-activation-environment HOME="$base/home" XDG_DATA_HOME="$base/home/data" \
+    XDG_CONFIG_HOME="$base/home/config" XDG_CACHE_HOME="$base/home/cache" XDG_RUNTIME_DIR="$base/run"
+check "the private bus starts services with the build folder as their home" 0 $?
 # The daemon: its keyrings in BUILD_DIR, the login keyring created and unlocked with the test password.
 printf 'securepin-test-password' | HOME=$base/home XDG_DATA_HOME=$base/home/data XDG_CONFIG_HOME=$base/home/config \
     XDG_CACHE_HOME=$base/home/cache XDG_RUNTIME_DIR=$base/run \
@@ -121,10 +125,10 @@ grep -qx "attribute.key = securepin-client" "$work/status.items" &&
     grep -qx "schema = io.securepin.Keychain" "$work/status.items"
 check "secret-tool search: the state under $S.StatusKeychain, key = the instance id" 0 $?
 search service "$S.PossessionKeychain" key PA2KeychainKey_Possession instance securepin-client >"$work/possession.items"
-[[ $(grep -c '^\[' "$work/possession.items") == 1 ]]
+[[ $(grep -cx "attribute.service = $S.PossessionKeychain" "$work/possession.items") == 1 ]]
 check "secret-tool search: one possession item, key PA2KeychainKey_Possession" 0 $?
 search service "$S.TokenStore" key "$tok" instance securepin-client >"$work/token.items"
-[[ $(grep -c '^\[' "$work/token.items") == 1 ]]
+[[ $(grep -cx "attribute.service = $S.TokenStore" "$work/token.items") == 1 ]]
 check "secret-tool search: the token under $S.TokenStore, key = the token id" 0 $?
 echo "secret-tool search service $S.StatusKeychain instance securepin-client (secret lines left out):"
 cat "$work/status.items"
@@ -161,7 +165,7 @@ G=(--url "$url" --config "$config" --state "$work/grouped" --instance grouped.ap
 "$B" client activate "${G[@]}" --store keyring --access-group com.example.shared --code "$qr" \
     --pin-fd 3 3<"$work/pin" >/dev/null
 check "client activate --access-group com.example.shared" 0 $?
-[[ $(search access-group com.example.shared instance grouped.app | grep -c '^\[') == 2 ]]
+[[ $(search access-group com.example.shared instance grouped.app | grep -c '^attribute.access-group = com.example.shared$') == 2 ]]
 check "secret-tool search access-group com.example.shared: the state and the keys" 0 $?
 "$B" client status "${G[@]}" >/dev/null 2>"$work/err"
 check "client status without the group does not see the activation -> 2" 2 $?
