@@ -122,9 +122,16 @@ public enum ActivationStore {
     public static func migrateToKeyring(
         instanceId: String, directory: String, keychain: KeychainConfiguration
     ) throws(ActivationError) -> Migration {
+        let names = StorageNames(instanceId: instanceId)
+        guard DurableFile.exists(directory) else {
+            // No state directory: nothing to move, and none is created.
+            let keyring = try KeyringActivationStorage(
+                keychain: keychain, instanceId: instanceId, lockDirectory: directory, prepare: false)
+            guard try keyring.read(names.state) != nil else { throw .missingActivation }
+            return Migration(moved: [], wasAlreadyInKeyring: true)
+        }
         let files = try FileActivationStorage(directory: directory)
         let keyring = try KeyringActivationStorage(keychain: keychain, instanceId: instanceId, lockDirectory: directory)
-        let names = StorageNames(instanceId: instanceId)
         return try files.withExclusiveAccess { () throws(ActivationError) -> Migration in
             let inKeyring = try keyring.read(names.state)
             guard let state = try files.read(names.state) else {

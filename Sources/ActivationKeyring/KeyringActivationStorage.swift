@@ -38,11 +38,21 @@ public struct KeyringActivationStorage: DeviceActivationStorage {
     ///   `ActivationError.wrongParameter(reason:)` for a bad instance id or a refused directory,
     ///   `ActivationError.storage(operation:errno:)`.
     public init(keychain: KeychainConfiguration, instanceId: String, lockDirectory: String) throws(ActivationError) {
+        try self.init(keychain: keychain, instanceId: instanceId, lockDirectory: lockDirectory, prepare: true)
+    }
+
+    /// As the public initialiser; without `prepare` the lock directory is left alone (a store
+    /// that is only read, and never locked).
+    init(keychain: KeychainConfiguration, instanceId: String, lockDirectory: String, prepare: Bool)
+        throws(ActivationError)
+    {
         try ActivationConfiguration.validate(instanceId: instanceId)
         // The service first: without one, nothing is created on disk.
         connection = try SecretServiceConnection()
-        try ActivationError.converting { () throws(StorageError) in
-            try DurableFile.preparePrivateDirectory(lockDirectory)
+        if prepare {
+            try ActivationError.converting { () throws(StorageError) in
+                try DurableFile.preparePrivateDirectory(lockDirectory)
+            }
         }
         self.keychain = keychain
         self.instanceId = instanceId

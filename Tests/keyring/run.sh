@@ -194,6 +194,8 @@ check "client validate after the move (auto: the keyring)" 0 $?
 check "client migrate-store again: nothing left to move -> 0" 0 $?
 "$B" client migrate-store --state "$work/empty" --instance nothing.here >/dev/null 2>&1
 check "client migrate-store with no activation anywhere -> 2" 2 $?
+[[ ! -e $work/empty ]]
+check "client migrate-store with no activation: no state directory created" 0 $?
 
 # 4. The collection locked: a typed error, never "no activation".
 secrets Lock "array:objpath:$collection" >/dev/null
