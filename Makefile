@@ -48,7 +48,7 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 # Debian packages the build and the tests need.
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
                 libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl jq groff-base \
-                libtss2-dev swtpm swtpm-tools python3 python3-venv python3-pip \
+                libtss2-dev swtpm swtpm-tools tpm2-tools python3 python3-venv python3-pip \
                 libsecret-1-dev dbus gnome-keyring libsecret-tools
 
 .SHELLFLAGS := -o pipefail -ec

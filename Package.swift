@@ -77,6 +77,10 @@ let core: [Target] = [
     .target(
         name: "SecureCore",
         dependencies: ["CSecureCore", "CProtocolCrypto"]),
+    // ML-KEM and ML-DSA over CPostQuantum, secrets in SecureCore's memory.
+    .target(
+        name: "PostQuantum",
+        dependencies: ["CPostQuantum", "SecureCore"]),
 ]
 
 /// Plain POSIX durability, holding no secret: private directories, bounded reads, atomic
@@ -247,7 +251,10 @@ let testing: [Target] = [
         dependencies: ["PinVault", "PinVaultTPM", "SecureCore", "spc-test-helper", "TestSupport"]),
     .testTarget(
         name: "PinVaultServerTests",
-        dependencies: ["PinVault", "PinVaultServer", "ReferenceServer", "SecureCore", "securepin", "TestSupport"]),
+        dependencies: [
+            "PinVault", "PinVaultServer", "PowerAuthProtocol", "ReferenceServer", "SecureCore", "VaultOPRFProtocol",
+            "securepin", "TestSupport",
+        ]),
     .testTarget(
         name: "PinStrengthTests",
         dependencies: ["PinStrength", "SecureCore", "TestSupport"]),
@@ -258,8 +265,11 @@ let testing: [Target] = [
         name: "PinEntryTerminalTests",
         dependencies: ["PinEntryTerminal", "PinEntry", "PinStrength", "SecureCore", "pinpad-demo", "TestSupport"]),
     .testTarget(
+        name: "PostQuantumTests",
+        dependencies: ["PostQuantum", "SecureCore", "TestSupport"]),
+    .testTarget(
         name: "ActivationTests",
-        dependencies: ["PowerAuthProtocol", "SecureCore", "TestSupport"]),
+        dependencies: ["PowerAuthProtocol", "PostQuantum", "SecureCore", "TestSupport"]),
     .testTarget(
         name: "ActivationServiceTests",
         dependencies: [
@@ -308,6 +318,7 @@ let package = Package(
     name: "SecurePIN",
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
+        .library(name: "PostQuantum", targets: ["PostQuantum"]),
         .library(name: "PinVault", targets: ["PinVault"]),
         .library(name: "PinVaultTPM", targets: ["PinVaultTPM"]),
         .library(name: "PinVaultServer", targets: ["PinVaultServer"]),

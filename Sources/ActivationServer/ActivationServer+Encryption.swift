@@ -39,14 +39,54 @@ extension ActivationServer {
         else { throw .encryptionFailed }
         let activationId = sharedInfo1.scope == .activation ? context.activationId : nil
         if sharedInfo1.scope == .activation, activationId == nil || keys == nil { throw .encryptionFailed }
+        do throws(ActivationServerError) {
+            return try open(
+                cryptogram, version: version, sharedInfo1: sharedInfo1, applicationKey: context.applicationKey,
+                activationId: activationId, keys: keys)
+        } catch .temporaryKeyFailure {
+            // Upstream answers an unknown temporary key as any other decryption failure.
+            throw .encryptionFailed
+        }
+    }
+
+    /// Opens an ECIES 3.3 request cryptogram in application scope sent to an endpoint that is not
+    /// PowerAuth's own (the PIN vault's server binding): the temporary key it names, which
+    /// `POST /pa/v3/keystore/create` issued in application scope for this application, then the
+    /// MAC, then the replay window (±60 s, each ephemeral key and nonce once), as every encrypted
+    /// PowerAuth endpoint of this server does.
+    /// - Parameters:
+    ///   - cryptogram: the request cryptogram; it must name a `temporaryKeyId`.
+    ///   - sharedInfo1: the purpose the request was encrypted for.
+    /// - Returns: the plaintext (`nil` when empty) and the envelope that seals the response.
+    /// - Throws: ``ActivationServerError/temporaryKeyFailure`` when the temporary key is unknown,
+    ///   expired or issued for another scope (the client fetches a new one);
+    ///   ``ActivationServerError/requestExpired`` or ``ActivationServerError/replayedRequest``;
+    ///   ``ActivationServerError/encryptionFailed`` for every other failure.
+    public func openApplicationRequest(_ cryptogram: ECIESCryptogram, sharedInfo1: ECIES.SharedInfo1)
+        throws(ActivationServerError) -> (plaintext: SecureBytes?, envelope: ECIESEnvelope)
+    {
+        guard sharedInfo1.scope == .application else { throw .encryptionFailed }
+        let opened = try open(
+            cryptogram, version: .v3_3, sharedInfo1: sharedInfo1, applicationKey: applicationKey, activationId: nil,
+            keys: nil)
+        return (opened.plaintext, opened.envelope)
+    }
+
+    /// The key, the MAC and the replay window of one request cryptogram. An unknown temporary key is
+    /// ``ActivationServerError/temporaryKeyFailure``; the other failures as ``openRequest(_:sharedInfo1:context:keys:)``.
+    private func open(
+        _ cryptogram: ECIESCryptogram, version: ProtocolVersion, sharedInfo1: ECIES.SharedInfo1,
+        applicationKey: String, activationId: String?, keys: FactorKeys?
+    ) throws(ActivationServerError) -> OpenedRequest {
         let now = nowMilliseconds
         let privateKey: SecureBytes
         if version == .v3_3 {
-            guard let temporaryKeyId = cryptogram.temporaryKeyId,
+            guard let temporaryKeyId = cryptogram.temporaryKeyId else { throw .encryptionFailed }
+            guard
                 let pair = try? temporaryKeys.keyPair(
-                    temporaryKeyId: temporaryKeyId, applicationKey: context.applicationKey,
-                    activationId: activationId, now: now)
-            else { throw .encryptionFailed }
+                    temporaryKeyId: temporaryKeyId, applicationKey: applicationKey, activationId: activationId,
+                    now: now)
+            else { throw .temporaryKeyFailure }
             privateKey = pair.privateKey
         } else if let activationId {
             guard let record = try store.fetch(activationId: activationId) else { throw .encryptionFailed }
@@ -57,7 +97,7 @@ extension ActivationServer {
         let opened: (plaintext: SecureBytes?, envelope: ECIESEnvelope)
         do throws(ECIESError) {
             let configuration = try ECIESConfiguration(
-                version: version, sharedInfo1: sharedInfo1, applicationKey: context.applicationKey,
+                version: version, sharedInfo1: sharedInfo1, applicationKey: applicationKey,
                 applicationSecret: applicationSecret, activationId: activationId, transportKey: keys?.transport,
                 temporaryKeyId: cryptogram.temporaryKeyId)
             opened = try ECIESDecryptor(configuration: configuration, privateKey: privateKey).decryptRequest(cryptogram)

@@ -274,7 +274,12 @@ public struct PinVault: Sendable {
         try directory.locked { () throws(VaultError) in
             let current = try loadFile()
             guard current.pinFormat.admits(new) else { throw .pinOutsideFormat(current.pinFormat) }
-            let (file, oldDataKey, opened) = try openDataKey(pin: old)
+            // A server-bound vault holds the old record's proof: removal once the old key half is
+            // gone, else (the change failed) the confirmation an unlock would have sent.
+            let hold = current.server == nil ? nil : ServerProofHold()
+            var oldRecordRemovable = false
+            defer { try? hold?.finish(oldRecordRemovable) }
+            let (file, oldDataKey, opened) = try openDataKey(pin: old, hold: hold)
             defer { oldDataKey.destroy() }
             let newParameters = parameters ?? opened.parameters
             try VaultFile.checkBounds(newParameters, floor: options.floor, limits: options.limits)
@@ -337,6 +342,10 @@ public struct PinVault: Sendable {
                 }
                 throw error
             }
+            // The old file no longer opens (its key half is destroyed): its server record goes too.
+            // Best effort: a record left behind (server unreachable now) is useless without the
+            // destroyed half and counts nothing; the back office can see it.
+            oldRecordRemovable = true
             if !updated.slots.contains(where: { $0.type == .biometric }),
                 file.slots.contains(where: { $0.type == .biometric })
             {
@@ -384,6 +393,37 @@ public struct PinVault: Sendable {
         return report
     }
 
+    /// Destroys the vault after proving its PIN, and with it a server-bound vault's record at the
+    /// server (which ``destroy()`` cannot remove: deleting it needs a proof that only the right PIN
+    /// gives, so that nobody else can delete another's record). The PIN is checked like an unlock
+    /// (counted first); a wrong one destroys nothing. For a server-bound vault the record is removed
+    /// first and the local files after: a server that cannot be reached leaves everything in place.
+    /// - Parameter pin: the vault's PIN.
+    /// - Returns: what was removed; ``VaultDestruction/removedServerRecord`` says whether a server
+    ///   record was.
+    /// - Throws: what an unlock with `pin` throws (a wrong PIN is ``VaultError/wrongPIN(remainingAttempts:)``),
+    ///   and what ``destroy()`` throws.
+    @discardableResult
+    public func destroy(pin: Password) throws(VaultError) -> VaultDestruction {
+        let (file, report): (VaultFile, VaultDestruction) = try directory.locked { () throws(VaultError) in
+            let current = try loadFile()
+            let hold = current.server == nil ? nil : ServerProofHold()
+            var removed = false
+            defer { if !removed { try? hold?.finish(false) } }
+            let (file, dataKey, _) = try openDataKey(pin: pin, hold: hold)
+            dataKey.destroy()
+            if let hold {
+                try hold.finish(true)
+                removed = true
+            }
+            var report = try directory.removeAll()
+            report.removedServerRecord = hold != nil
+            return (file, report)
+        }
+        options.authenticator?.deleteKey(account: biometricAccount(file))
+        return report
+    }
+
     /// Checks, without changing anything, that ``create(at:secret:pin:policy:pinFormat:parameters:binding:options:)``
     /// can use `directory`: missing (it is then created), or an existing
     /// directory owned by this user, closed to the group and others, and empty.
@@ -407,11 +447,14 @@ public struct PinVault: Sendable {
 
     /// Counts the attempt, then runs the KDF; resets the counter on success.
     /// Caller holds the lock.
-    func openDataKey(pin: Password) throws(VaultError) -> (VaultFile, SecureBytes, VaultFile.Slot) {
+    /// With `hold`, a server-bound vault's proof is held there instead of sent.
+    func openDataKey(pin: Password, hold: ServerProofHold? = nil) throws(VaultError) -> (
+        VaultFile, SecureBytes, VaultFile.Slot
+    ) {
         let file = try loadFile()
         guard file.pinFormat.admits(pin) else { throw .pinOutsideFormat(file.pinFormat) }
         if file.tpm != nil { return try openTPMBoundDataKey(pin: pin, file: file) }
-        if file.server != nil { return try openServerBoundDataKey(pin: pin, file: file) }
+        if file.server != nil { return try openServerBoundDataKey(pin: pin, file: file, hold: hold) }
         var record = try loadRecord(file)
         try checkAllowed(record, policy: file.policy)
         record.failures += 1
@@ -599,9 +642,9 @@ public struct PinVault: Sendable {
     }
 
     /// The data key, or nil when the PIN does not open this slot.
-    func openPINSlot(_ slot: VaultFile.Slot, pin: Password, file: VaultFile, half: SecureBytes) throws(VaultError)
-        -> SecureBytes?
-    {
+    func openPINSlot(
+        _ slot: VaultFile.Slot, pin: Password, file: VaultFile, half: SecureBytes, hold: ServerProofHold? = nil
+    ) throws(VaultError) -> SecureBytes? {
         let needsPepper = slot.flags & VaultFile.slotFlagPepper != 0
         guard needsPepper == (options.pepper != nil) else { throw .pepperRequired }
         let derived = try core { () throws(SecureCoreError) in
@@ -610,7 +653,7 @@ public struct PinVault: Sendable {
         }
         defer { derived.destroy() }
         if slot.flags & VaultFile.slotFlagServer != 0 {
-            return try openServerSlot(slot, derived: derived, file: file, half: half)
+            return try openServerSlot(slot, derived: derived, file: file, half: half, hold: hold)
         }
         guard slot.flags & VaultFile.slotFlagTPM != 0 else {
             let wrapKey = try slotKey(derived, half: half)
@@ -708,6 +751,9 @@ public struct VaultStatus: Sendable, Equatable, Codable {
     /// For a server-bound vault, the server's URL: ``failures`` and ``maxFailures`` are then the
     /// server's counter and limit for this vault, and the server enforces them.
     public var serverLocation: String? = nil
+    /// For a server-bound vault, its record's identifier at the server (32 hex digits, public): what
+    /// the server's back office needs to look the vault up or unblock it.
+    public var serverVaultId: String? = nil
 
     /// Which binding, and so who enforces the attempt limit.
     public enum Binding: String, Sendable, Codable {

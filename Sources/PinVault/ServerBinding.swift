@@ -83,6 +83,35 @@ public protocol VaultOPRFServer: Sendable {
         -> VaultServerCounters
     /// The counter, counting nothing.
     func status(vaultId: [UInt8]) throws(VaultServerError) -> VaultServerCounters
+    /// Proves, like ``confirm(vaultId:verifier:challenge:)`` but under its own label, that the
+    /// evaluation with `challenge` opened the vault, and deletes the server record.
+    func remove(vaultId: [UInt8], verifier: SecureBytes, challenge: [UInt8]) throws(VaultServerError)
+}
+
+/// An opened server slot whose proof is held back: the vault proves it later, to remove the record
+/// (``PinVault/destroy(pin:)``, and the old record at a PIN change) or, when that does not happen,
+/// to confirm it. Lives inside one locked operation; the verifier is destroyed by ``finish(_:)``.
+final class ServerProofHold {
+    var vaultId: [UInt8] = []
+    var challenge: [UInt8] = []
+    var verifier: SecureBytes?
+    var server: (any VaultOPRFServer)?
+
+    /// Sends the held proof: the removal, or the confirmation; then wipes the verifier. Once only.
+    func finish(_ removing: Bool) throws(VaultError) {
+        guard let verifier, let server else { return }
+        defer {
+            verifier.destroy()
+            self.verifier = nil
+        }
+        try VaultError.server { () throws(VaultServerError) in
+            if removing {
+                try server.remove(vaultId: vaultId, verifier: verifier, challenge: challenge)
+            } else {
+                _ = try server.confirm(vaultId: vaultId, verifier: verifier, challenge: challenge)
+            }
+        }
+    }
 }
 
 /// What a server-bound vault records in its bound header (format version 4).
@@ -167,8 +196,10 @@ extension PinVault {
 
     /// Evaluates at the server (counted there before anything else) and tries the slot; on success
     /// proves it to the server, which resets its counter. Nil when the PIN is wrong.
+    /// With `hold`, the proof is not sent: it is kept there for ``ServerProofHold/finish(_:)``.
     func openServerSlot(
-        _ slot: VaultFile.Slot, derived: SecureBytes, file: VaultFile, half: SecureBytes
+        _ slot: VaultFile.Slot, derived: SecureBytes, file: VaultFile, half: SecureBytes,
+        hold: ServerProofHold? = nil
     ) throws(VaultError) -> SecureBytes? {
         guard let binding = file.server else { throw .damaged(reason: "no server binding") }
         let server = try requireServer(binding.address)
@@ -189,6 +220,18 @@ extension PinVault {
         let wrapKey = try slotKey(keys.inner, half: half)
         defer { wrapKey.destroy() }
         guard let dataKey = try unwrap(slot, with: wrapKey, file: file) else { return nil }
+        if let hold {
+            do throws(SecureCoreError) {
+                hold.verifier = try keys.verifier.copy()
+            } catch {
+                dataKey.destroy()
+                throw .secureCore(error)
+            }
+            hold.vaultId = binding.vaultId
+            hold.challenge = challenge
+            hold.server = server
+            return dataKey
+        }
         do throws(VaultError) {
             _ = try VaultError.server { () throws(VaultServerError) in
                 try server.confirm(vaultId: binding.vaultId, verifier: keys.verifier, challenge: challenge)
@@ -203,7 +246,7 @@ extension PinVault {
     /// ``openDataKey(pin:)`` for a server-bound vault: the server counts every evaluation in its
     /// own store before evaluating; no local failure record is written (an attacker with a copy of
     /// the directory gets nothing from deleting it). Caller holds the lock.
-    func openServerBoundDataKey(pin: Password, file: VaultFile) throws(VaultError)
+    func openServerBoundDataKey(pin: Password, file: VaultFile, hold: ServerProofHold? = nil) throws(VaultError)
         -> (VaultFile, SecureBytes, VaultFile.Slot)
     {
         guard let binding = file.server else { throw .damaged(reason: "no server binding") }
@@ -211,7 +254,7 @@ extension PinVault {
         let half = try directory.keyFile.half(file.keyHalf)
         defer { half.destroy() }
         for slot in file.slots where slot.type == .pin {
-            if let dataKey = try openPINSlot(slot, pin: pin, file: file, half: half) {
+            if let dataKey = try openPINSlot(slot, pin: pin, file: file, half: half, hold: hold) {
                 try finishInterruptedPINChange(file)
                 options.observer?(.unlocked)
                 return (file, dataKey, slot)
@@ -238,7 +281,8 @@ extension PinVault {
             remainingAttempts: remaining, retryAfterSeconds: 0,
             nextAttemptAt: state == .locked ? nil : options.clock.wallSeconds(),
             hasBiometricSlot: file.slots.contains { $0.type == .biometric }, policy: file.policy,
-            pinFormat: file.pinFormat, binding: .server, serverLocation: binding.address.url)
+            pinFormat: file.pinFormat, binding: .server, serverLocation: binding.address.url,
+            serverVaultId: binding.vaultId.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
     }
 }
 

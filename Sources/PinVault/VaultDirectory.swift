@@ -192,6 +192,9 @@ public struct VaultDestruction: Sendable, Equatable {
     public var removedDirectory: Bool
     /// The directory.
     public var directory: String
+    /// Whether the vault's record at its server was removed (``PinVault/destroy(pin:)`` of a
+    /// server-bound vault); `false` for every other destruction.
+    public var removedServerRecord: Bool = false
 }
 
 /// A failed system call is ``VaultError/io(operation:errno:)``, a file that is not what the

@@ -10,8 +10,11 @@ import VaultOPRFProtocol
 #endif
 
 /// The server of a server-bound vault (`PinVault.VaultBinding.server(_:)`), reached over HTTP:
-/// every request is encrypted with ECIES (PowerAuth 3.2, application scope) to the master server
-/// public key of the configuration string, and so is every answer (`VaultOPRFProtocol.VaultOPRFAPI`).
+/// every request is encrypted with ECIES (PowerAuth 3.3, application scope) to a temporary key from
+/// `POST /pa/v3/keystore/create`, whose signed answer must verify under the master server public
+/// key of the configuration string, and so is every answer (`VaultOPRFProtocol.VaultOPRFAPI`). The
+/// key is kept until shortly before it expires; one the server no longer holds (a restart) is
+/// fetched again and the request sent once more, which is safe: the server counted nothing.
 ///
 /// ```swift
 /// let options = PinVault.Options(serverConnector: HTTPVaultServer.connector())
@@ -28,8 +31,12 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
     public let baseURL: URL
     /// How long one request may take.
     public let timeout: TimeInterval
-    let encryptor: ECIESEncryptor
+    let configuration: SDKConfiguration
     let session: URLSession
+    /// The temporary key in use (public: identifier, public key, expiry).
+    let temporaryKey = Mutex<ApplicationTemporaryKey?>(nil)
+    /// A key expiring sooner than this is not used (the request may take `timeout`).
+    static let expiryMargin: TimeInterval = 30
 
     /// The base URL, for messages.
     public var location: String { address.url }
@@ -50,12 +57,10 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
         } catch {
             throw .refused(reason: "the configuration string does not parse: \(error)")
         }
-        do throws(ECIESError) {
-            encryptor = try ECIESEncryptor(
-                configuration: try VaultOPRFAPI.eciesConfiguration(sdk), serverPublicKey: sdk.masterServerPublicKey)
-        } catch {
-            throw .refused(reason: "the configuration's master server key is not usable: \(error)")
+        guard (try? P256.validate(publicKey: sdk.masterServerPublicKey)) != nil else {
+            throw .refused(reason: "the configuration's master server key is not usable")
         }
+        configuration = sdk
         self.address = address
         self.baseURL = url
         self.timeout = timeout
@@ -127,11 +132,23 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
         try Self.counters(try call(.status, vaultId: vaultId) { _ in }[...])
     }
 
+    /// Proves the evaluation with `challenge` opened the vault and deletes the record.
+    public func remove(vaultId: [UInt8], verifier: SecureBytes, challenge: [UInt8]) throws(VaultServerError) {
+        let proof: [UInt8]
+        do throws(SecureCoreError) {
+            proof = try VaultOPRFAPI.removalProof(verifier: verifier, vaultId: vaultId, challenge: challenge)
+        } catch {
+            throw .refused(reason: "computing the proof failed: \(error)")
+        }
+        _ = try Self.counters(try call(.remove, vaultId: vaultId) { $0.copyBytes(from: proof) }[...])
+    }
+
     // MARK: - Exchange
 
     static let noVault = [UInt8](repeating: 0, count: VaultOPRFAPI.vaultIdByteCount)
 
     /// Encrypts the request, posts it, decrypts the answer (public bytes: identifiers, elements, counters).
+    /// A request refused for its temporary key is sent once more under a new one.
     func call(
         _ operation: VaultOPRFAPI.Operation, vaultId: [UInt8], fill: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(VaultServerError) -> [UInt8] {
@@ -140,18 +157,30 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
             try VaultOPRFAPI.request(operation, vaultId: vaultId, fill: fill)
         }
         defer { plaintext.destroy() }
-        let sealed: (cryptogram: ECIESCryptogram, envelope: ECIESEnvelope)
-        do throws(ECIESError) {
-            sealed = try encryptor.encryptRequest(plaintext)
-        } catch {
-            throw .refused(reason: "encrypting the request failed: \(error)")
-        }
-        guard let body = try? JSONEncoder().encode(VaultOPRFAPI.Cryptogram(sealed.cryptogram)) else {
-            throw .refused(reason: "encoding the request failed")
-        }
-        let (status, data) = try post(operation.path, body)
-        guard status == 200 else {
+        var retried = false
+        while true {
+            let key = try currentTemporaryKey()
+            let sealed: (cryptogram: ECIESCryptogram, envelope: ECIESEnvelope)
+            do throws(ECIESError) {
+                sealed = try ECIESEncryptor(
+                    configuration: try VaultOPRFAPI.eciesConfiguration(
+                        configuration, temporaryKeyId: key.temporaryKeyId),
+                    serverPublicKey: key.publicKey
+                ).encryptRequest(plaintext)
+            } catch {
+                throw .refused(reason: "encrypting the request failed: \(error)")
+            }
+            guard let body = try? JSONEncoder().encode(VaultOPRFAPI.Cryptogram(sealed.cryptogram)) else {
+                throw .refused(reason: "encoding the request failed")
+            }
+            let (status, data) = try post(operation.path, body)
+            if status == 200 { return try Self.open(data, sealed.envelope) }
             let failure = try? JSONDecoder().decode(VaultOPRFAPI.Failure.self, from: data)
+            if status == 400, failure?.error == VaultOPRFAPI.temporaryKeyRefused, !retried {
+                retried = true
+                temporaryKey.withLock { if $0 == key { $0 = nil } }
+                continue
+            }
             let counters = failure?.counters.map(Self.counters(_:))
             switch (status, failure?.error) {
             case (403, "blocked"):
@@ -160,12 +189,46 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
             default: throw .refused(reason: "HTTP \(status) \(failure?.error ?? "")")
             }
         }
+    }
+
+    /// The temporary key: the one in use while it is valid for more than ``expiryMargin``, else a new one.
+    func currentTemporaryKey() throws(VaultServerError) -> ApplicationTemporaryKey {
+        let now = Date()
+        if let key = temporaryKey.withLock({ $0 }), key.expiresAt.timeIntervalSince(now) > Self.expiryMargin {
+            return key
+        }
+        let request: ApplicationTemporaryKey.Request
+        do throws(JWTError) {
+            request = try ApplicationTemporaryKey.Request(configuration: configuration)
+        } catch {
+            throw .refused(reason: "signing the temporary key request failed: \(error)")
+        }
+        guard let body = try? JSONEncoder().encode(RequestEnvelope(requestObject: request.message)) else {
+            throw .refused(reason: "encoding the temporary key request failed")
+        }
+        let (status, data) = try post(TemporaryKeyAPI.createKey.path, body)
+        guard status == 200, let answer = try? JSONDecoder().decode(ResponseEnvelope<JWTMessage>.self, from: data),
+            answer.status == "OK", let message = answer.responseObject
+        else { throw .refused(reason: "keystore/create: HTTP \(status)") }
+        let key: ApplicationTemporaryKey
+        do throws(JWTError) {
+            key = try ApplicationTemporaryKey(
+                verifying: message, request: request, configuration: configuration, now: Date())
+        } catch {
+            throw .refused(reason: "keystore/create: \(error)")
+        }
+        temporaryKey.withLock { $0 = key }
+        return key
+    }
+
+    /// Decrypts a 200 answer.
+    static func open(_ data: Data, _ envelope: ECIESEnvelope) throws(VaultServerError) -> [UInt8] {
         guard let wire = try? JSONDecoder().decode(VaultOPRFAPI.Cryptogram.self, from: data),
             let cryptogram = wire.cryptogram
         else { throw .refused(reason: "the answer is not an ECIES cryptogram") }
         let opened: SecureBytes?
         do throws(ECIESError) {
-            opened = try sealed.envelope.decryptResponse(cryptogram)
+            opened = try envelope.decryptResponse(cryptogram)
         } catch {
             throw .refused(reason: "the answer does not decrypt: \(error)")
         }
@@ -251,4 +314,5 @@ struct UnusableServer: VaultOPRFServer {
         -> VaultServerCounters
     { throw error }
     func status(vaultId: [UInt8]) throws(VaultServerError) -> VaultServerCounters { throw error }
+    func remove(vaultId: [UInt8], verifier: SecureBytes, challenge: [UInt8]) throws(VaultServerError) { throw error }
 }

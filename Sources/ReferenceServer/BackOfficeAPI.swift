@@ -24,6 +24,52 @@ public enum BackOfficeAPI {
     public static let listActivations = "/admin/activation/list"
     /// `{}` → the configuration string the application is given (public).
     public static let configuration = "/admin/configuration"
+    /// `vaultId` (hex, as `securepin vault status` prints it) → the server-bound vault's counters.
+    public static let vaultDetail = "/admin/vault/detail"
+    /// `vaultId`: failures reset and a blocked vault active again (gives whoever holds a copy of the
+    /// vault directory another `maxFailures` guesses: unblock only after checking who asks).
+    public static let unblockVault = "/admin/vault/unblock"
+}
+
+/// `{"vaultId": …}`: a server-bound PIN vault's identifier, 32 lower-case hex digits.
+public struct BackOfficeVaultRequest: Codable, Sendable, Equatable {
+    /// The identifier in hex.
+    public var vaultId: String
+    /// Creates the message.
+    /// - Parameter vaultId: the identifier in hex.
+    public init(vaultId: String) { self.vaultId = vaultId }
+
+    /// The 16 bytes, or `nil` when `vaultId` is not 32 hex digits.
+    public var bytes: [UInt8]? {
+        let digits = Array(vaultId.utf8)
+        guard digits.count == 32 else { return nil }
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: 32, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+            out.append(byte)
+        }
+        return out
+    }
+}
+
+/// A server-bound vault's counters: `{"vaultId", "state", "failures", "maxFailures"}`, state one of
+/// `PENDING`, `ACTIVE`, `BLOCKED`.
+public struct BackOfficeVault: Codable, Sendable, Equatable {
+    /// The identifier in hex.
+    public var vaultId: String
+    /// `PENDING`, `ACTIVE` or `BLOCKED`.
+    public var state: String
+    /// Attempts counted since the last confirmed unlock.
+    public var failures: Int
+    /// The limit.
+    public var maxFailures: Int
+    /// Creates the message.
+    public init(vaultId: String, state: String, failures: Int, maxFailures: Int) {
+        self.vaultId = vaultId
+        self.state = state
+        self.failures = failures
+        self.maxFailures = maxFailures
+    }
 }
 
 /// `{"userId": …}`.

@@ -95,6 +95,22 @@ public struct BackOfficeClient: Sendable {
         return list.activations
     }
 
+    /// Reads a server-bound vault's counters.
+    /// - Parameter vaultId: the identifier in hex (as `securepin vault status` prints it).
+    /// - Returns: the counters.
+    /// - Throws: ``BackOfficeError``.
+    public func vaultDetail(_ vaultId: String) async throws(BackOfficeError) -> BackOfficeVault {
+        try await call(BackOfficeAPI.vaultDetail, BackOfficeVaultRequest(vaultId: vaultId))
+    }
+
+    /// Unblocks a server-bound vault: failures back to zero.
+    /// - Parameter vaultId: the identifier in hex.
+    /// - Returns: the counters after the unblock.
+    /// - Throws: ``BackOfficeError``.
+    public func unblockVault(_ vaultId: String) async throws(BackOfficeError) -> BackOfficeVault {
+        try await call(BackOfficeAPI.unblockVault, BackOfficeVaultRequest(vaultId: vaultId))
+    }
+
     /// Reads the application's configuration string.
     /// - Returns: the string.
     /// - Throws: ``BackOfficeError``.

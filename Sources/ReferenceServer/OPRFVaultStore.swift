@@ -160,6 +160,19 @@ public final class OPRFVaultStore: Sendable {
     /// Checks a proof over the current challenge; on success the counter returns to zero. Either
     /// way the challenge is spent.
     func confirm(vaultId: [UInt8], proof: [UInt8], now: Date) throws(Refusal) -> VaultOPRFAPI.Counters {
+        try prove(vaultId: vaultId, proof: proof, removing: false, now: now)
+    }
+
+    /// Checks a removal proof over the current challenge; on success the record is deleted (its
+    /// audit rows stay, the last one `removed`). Either way the challenge is spent.
+    /// - Returns: the counters the record had, failures back to zero.
+    func remove(vaultId: [UInt8], proof: [UInt8], now: Date) throws(Refusal) -> VaultOPRFAPI.Counters {
+        try prove(vaultId: vaultId, proof: proof, removing: true, now: now)
+    }
+
+    private func prove(vaultId: [UInt8], proof: [UInt8], removing: Bool, now: Date) throws(Refusal)
+        -> VaultOPRFAPI.Counters
+    {
         try transaction { () throws(Refusal) -> VaultOPRFAPI.Counters in
             var row = try load(vaultId)
             guard let challenge = row.challenge, let nonce = row.verifierNonce, let sealed = row.verifierSealed,
@@ -171,15 +184,51 @@ public final class OPRFVaultStore: Sendable {
             let verifier = try open(nonce: nonce, sealed: sealed, label: Self.verifierLabel(vaultId))
             defer { verifier.destroy() }
             let expected = try secure { () throws(SecureCoreError) in
-                try VaultOPRFAPI.proof(verifier: verifier, vaultId: vaultId, challenge: challenge)
+                removing
+                    ? try VaultOPRFAPI.removalProof(verifier: verifier, vaultId: vaultId, challenge: challenge)
+                    : try VaultOPRFAPI.proof(verifier: verifier, vaultId: vaultId, challenge: challenge)
             }
             let equal = try secure { () throws(SecureCoreError) in try Self.equal(expected, proof) }
             if equal { row.counters.failures = 0 }
-            try write(vaultId, row.counters, challenge: nil)
-            try audit(vaultId, equal ? "confirmed" : "proof-refused", now)
+            if equal && removing {
+                _ = try sql { () throws(SQLiteError) in
+                    try database.run("DELETE FROM oprf_vault WHERE id = ?", [.blob(vaultId)])
+                }
+            } else {
+                try write(vaultId, row.counters, challenge: nil)
+            }
+            try audit(vaultId, equal ? (removing ? "removed" : "confirmed") : "proof-refused", now)
             guard equal else { throw .proofRefused(row.counters) }
             return row.counters
         }.get()
+    }
+
+    /// The back office's unblock: the counter returns to zero and a blocked record is active again.
+    /// It gives whoever holds a copy of the vault directory another `maxFailures` guesses, so it is
+    /// meant for after the user proved who they are by other means (`docs/vault-format.md`).
+    /// - Parameters:
+    ///   - vaultId: the vault.
+    ///   - now: the time of the audit row.
+    /// - Returns: the counters after the unblock.
+    /// - Throws: ``Refusal/unknownVault``, ``Refusal/wrongState(_:)`` (not enrolled yet), ``Refusal/storage(_:)``.
+    public func unblock(vaultId: [UInt8], now: Date) throws(Refusal) -> VaultOPRFAPI.Counters {
+        try transaction { () throws(Refusal) -> VaultOPRFAPI.Counters in
+            var row = try load(vaultId)
+            guard row.counters.state != .pending else { throw .wrongState(row.counters) }
+            row.counters.state = .active
+            row.counters.failures = 0
+            try write(vaultId, row.counters, challenge: nil)
+            try audit(vaultId, "unblocked", now)
+            return row.counters
+        }.get()
+    }
+
+    /// The counters of one vault for the back office, changing nothing.
+    /// - Parameter vaultId: the vault.
+    /// - Returns: the counters.
+    /// - Throws: ``Refusal/unknownVault``, ``Refusal/storage(_:)``.
+    public func detail(vaultId: [UInt8]) throws(Refusal) -> VaultOPRFAPI.Counters {
+        try counters(vaultId: vaultId)
     }
 
     /// The counters, changing nothing.

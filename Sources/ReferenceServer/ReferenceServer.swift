@@ -113,7 +113,7 @@ public final class ReferenceServer: Sendable {
         self.metrics = metrics
         // The vault binding's endpoints (VaultOPRFEndpoint.swift), beside PowerAuth's.
         let vaults = try VaultOPRFEndpoint(
-            store: try OPRFVaultStore(database: store.database, storageKey: storageKey), configuration: configuration)
+            store: try OPRFVaultStore(database: store.database, storageKey: storageKey), server: server)
         self.vaults = vaults
         let router = Router(
             server: server, store: store, gate: try AdminGate(token: options.adminToken, limit: options.adminRateLimit),
@@ -360,6 +360,8 @@ struct Router: Sendable {
                 _ = try Self.decode(request, EmptyMessage.self)
                 return try Self.ok(
                     BackOfficeConfiguration(configuration: try server.configuration.configurationString()))
+            case BackOfficeAPI.vaultDetail, BackOfficeAPI.unblockVault:
+                return try vaultBackOffice(request)
             default:
                 return ActivationServer.error(404, ActivationAPI.ErrorCode.request, "unknown endpoint")
             }
@@ -369,6 +371,38 @@ struct Router: Sendable {
             }
             return ActivationServer.response(for: error)
         }
+    }
+
+    /// The back office of server-bound vaults (404 when the server runs without the vault binding).
+    func vaultBackOffice(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        guard let vaults else {
+            return ActivationServer.error(404, ActivationAPI.ErrorCode.request, "the vault binding is not served")
+        }
+        let body = try Self.decode(request, BackOfficeVaultRequest.self)
+        guard let id = body.bytes else { throw .malformedRequest(reason: "vaultId must be 32 hex digits") }
+        let counters: VaultOPRFAPI.Counters
+        do throws(OPRFVaultStore.Refusal) {
+            counters =
+                request.path == BackOfficeAPI.unblockVault
+                ? try vaults.store.unblock(vaultId: id, now: Date()) : try vaults.store.detail(vaultId: id)
+        } catch {
+            switch error {
+            case .unknownVault: return ActivationServer.error(404, ActivationAPI.ErrorCode.request, "unknown vault")
+            case .wrongState:
+                return ActivationServer.error(409, ActivationAPI.ErrorCode.request, "the vault is not enrolled yet")
+            default: return ActivationServer.error(500, ActivationAPI.ErrorCode.generic, "storage failure")
+            }
+        }
+        let state: String
+        switch counters.state {
+        case .pending: state = "PENDING"
+        case .active: state = "ACTIVE"
+        case .blocked: state = "BLOCKED"
+        }
+        return try Self.ok(
+            BackOfficeVault(
+                vaultId: body.vaultId.lowercased(), state: state, failures: counters.failures,
+                maxFailures: counters.maxFailures))
     }
 
     static func decode<T: Codable & Sendable>(_ request: TransportRequest, _ type: T.Type)

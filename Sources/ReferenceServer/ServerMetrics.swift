@@ -67,7 +67,7 @@ public final class ServerMetrics: Sendable {
         ActivationAPI.serverStatus.path, BackOfficeAPI.initActivation, BackOfficeAPI.commitActivation,
         BackOfficeAPI.blockActivation, BackOfficeAPI.unblockActivation, BackOfficeAPI.removeActivation,
         BackOfficeAPI.activationDetail, BackOfficeAPI.listActivations, BackOfficeAPI.configuration,
-        ServerMetrics.path,
+        BackOfficeAPI.vaultDetail, BackOfficeAPI.unblockVault, ServerMetrics.path,
     ]
 
     /// The path the metrics are served at.

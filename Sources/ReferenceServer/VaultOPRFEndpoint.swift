@@ -6,57 +6,42 @@ import SecureCore
 import VaultOPRFProtocol
 
 /// The server binding of PIN vaults: the endpoints under `/securepin/v1/vault/`
-/// (`VaultOPRFProtocol.VaultOPRFAPI`). Each request is one ECIES 3.2 cryptogram in the
-/// application scope under the master server key; the answer is encrypted under the same
-/// envelope. Per vault the OPRF key is `DeriveKeyPair(master, "SecurePIN vault v1" ‖ vaultId)`,
-/// the master secret sealed at rest by ``OPRFVaultStore``; it exists in memory only while one
-/// request is evaluated.
+/// (`VaultOPRFProtocol.VaultOPRFAPI`). Each request is one ECIES 3.3 cryptogram in the
+/// application scope under a temporary key the client fetched from `POST /pa/v3/keystore/create`;
+/// the answer is encrypted under the same envelope. The cryptogram is opened by the PowerAuth
+/// server's own code (`ActivationServer.ActivationServer.openApplicationRequest(_:sharedInfo1:)`):
+/// its temporary keys, its ±60 s window, its replay cache. Per vault the OPRF key is
+/// `DeriveKeyPair(master, "SecurePIN vault v1" ‖ vaultId)`, the master secret sealed at rest by
+/// ``OPRFVaultStore``; it exists in memory only while one request is evaluated.
 ///
 /// An evaluation is counted (``OPRFVaultStore`` commits the count and its audit row) before the
-/// key is derived; only a proof under the verifier enrolled at registration returns the counter
-/// to zero, and at the policy's maximum the vault is blocked.
+/// key is derived, and only after the request decrypted: a request under an unknown or expired
+/// temporary key counts nothing. Only a proof under the verifier enrolled at registration returns
+/// the counter to zero, and at the policy's maximum the vault is blocked.
 public final class VaultOPRFEndpoint: Sendable {
     /// The store.
     public let store: OPRFVaultStore
     let master: SecureBytes
-    let decryptor: ECIESDecryptor
-    let replay = ECIESReplayCache()
+    let server: ActivationServer
     let maxFailures: Int
 
     /// Prepares the endpoints.
     /// - Parameters:
     ///   - store: the vault tables.
-    ///   - configuration: the server configuration (application key and secret, master key pair).
+    ///   - server: the PowerAuth server whose temporary keys and replay cache open the requests;
+    ///     its configuration gives the failure limit.
     /// - Throws: ``ReferenceServerError``.
-    public init(store: OPRFVaultStore, configuration: ActivationServerConfiguration) throws(ReferenceServerError) {
+    public init(store: OPRFVaultStore, server: ActivationServer) throws(ReferenceServerError) {
         self.store = store
+        self.server = server
         master = try store.masterSecret()
-        maxFailures = configuration.maxFailedAttempts
-        let text: String
-        do throws(ActivationServerError) {
-            text = try configuration.configurationString()
-        } catch {
-            throw .activationServer(error)
-        }
-        let sdk: SDKConfiguration
-        do throws(ProtocolError) {
-            sdk = try SDKConfiguration(parsing: text)
-        } catch {
-            throw .invalidConfiguration(reason: "vault binding configuration: \(error)")
-        }
-        do throws(ECIESError) {
-            decryptor = ECIESDecryptor(
-                configuration: try VaultOPRFAPI.eciesConfiguration(sdk),
-                privateKey: configuration.masterKeyPair.privateKey)
-        } catch {
-            throw .invalidConfiguration(reason: "vault binding ECIES: \(error)")
-        }
+        maxFailures = server.configuration.maxFailedAttempts
     }
 
     /// Answers one request under `/securepin/v1/vault/`.
     /// - Parameters:
     ///   - request: the HTTP request.
-    ///   - now: the server's time (the ECIES timestamp window and the audit rows).
+    ///   - now: the server's time for the audit rows (the ECIES window uses the PowerAuth server's clock).
     /// - Returns: the answer.
     public func respond(to request: HTTPRequest, now: Date = Date()) -> HTTPResponse {
         guard let operation = VaultOPRFAPI.Operation(path: request.path) else {
@@ -64,21 +49,18 @@ public final class VaultOPRFEndpoint: Sendable {
         }
         guard request.method == "POST" else { return Self.failure(405, "method-not-allowed") }
         guard let wire = try? JSONDecoder().decode(VaultOPRFAPI.Cryptogram.self, from: request.body),
-            let cryptogram = wire.cryptogram, let ephemeral = cryptogram.ephemeralPublicKey,
-            let nonce = cryptogram.nonce, let timestamp = cryptogram.timestamp
+            let cryptogram = wire.cryptogram, cryptogram.temporaryKeyId != nil, cryptogram.ephemeralPublicKey != nil,
+            cryptogram.nonce != nil, cryptogram.timestamp != nil
         else { return Self.failure(400, "malformed") }
-        do throws(ActivationServerError) {
-            try replay.accept(
-                ephemeralPublicKey: ephemeral, nonce: nonce, timestamp: Int64(clamping: timestamp),
-                now: Int64(now.timeIntervalSince1970 * 1000))
-        } catch {
-            return Self.failure(400, "expired")
-        }
         let opened: (plaintext: SecureBytes?, envelope: ECIESEnvelope)
-        do throws(ECIESError) {
-            opened = try decryptor.decryptRequest(cryptogram)
+        do throws(ActivationServerError) {
+            opened = try server.openApplicationRequest(cryptogram, sharedInfo1: VaultOPRFAPI.sharedInfo1)
         } catch {
-            return Self.failure(400, "malformed")
+            switch error {
+            case .temporaryKeyFailure: return Self.failure(400, VaultOPRFAPI.temporaryKeyRefused)
+            case .requestExpired, .replayedRequest: return Self.failure(400, "expired")
+            default: return Self.failure(400, "malformed")
+            }
         }
         guard let plaintext = opened.plaintext else { return Self.failure(400, "malformed") }
         defer { plaintext.destroy() }
@@ -144,6 +126,12 @@ public final class VaultOPRFEndpoint: Sendable {
             let proof = plaintext.withUnsafeBytes { Array($0[bodyAt...]) }
             let counters = try Failure.store { () throws(OPRFVaultStore.Refusal) in
                 try store.confirm(vaultId: vaultId, proof: proof, now: now)
+            }
+            return try Failure.publicAnswer(counters.bytes)
+        case .remove:
+            let proof = plaintext.withUnsafeBytes { Array($0[bodyAt...]) }
+            let counters = try Failure.store { () throws(OPRFVaultStore.Refusal) in
+                try store.remove(vaultId: vaultId, proof: proof, now: now)
             }
             return try Failure.publicAnswer(counters.bytes)
         case .status:

@@ -7,9 +7,11 @@ import SecureCore
 /// server, and a key-confirmation proof that tells it an unlock succeeded. `docs/vault-format.md`
 /// gives the argument; this type gives the bytes.
 ///
-/// Every request and every success response is one ECIES cryptogram (PowerAuth 3.2 format,
-/// application scope, `SHARED_INFO_1` `/pa/generic/application`, under the master server public key
-/// of the configuration string) carried as JSON (``Cryptogram``). Its plaintext is binary:
+/// Every request and every success response is one ECIES cryptogram (PowerAuth 3.3 format,
+/// application scope, `SHARED_INFO_1` `/pa/generic/application`, under an application-scope
+/// temporary key from `POST /pa/v3/keystore/create` whose response JWT verified under the master
+/// server public key of the configuration string; its `temporaryKeyId` is in the associated data)
+/// carried as JSON (``Cryptogram``). Its plaintext is binary:
 ///
 /// | operation | request plaintext after `op ‖ vaultId` | response plaintext |
 /// |---|---|---|
@@ -18,6 +20,7 @@ import SecureCore
 /// | evaluate | blinded element (32) | evaluated (32) ‖ challenge (16) ‖ counters (9) |
 /// | confirm | proof (32) | counters (9) |
 /// | status | — | counters (9) |
+/// | remove | proof (32) | counters (9) |
 ///
 /// `op` is one byte (the path's ``Operation``), `vaultId` 16 bytes (zeros for register), the
 /// counters `state (1) ‖ failures (u32be) ‖ maxFailures (u32be)`. Errors are plain JSON
@@ -26,7 +29,11 @@ public enum VaultOPRFAPI {
     /// Every path starts here, apart from PowerAuth's `/pa/`.
     public static let pathPrefix = "/securepin/v1/vault/"
     /// The ECIES version of the exchange.
-    public static let eciesVersion: ProtocolVersion = .v3_2
+    public static let eciesVersion: ProtocolVersion = .v3_3
+    /// The ``Failure/error`` of a request under a temporary key the server does not hold (unknown,
+    /// expired, forgotten by a restart): nothing was counted, and the client may fetch a new key and
+    /// send the request again.
+    public static let temporaryKeyRefused = "temporary-key"
     /// The ECIES purpose.
     public static let sharedInfo1: ECIES.SharedInfo1 = .applicationScopeGeneric
     /// Size of a vault identifier.
@@ -50,6 +57,9 @@ public enum VaultOPRFAPI {
         case confirm = 4
         /// The counters, counting nothing.
         case status = 5
+        /// Proves, like ``confirm``, that the last evaluation opened the vault, and deletes the
+        /// server record: the vault was destroyed, or its PIN changed to a new record.
+        case remove = 6
 
         /// The HTTP path.
         public var path: String { VaultOPRFAPI.pathPrefix + String(describing: self) }
@@ -66,7 +76,7 @@ public enum VaultOPRFAPI {
         public var requestBodyByteCount: Int {
             switch self {
             case .register, .evaluate: OPRF.elementByteCount
-            case .enroll, .confirm: VaultOPRFAPI.proofByteCount
+            case .enroll, .confirm, .remove: VaultOPRFAPI.proofByteCount
             case .status: 0
             }
         }
@@ -116,6 +126,8 @@ public enum VaultOPRFAPI {
 
     /// An ECIES cryptogram as JSON (Base64 fields).
     public struct Cryptogram: Codable, Sendable {
+        /// The temporary key the request is encrypted to (requests only).
+        public var temporaryKeyId: String?
         /// The client's ephemeral public key (requests only).
         public var ephemeralPublicKey: String?
         /// The ciphertext.
@@ -129,6 +141,7 @@ public enum VaultOPRFAPI {
 
         /// From a cryptogram.
         public init(_ c: ECIESCryptogram) {
+            temporaryKeyId = c.temporaryKeyId
             ephemeralPublicKey = c.ephemeralPublicKey.map { Data($0).base64EncodedString() }
             encryptedData = Data(c.encryptedData).base64EncodedString()
             mac = Data(c.mac).base64EncodedString()
@@ -147,13 +160,15 @@ public enum VaultOPRFAPI {
                 let mac = bytes(mac), let mac, let nonce = bytes(nonce)
             else { return nil }
             return ECIESCryptogram(
-                ephemeralPublicKey: ephemeral, encryptedData: data, mac: mac, nonce: nonce, timestamp: timestamp)
+                temporaryKeyId: temporaryKeyId, ephemeralPublicKey: ephemeral, encryptedData: data, mac: mac,
+                nonce: nonce, timestamp: timestamp)
         }
     }
 
     /// An error answer.
     public struct Failure: Codable, Sendable, Equatable {
-        /// `blocked`, `unknown-vault`, `not-pending`, `proof-refused`, `malformed`, `expired`.
+        /// `blocked`, `unknown-vault`, `wrong-state`, `proof-refused`, `malformed`, `expired`,
+        /// ``VaultOPRFAPI/temporaryKeyRefused``.
         public var error: String
         /// The counters, when the vault is known.
         public var counters: Counters?
@@ -165,14 +180,18 @@ public enum VaultOPRFAPI {
         }
     }
 
-    /// The ECIES parameters of the exchange for an application.
-    /// - Parameter configuration: the application's configuration string, parsed.
+    /// The ECIES parameters of one request of an application.
+    /// - Parameters:
+    ///   - configuration: the application's configuration string, parsed.
+    ///   - temporaryKeyId: the application-scope temporary key the request is encrypted to.
     /// - Returns: the configuration.
     /// - Throws: `PowerAuthProtocol.ECIESError`.
-    public static func eciesConfiguration(_ configuration: SDKConfiguration) throws(ECIESError) -> ECIESConfiguration {
+    public static func eciesConfiguration(_ configuration: SDKConfiguration, temporaryKeyId: String) throws(ECIESError)
+        -> ECIESConfiguration
+    {
         try ECIESConfiguration(
             version: eciesVersion, sharedInfo1: sharedInfo1, applicationKey: configuration.applicationKey,
-            applicationSecret: configuration.applicationSecret)
+            applicationSecret: configuration.applicationSecret, temporaryKeyId: temporaryKeyId)
     }
 
     /// The key-confirmation proof: `HMAC-SHA256(verifier, label ‖ vaultId ‖ challenge)`.
@@ -186,6 +205,20 @@ public enum VaultOPRFAPI {
         -> [UInt8]
     {
         try HMACSHA256.authenticate(Array("SecurePIN vault confirm v1".utf8) + vaultId + challenge, key: verifier)
+    }
+
+    /// The removal proof: `HMAC-SHA256(verifier, "SecurePIN vault remove v1" ‖ vaultId ‖ challenge)`.
+    /// Its own label, so a confirmation an observer saw can never be turned into a removal.
+    /// - Parameters:
+    ///   - verifier: the 32-byte verifier.
+    ///   - vaultId: the vault's identifier.
+    ///   - challenge: the challenge of the evaluation that opened the vault.
+    /// - Returns: the proof (single use).
+    /// - Throws: `SecureCore.SecureCoreError`.
+    public static func removalProof(verifier: SecureBytes, vaultId: [UInt8], challenge: [UInt8])
+        throws(SecureCoreError) -> [UInt8]
+    {
+        try HMACSHA256.authenticate(Array("SecurePIN vault remove v1".utf8) + vaultId + challenge, key: verifier)
     }
 
     /// A request plaintext in secure memory: `op ‖ vaultId ‖ body`, `body` written by `fill`.

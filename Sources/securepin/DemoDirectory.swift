@@ -45,7 +45,15 @@ enum DemoDirectory {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
                 for child in children.withLock({ $0 }) { kill(child, SIGTERM) }
-                try? FileManager.default.removeItem(atPath: path)
+                // The demo's other threads keep running until _exit: one may create a temporary file
+                // while the tree is being removed (then the removal fails on a non-empty directory).
+                // Remove until the path is gone; a writer cannot create anything in a directory
+                // that no longer exists, so this ends after a pass or two (bounded at 2 s).
+                for _ in 0..<200 {
+                    try? FileManager.default.removeItem(atPath: path)
+                    if access(path, F_OK) != 0 { break }
+                    usleep(10_000)
+                }
                 FileHandle.standardError.write(Data("\nsecurepin: demo: interrupted; removed \(path)\n".utf8))
                 // _exit, not exit: other threads are mid-step, and running atexit handlers and
                 // static destructors under them can crash instead of exiting.

@@ -182,6 +182,9 @@ enum Help {
               --config STRING      with --bind server: the configuration string it prints
               --tpm-max-tries N    the TPM's lockout after N failures (default 10; TPM-wide)
               --tpm-recovery S     one failure forgotten every S seconds (default 600; TPM-wide)
+              --tpm-lockout-auth-fd N
+                                   the TPM's lockout authorisation from descriptor N, needed to set
+                                   the two above when the TPM has one (one trailing newline removed)
             The vault refuses key derivation below its floor: \(floorText).
 
             example:
@@ -244,17 +247,21 @@ enum Help {
               securepin vault status --vault ~/.myvault
             """,
             "vault destroy": """
-            usage: securepin vault destroy --vault DIR [--yes]
+            usage: securepin vault destroy --vault DIR [--yes] [--pin-fd N]
 
             Destroys the key file in place (every copy of the vault file becomes useless), overwrites
             and removes the vault's own files, and removes DIR only if vault init created it. Says
-            exactly what it removed. Asks for confirmation on a terminal.
+            exactly what it removed. Asks for confirmation on a terminal. With --pin-fd the PIN is
+            checked first (counted like an unlock; a wrong PIN destroys nothing) and a server-bound
+            vault's record is removed at its server before the files; without it that record stays,
+            useless without the files.
 
             options:
               --vault DIR     the vault directory
               --store S       files (the default); keyring is refused for now: a vault
                               keeps its sealed secret and its record in DIR only
               --yes           do not ask (needed when standard input is not a terminal)
+              --pin-fd N      prove the PIN (read from descriptor N) and remove the server record
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
 

@@ -106,9 +106,10 @@ enum VaultCommand {
         let t = args.integer("-t", range: UInt32(1)...UInt32.max)
         let k = args.integer("-k", range: UInt32(1)...UInt32.max)
         let p = args.integer("-p", range: UInt32(1)...UInt32(64))
-        let (bind, options) = binding(&args)
+        var (bind, options) = binding(&args)
         let maxTries = args.integer("--tpm-max-tries", range: UInt32(1)...UInt32(1000))
         let recovery = args.integer("--tpm-recovery", range: UInt32(0)...UInt32(86_400 * 7))
+        let lockoutFD = args.integer("--tpm-lockout-auth-fd", range: Int32(0)...Int32(65535))
         let url = args.value("--url")
         let configuration = args.value("--config")
         directory = requireVault(&args)
@@ -121,8 +122,8 @@ enum VaultCommand {
         if bind == .server && policyText != nil {
             args.usageError("--policy is the software counter's: with --bind server the server's policy counts")
         }
-        if bind != .tpm && (maxTries != nil || recovery != nil) {
-            args.usageError("--tpm-max-tries and --tpm-recovery go with --bind tpm")
+        if bind != .tpm && (maxTries != nil || recovery != nil || lockoutFD != nil) {
+            args.usageError("--tpm-max-tries, --tpm-recovery and --tpm-lockout-auth-fd go with --bind tpm")
         }
         if bind == .tpm && policyText != nil {
             args.usageError(
@@ -142,6 +143,17 @@ enum VaultCommand {
         checkNewVaultPath(directory, args: args)
         try PinVault.checkCanCreate(at: directory)  // an existing directory must be empty, yours and 0700
         input.checkAvailable(command: "vault init")
+        if let lockoutFD {
+            if lockoutFD == 0 {
+                args.usageError("standard input carries the secret: give --tpm-lockout-auth-fd 4 4<FILE")
+            }
+            if case .descriptor(let pinFD, _) = input, pinFD == lockoutFD {
+                args.usageError("--tpm-lockout-auth-fd and --pin-fd need two descriptors")
+            }
+            PinInput.descriptor(lockoutFD, option: "--tpm-lockout-auth-fd").checkAvailable(command: "vault init")
+        }
+        if let lockoutFD { options.tpmLockoutAuthorization = try lockoutAuthorization(from: lockoutFD, args: args) }
+        defer { options.tpmLockoutAuthorization?.destroy() }
         let (buffer, count) =
             try isatty(0) == 1
             ? TerminalSecret.read(maximum: PinVault.maximumSecretByteCount)
@@ -180,15 +192,39 @@ enum VaultCommand {
         return ExitCode.ok
     }
 
-    /// Destroys after a confirmation (a terminal) or `--yes`, and says exactly what it removed.
+    /// The TPM's lockout authorisation from a descriptor, in secure memory: its bytes, one trailing
+    /// newline removed (as `echo` or an editor leaves it: a stray newline would be a wrong
+    /// authorisation, which the TPM answers by locking its lockout hierarchy for a while).
+    static func lockoutAuthorization(from fd: Int32, args: Arguments) throws -> SecureBytes {
+        let (buffer, count) = try SecureIO.readAll(from: fd, maximum: 64)
+        defer { buffer.destroy() }
+        let newline = count > 0 && buffer.withUnsafeBytes { $0[count - 1] == 0x0A }
+        let length = newline ? count - 1 : count
+        guard length > 0 else {
+            args.fail("--tpm-lockout-auth-fd: the lockout authorisation is empty (an empty one needs no option)")
+        }
+        let auth = try SecureBytes(count: length)
+        buffer.withUnsafeBytes { source in
+            auth.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: source.prefix(length))) }
+        }
+        return auth
+    }
+
+    /// Destroys after a confirmation (a terminal) or `--yes`, and says exactly what it removed. With
+    /// `--pin-fd N` the PIN is proved first (counted like an unlock; a wrong one destroys nothing),
+    /// which also removes a server-bound vault's record at its server.
     static func destroy(_ args: inout Arguments, directory: inout String) throws -> Int32 {
         let yes = args.flag("--yes")
+        let pinFD = args.integer("--pin-fd", range: Int32(0)...Int32(65535))
         let (_, options) = binding(&args)
         directory = requireVault(&args)
+        if let pinFD { PinInput.descriptor(pinFD, option: "--pin-fd").checkAvailable(command: "vault destroy") }
         let vault = PinVault(directory: directory, options: options)
         // Only a missing vault stops here: a damaged one (say, a destroy interrupted after its key
         // file was overwritten) must still be destroyable.
         guard vault.exists else { throw VaultError.notFound }
+        // The PIN's format, and whether a server keeps a record, when the vault can still be read.
+        let state = try? vault.status()
         if !yes {
             guard isatty(0) == 1 else {
                 CLI.printError(
@@ -203,13 +239,31 @@ enum VaultCommand {
                 return ExitCode.usage
             }
         }
-        let report = try vault.destroy()
+        let report: VaultDestruction
+        if let pinFD {
+            guard let state else {
+                throw VaultError.damaged(reason: "the vault cannot be read, so no PIN can be checked")
+            }
+            let pin = PinInput.descriptor(pinFD, option: "--pin-fd").read(
+                format: PinFormat(state.pinFormat), command: "vault destroy")
+            defer { pin.destroy() }
+            report = try vault.destroy(pin: pin)
+        } else {
+            report = try vault.destroy()
+        }
         print("vault destroyed: \(directory)")
         print("overwritten in place and removed: \(report.removedFiles.joined(separator: ", "))")
         print(
             report.removedDirectory
                 ? "removed directory: \(directory) (created by vault init)"
                 : "kept directory: \(directory) (the vault did not create it, or it is not empty)")
+        if report.removedServerRecord {
+            print("removed at the server: record \(state?.serverVaultId ?? "?") (\(state?.serverLocation ?? "?"))")
+        } else if let state, state.binding == .server {
+            print(
+                "kept at the server: record \(state.serverVaultId ?? "?") (useless without the destroyed files; "
+                    + "removing it needs the PIN: --pin-fd N)")
+        }
         return ExitCode.ok
     }
 
@@ -378,12 +432,17 @@ enum VaultCommand {
                     ?? s.pinFormat.description,
             ]
             fields["next_attempt_at"] = s.nextAttemptAt.map { iso8601($0) as Any } ?? NSNull()
+            if let id = s.serverVaultId { fields["server_vault_id"] = id }
             let data = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
             let next: String
             switch s.state {
-            case .locked: next = "never (locked: only destroy and a new vault help)"
+            case .locked:
+                next =
+                    s.binding == .server
+                    ? "never (blocked by the server: its back office can unblock record \(s.serverVaultId ?? "?"))"
+                    : "never (locked: only destroy and a new vault help)"
             case .throttled:
                 next = "try again in \(s.retryAfterSeconds) s (\(s.nextAttemptAt.map(iso8601) ?? "?"))"
             case .ready: next = "now"
@@ -391,6 +450,7 @@ enum VaultCommand {
             print("state:              \(s.state.rawValue)")
             print("binding:            \(s.binding.rawValue)")
             print("enforced by:        \(enforcer)")
+            if let id = s.serverVaultId { print("server record:      \(id)") }
             print("failures:           \(s.failures) of \(s.maxFailures)")
             print("remaining attempts: \(s.remainingAttempts)")
             if let tpm = s.tpmLockout {
@@ -509,6 +569,12 @@ enum VaultCommand {
                 (
                     "the TPM is in dictionary-attack lockout: it refuses every PIN, the right one too; it forgets "
                         + "one failure every \(seconds) s; nothing was counted", ExitCode.locked
+                )
+            case .tpmFailed(.lockoutAuthorizationRefused):
+                (
+                    "the TPM refused its lockout authorisation (set with --tpm-lockout-auth-fd, or empty without it); "
+                        + "nothing was written. A TPM locks its lockout hierarchy for its lockout recovery time after "
+                        + "a wrong one, so check it before trying again", ExitCode.refused
                 )
             case .tpmFailed(let error): ("the TPM failed: \(error)", ExitCode.refused)
             case .serverRequired:

@@ -232,3 +232,58 @@ struct TPMCrashTests {
         }
     }
 }
+
+/// Runs a shell command line (descriptors redirected by the shell) and returns its exit status.
+func shell(_ line: String, in directory: String) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", line]
+    process.currentDirectoryURL = URL(fileURLWithPath: directory)
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
+@Suite("A TPM with a lockout authorisation (swtpm, tpm2_changeauth, the securepin CLI)", .serialized)
+struct TPMLockoutAuthorisationTests {
+    /// The DA parameters need the lockout hierarchy's authorisation; the CLI reads it from a
+    /// descriptor. The right one sets the vault's policy; a wrong one is refused before anything is
+    /// written (the right one goes first: a TPM answers a wrong one by locking the lockout hierarchy).
+    @Test func theLockoutAuthorisationFromADescriptorSetsThePolicyAndAWrongOneWritesNothing() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tpm2_changeauth") else {
+            Issue.record("tpm2-tools is not installed (make deps installs it)")
+            return
+        }
+        try withSoftwareTPM { tpm in
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("spc-lockout-\(UUID().uuidString)")
+                .path
+            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: work) }
+            #expect(try shell("tpm2_changeauth -T '\(tpm.tcti)' -c lockout lock-secret", in: work) == 0)
+            try Data("lock-secret\n".utf8).write(to: URL(fileURLWithPath: work + "/auth-right"))
+            try Data("lock-wrong".utf8).write(to: URL(fileURLWithPath: work + "/auth-wrong"))
+            try Data("2468\n".utf8).write(to: URL(fileURLWithPath: work + "/pin"))
+            let securepin = try BuiltExecutable.path("securepin")
+            func initialize(_ name: String, _ auth: String?) throws -> Int32 {
+                let lockout = auth.map { " --tpm-lockout-auth-fd 4 4<\($0)" } ?? ""
+                return try shell(
+                    "printf x | '\(securepin)' vault init --vault \(name) --bind tpm --tcti '\(tpm.tcti)' "
+                        + "--tpm-max-tries 3 --tpm-recovery 60 -t 2 -k 19456 --pin-fd 3 3<pin\(lockout)", in: work)
+            }
+            #expect(try initialize("right", "auth-right") == 0)
+            let vault = PinVault(
+                directory: work + "/right",
+                options: PinVault.Options(floor: testFloor, tpm: SoftwareStackTPM(tcti: tpm.tcti)))
+            let status = try vault.status()
+            #expect(status.tpmLockout?.maxTries == 3 && status.tpmLockout?.recoverySeconds == 60)
+            #expect(try unlockText(vault, "2468") == "x")
+            #expect(try initialize("wrong", "auth-wrong") == 1)
+            #expect(!FileManager.default.fileExists(atPath: work + "/wrong/vault"))
+            // Without the option the authorisation is empty, refused too: nothing written.
+            #expect(try initialize("none", nil) == 1)
+            #expect(!FileManager.default.fileExists(atPath: work + "/none"))
+        }
+    }
+}

@@ -127,5 +127,36 @@ check "client status without an activation -> 2" 2 $?
 "$B" client status --config "$config" --state "$work/device" >/dev/null 2>&1
 check "client status without --url -> 2" 2 $?
 
+# The PIN vault bound to this server: the record's identifier, the back office, and destroy
+# with the PIN removing the record (a wrong PIN destroys nothing and is counted).
+vadmin() { curl -s -XPOST "$url/admin/vault/$1" -H @"$work/admin.header" -d "{\"requestObject\":$2}"; }
+V=(--vault "$work/vault")
+printf 'refresh-token' | "$B" vault init "${V[@]}" --bind server --url "$url" --config "$config" -t 2 -k 19456 \
+    --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+check "vault init --bind server" 0 $?
+"$B" vault status "${V[@]}" --json >"$work/vs.json"
+vid=$(field server_vault_id "$work/vs.json")
+[[ $vid =~ ^[0-9a-f]{32}$ ]]
+check "vault status --json: the server record's identifier" 0 0 $?
+"$B" vault unlock "${V[@]}" --pin-fd 3 3<"$work/wrong" >/dev/null 2>&1
+"$B" vault unlock "${V[@]}" --pin-fd 3 3<"$work/wrong" >/dev/null 2>&1
+[[ $(jq -r '.responseObject | "\(.state) \(.failures)"' <<<"$(vadmin detail "{\"vaultId\":\"$vid\"}")") == "ACTIVE 2" ]]
+check "the back office sees the server's count for the vault" 0 0 $?
+[[ $(jq -r .responseObject.failures <<<"$(vadmin unblock "{\"vaultId\":\"$vid\"}")") == 0 ]]
+check "the back office's vault unblock resets the count" 0 0 $?
+before=$(cd "$work/vault" && sha256sum vault key)
+"$B" vault destroy "${V[@]}" --yes --pin-fd 3 3<"$work/wrong" >/dev/null 2>"$work/err"
+check "vault destroy --pin-fd with a wrong PIN -> 1" 1 $?
+[[ $(cd "$work/vault" && sha256sum vault key) == "$before" ]]
+check "a wrong PIN destroys nothing" 0 0 $?
+[[ $(jq -r .responseObject.failures <<<"$(vadmin detail "{\"vaultId\":\"$vid\"}")") == 1 ]]
+check "the destroy's wrong PIN was counted by the server" 0 0 $?
+"$B" vault destroy "${V[@]}" --yes --pin-fd 3 3<"$work/pin" >"$work/out"
+check "vault destroy --pin-fd with the PIN" 0 $?
+grep -q "^removed at the server: record $vid" "$work/out"
+check "vault destroy: says the server record was removed" 0 0 $?
+[[ $(jq -r .status <<<"$(vadmin detail "{\"vaultId\":\"$vid\"}")") == ERROR ]]
+check "the back office no longer knows the destroyed vault" 0 0 $?
+
 echo "client: $passed passed, $failed failed"
 [[ $failed == 0 ]]
