@@ -48,10 +48,11 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 # Debian packages the build and the tests need.
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
                 libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl jq groff-base \
-                libtss2-dev swtpm swtpm-tools tpm2-tools python3 python3-venv python3-pip libpq-dev postgresql-15
+                libtss2-dev swtpm swtpm-tools tpm2-tools python3 python3-venv python3-pip \
+                libsecret-1-dev dbus gnome-keyring libsecret-tools libpq-dev postgresql-15
 
 .SHELLFLAGS := -o pipefail -ec
-.PHONY: run test deps build test-c test-swift test-cli test-interop test-postgres lint bench bench-kdf bench-server stress audit audit-quick \
+.PHONY: run test deps build test-c test-swift test-cli test-interop test-keyring test-postgres lint bench bench-kdf bench-server stress audit audit-quick \
         audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-modules \
         audit-sloc \
         fuzz fuzz-smoke fuzz-build format clean docs docs-check install test-pq
@@ -60,7 +61,7 @@ run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
 	$(BUILD_DIR)/debug/securepin demo
 
-test: deps lint test-c test-swift test-postgres test-cli test-pq test-interop docs-check audit-quick fuzz-smoke
+test: deps lint test-c test-swift test-postgres test-cli test-keyring test-pq test-interop docs-check audit-quick fuzz-smoke
 	@c=$$(cat $(BUILD_DIR)/test-logs/*.log | sed -n 's/.*: \([0-9]*\) passed, 0 failed$$/\1/p' | awk '{s+=$$1} END {print s+0}'); \
 	s=$$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .* passed.*/\1/p' $(BUILD_DIR)/test-logs/swift.log); \
 	echo "make test: C and CLI checks $$c, Swift tests $$s"; \
@@ -224,6 +225,17 @@ test-cli: deps
 	Tests/cli/readme.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/readme.log
 	Tests/cli/spec.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/spec.log
 	Tests/cli/client.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/client.log
+
+## test-keyring: the activation store in a real Secret Service. Tests/keyring/run.sh starts a private
+## session bus (dbus-run-session) and a throw-away gnome-keyring-daemon (data and runtime directories
+## in $(BUILD_DIR)/keyring-test, unlocked with a test password on stdin), runs the ActivationKeyringTests
+## suites with the keyring case on, drives securepin client --store keyring against securepin server
+## (secret-tool search, no secret in any file), client migrate-store, and a locked collection; it
+## stops the daemon, the server and the bus on exit.
+test-keyring: deps
+	@mkdir -p $(BUILD_DIR)/test-logs
+	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) Tests/keyring/run.sh $(BUILD_DIR) $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/keyring.log
 
 ## test-interop: SecurePIN against a PowerAuth V3 client and server written in Python from the upstream
 ## PowerAuth documents alone (Tests/interop/README.md). The Python side runs in a venv under

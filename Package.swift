@@ -42,6 +42,10 @@ let systemLibraries: [Target] = [
     .systemLibrary(
         name: "CTSS2", path: "Sources/CTSS2", pkgConfig: "tss2-esys",
         providers: [.apt(["libtss2-dev"])]),
+    // The Secret Service client (GNOME Keyring, KWallet, KeePassXC over D-Bus).
+    .systemLibrary(
+        name: "CLibSecret", path: "Sources/CLibSecret", pkgConfig: "libsecret-1",
+        providers: [.apt(["libsecret-1-dev"])]),
 ]
 
 /// The audited C core and its Swift face: secure memory, passwords, KDFs, AEAD; the protocol
@@ -181,6 +185,10 @@ let network: [Target] = [
     .target(
         name: "ActivationHTTP",
         dependencies: ["PowerAuthProtocol", "Activation", "HTTPClient"]),
+    // The activation store in the Secret Service (libsecret), and the choice between it and files.
+    .target(
+        name: "ActivationKeyring",
+        dependencies: ["Activation", "SecureCore", "DurableStorage", "CLibSecret"]),
 ]
 
 /// The shipped tool, the demo of the PIN pad, and the benchmarks (not shipped).
@@ -192,7 +200,7 @@ let tools: [Target] = [
             "PowerAuthProtocol",
             "Activation",
             "ActivationServer",
-            "ReferenceServer", "ActivationHTTP", "HTTPServer", "CPostQuantum", "PostgresStore",
+            "ReferenceServer", "ActivationHTTP", "HTTPServer", "CPostQuantum", "ActivationKeyring", "PostgresStore",
         ],
         linkerSettings: linkHardening),
     .executableTarget(
@@ -282,6 +290,14 @@ let testing: [Target] = [
             "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore",
             "ActivationTestSupport",
         ]),
+    // One storage suite, run against the file store and (inside `make test-keyring`) a real
+    // Secret Service.
+    .testTarget(
+        name: "ActivationKeyringTests",
+        dependencies: [
+            "Activation", "ActivationKeyring", "ActivationServer", "ActivationTestSupport", "PowerAuthProtocol",
+            "SecureCore", "CLibSecret",
+        ]),
     .testTarget(
         name: "HTTPServerTests",
         dependencies: ["HTTPServer", "TestSupport"]),
@@ -328,6 +344,7 @@ let package = Package(
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
         .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),
+        .library(name: "ActivationKeyring", targets: ["ActivationKeyring"]),
     ],
     targets: systemLibraries + core + storage + device + powerAuth + network + tools + testing
 )
