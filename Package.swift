@@ -34,6 +34,10 @@ let systemLibraries: [Target] = [
     .systemLibrary(
         name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
         providers: [.apt(["libsqlite3-dev"])]),
+    // libpq, PostgreSQL's client library: the activation store of several server instances.
+    .systemLibrary(
+        name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq",
+        providers: [.apt(["libpq-dev"])]),
     // The TPM Software Stack: ESYS, the TCTI loader, marshalling.
     .systemLibrary(
         name: "CTSS2", path: "Sources/CTSS2", pkgConfig: "tss2-esys",
@@ -158,12 +162,16 @@ let network: [Target] = [
     .target(
         name: "SQLiteStore",
         dependencies: ["CSQLite"]),
+    // A pool of libpq connections, binary parameters, a versioned schema; the DSN in secure memory.
+    .target(
+        name: "PostgresStore",
+        dependencies: ["CLibPQ", "SecureCore"]),
     .target(
         name: "HTTPClient"),
     .target(
         name: "ReferenceServer",
         dependencies: [
-            "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore",
+            "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "PostgresStore", "SecureCore",
             "HTTPClient", "VaultOPRFProtocol",
         ]),
     // The vault's server binding: the wire format both ends share (OPRF over ECIES), and the
@@ -192,7 +200,7 @@ let tools: [Target] = [
             "PowerAuthProtocol",
             "Activation",
             "ActivationServer",
-            "ReferenceServer", "ActivationHTTP", "HTTPServer", "CPostQuantum", "ActivationKeyring",
+            "ReferenceServer", "ActivationHTTP", "HTTPServer", "CPostQuantum", "ActivationKeyring", "PostgresStore",
         ],
         linkerSettings: linkHardening),
     .executableTarget(
@@ -310,7 +318,7 @@ let testing: [Target] = [
         name: "ReferenceServerTests",
         dependencies: [
             "ReferenceServer", "ActivationHTTP", "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault",
-            "SecureCore", "SQLiteStore", "HTTPServer", "securepin", "TestSupport",
+            "SecureCore", "SQLiteStore", "PostgresStore", "HTTPServer", "securepin", "TestSupport",
         ]),
 ]
 
@@ -332,6 +340,7 @@ let package = Package(
         .library(name: "PinEntryTerminal", targets: ["PinEntryTerminal"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
+        .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
         .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),

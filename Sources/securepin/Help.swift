@@ -316,9 +316,11 @@ enum Help {
               echo 1990 | securepin pin check --pin-fd 0
             """,
             "server": """
-            usage: securepin server --port N --db PATH [--admin-token-file PATH] [options]
+            usage: securepin server --port N (--db PATH | --store postgres --dsn-file F --key-file K) [options]
 
-            The reference activation server over HTTP on 127.0.0.1, state in SQLite.
+            The reference activation server over HTTP on 127.0.0.1, state in SQLite, or in
+            PostgreSQL shared by several instances (each request answered 503 while the
+            database is down).
             SIGTERM or SIGINT stops it gracefully. Each answered request is logged as one
             JSON line (time, request id, endpoint, status, duration, activation id) on
             standard error; never a PIN, code, key, token or body.
@@ -327,11 +329,17 @@ enum Help {
               --port N              TCP port on 127.0.0.1 (0 picks a free one; the line
                                     'listening on' says which)
               --db PATH             the SQLite database (created when missing)
+              --store S             sqlite (default) or postgres
+              --dsn-file PATH       with --store postgres: the libpq connection string, read
+                                    from a 0600 file into secure memory (never an argument)
+              --pool-size N         with --store postgres: most connections (default 16)
+              --statement-timeout MS  with --store postgres: per statement and lock (default 5000)
               --admin-token T       enables the back office with this token (visible to
                                     other local users in the process list: prefer the file)
               --admin-token-file P  reads the token from a 0600 file
               --key-file PATH       the storage key file (default PATH.key next to the
-                                    database; created 0600 when missing)
+                                    database; created 0600 when missing); required with
+                                    --store postgres, the same file for every instance
               --max-failures N      failed attempts that block new activations (default 5)
               --metrics-port N      also serve GET /metrics without the token on 127.0.0.1:N
                                     (on --port, /metrics needs the admin token)
