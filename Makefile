@@ -48,10 +48,11 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 # Debian packages the build and the tests need.
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
                 libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl jq groff-base \
-                libtss2-dev swtpm swtpm-tools tpm2-tools python3 python3-venv python3-pip
+                libtss2-dev swtpm swtpm-tools tpm2-tools python3 python3-venv python3-pip \
+                libsecret-1-dev dbus gnome-keyring libsecret-tools libpq-dev postgresql-15
 
 .SHELLFLAGS := -o pipefail -ec
-.PHONY: run test deps build test-c test-swift test-cli test-interop lint bench bench-kdf bench-server stress audit audit-quick \
+.PHONY: run test deps build test-c test-swift test-cli test-interop test-keyring test-postgres lint bench bench-kdf bench-server stress audit audit-quick \
         audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-modules \
         audit-sloc \
         fuzz fuzz-smoke fuzz-build format clean docs docs-check install test-pq
@@ -60,7 +61,7 @@ run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
 	$(BUILD_DIR)/debug/securepin demo
 
-test: deps lint test-c test-swift test-cli test-pq test-interop docs-check audit-quick fuzz-smoke
+test: deps lint test-c test-swift test-postgres test-cli test-keyring test-pq test-interop docs-check audit-quick fuzz-smoke
 	@c=$$(cat $(BUILD_DIR)/test-logs/*.log | sed -n 's/.*: \([0-9]*\) passed, 0 failed$$/\1/p' | awk '{s+=$$1} END {print s+0}'); \
 	s=$$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .* passed.*/\1/p' $(BUILD_DIR)/test-logs/swift.log); \
 	echo "make test: C and CLI checks $$c, Swift tests $$s"; \
@@ -197,10 +198,23 @@ test-pq: deps $(PQ_PY_READY)
 	$(PQ_PYTHON) Tests/pq/interop.py --securepin $(BUILD_DIR)/debug/securepin --seeds $(PQ_DIFF_SEEDS) \
 	  | tee $(BUILD_DIR)/test-logs/pq-interop.log
 
+## test-swift: every Swift suite; the server suites run on SQLite and on a throw-away PostgreSQL
+## cluster (Tests/postgres/cluster.sh: initdb + pg_ctl in $(PG_DIR)/swift, socket only, run as
+## `nobody` when make runs as root), stopped and removed on exit, also on failure.
+PG_DIR := $(BUILD_DIR)/postgres
 test-swift: deps
+	@mkdir -p $(BUILD_DIR)/test-logs $(PG_DIR)
+	$(SWIFT) build --build-tests
+	trap 'Tests/postgres/cluster.sh stop $(PG_DIR)/swift' EXIT; \
+	Tests/postgres/cluster.sh start $(PG_DIR)/swift; \
+	SECUREPIN_TEST_POSTGRES_DSN="$$(cat $(PG_DIR)/swift/dsn)" $(SWIFT) test 2>&1 | tee $(BUILD_DIR)/test-logs/swift.log
+
+## test-postgres: three `securepin server` instances on one PostgreSQL database (MultiInstanceTests):
+## 64 clients, kill -9 of an instance, a database restart mid-load; a cluster of its own.
+test-postgres: deps
 	@mkdir -p $(BUILD_DIR)/test-logs
 	$(SWIFT) build --build-tests
-	$(SWIFT) test 2>&1 | tee $(BUILD_DIR)/test-logs/swift.log
+	SWIFT=$(SWIFT) Tests/postgres/multi-instance.sh $(BUILD_DIR) | tee $(BUILD_DIR)/test-logs/postgres-multi.log
 
 ## test-cli: the securepin command as a user runs it; then every console block of README.md (the
 ## end-to-end demo among them) run, with its output compared to what the README shows.
@@ -212,6 +226,17 @@ test-cli: deps
 	Tests/cli/spec.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/spec.log
 	Tests/cli/client.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/client.log
 	Tests/cli/server-v4.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/server-v4.log
+
+## test-keyring: the activation store in a real Secret Service. Tests/keyring/run.sh starts a private
+## session bus (dbus-run-session) and a throw-away gnome-keyring-daemon (data and runtime directories
+## in $(BUILD_DIR)/keyring-test, unlocked with a test password on stdin), runs the ActivationKeyringTests
+## suites with the keyring case on, drives securepin client --store keyring against securepin server
+## (secret-tool search, no secret in any file), client migrate-store, and a locked collection; it
+## stops the daemon, the server and the bus on exit.
+test-keyring: deps
+	@mkdir -p $(BUILD_DIR)/test-logs
+	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) Tests/keyring/run.sh $(BUILD_DIR) $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/keyring.log
 
 ## test-interop: SecurePIN against a PowerAuth V3 client and server written in Python from the upstream
 ## PowerAuth documents alone (Tests/interop/README.md). The Python side runs in a venv under

@@ -34,10 +34,18 @@ let systemLibraries: [Target] = [
     .systemLibrary(
         name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
         providers: [.apt(["libsqlite3-dev"])]),
+    // libpq, PostgreSQL's client library: the activation store of several server instances.
+    .systemLibrary(
+        name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq",
+        providers: [.apt(["libpq-dev"])]),
     // The TPM Software Stack: ESYS, the TCTI loader, marshalling.
     .systemLibrary(
         name: "CTSS2", path: "Sources/CTSS2", pkgConfig: "tss2-esys",
         providers: [.apt(["libtss2-dev"])]),
+    // The Secret Service client (GNOME Keyring, KWallet, KeePassXC over D-Bus).
+    .systemLibrary(
+        name: "CLibSecret", path: "Sources/CLibSecret", pkgConfig: "libsecret-1",
+        providers: [.apt(["libsecret-1-dev"])]),
 ]
 
 /// The audited C core and its Swift face: secure memory, passwords, KDFs, AEAD; the protocol
@@ -154,12 +162,16 @@ let network: [Target] = [
     .target(
         name: "SQLiteStore",
         dependencies: ["CSQLite"]),
+    // A pool of libpq connections, binary parameters, a versioned schema; the DSN in secure memory.
+    .target(
+        name: "PostgresStore",
+        dependencies: ["CLibPQ", "SecureCore"]),
     .target(
         name: "HTTPClient"),
     .target(
         name: "ReferenceServer",
         dependencies: [
-            "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "SecureCore",
+            "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "PostgresStore", "SecureCore",
             "HTTPClient", "VaultOPRFProtocol",
         ]),
     // The vault's server binding: the wire format both ends share (OPRF over ECIES), and the
@@ -173,6 +185,10 @@ let network: [Target] = [
     .target(
         name: "ActivationHTTP",
         dependencies: ["PowerAuthProtocol", "Activation", "HTTPClient"]),
+    // The activation store in the Secret Service (libsecret), and the choice between it and files.
+    .target(
+        name: "ActivationKeyring",
+        dependencies: ["Activation", "SecureCore", "DurableStorage", "CLibSecret"]),
 ]
 
 /// The shipped tool, the demo of the PIN pad, and the benchmarks (not shipped).
@@ -184,7 +200,7 @@ let tools: [Target] = [
             "PowerAuthProtocol",
             "Activation",
             "ActivationServer",
-            "ReferenceServer", "ActivationHTTP", "HTTPServer", "CPostQuantum",
+            "ReferenceServer", "ActivationHTTP", "HTTPServer", "CPostQuantum", "ActivationKeyring", "PostgresStore",
         ],
         linkerSettings: linkHardening),
     .executableTarget(
@@ -274,6 +290,14 @@ let testing: [Target] = [
             "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore",
             "ActivationTestSupport",
         ]),
+    // One storage suite, run against the file store and (inside `make test-keyring`) a real
+    // Secret Service.
+    .testTarget(
+        name: "ActivationKeyringTests",
+        dependencies: [
+            "Activation", "ActivationKeyring", "ActivationServer", "ActivationTestSupport", "PowerAuthProtocol",
+            "SecureCore", "CLibSecret",
+        ]),
     .testTarget(
         name: "HTTPServerTests",
         dependencies: ["HTTPServer", "TestSupport"]),
@@ -294,7 +318,8 @@ let testing: [Target] = [
         name: "ReferenceServerTests",
         dependencies: [
             "ReferenceServer", "ActivationHTTP", "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault",
-            "SecureCore", "SQLiteStore", "HTTPServer", "securepin", "TestSupport", "ActivationTestSupport",
+            "SecureCore", "SQLiteStore", "PostgresStore", "HTTPServer", "securepin", "TestSupport",
+            "ActivationTestSupport",
         ]),
 ]
 
@@ -316,9 +341,11 @@ let package = Package(
         .library(name: "PinEntryTerminal", targets: ["PinEntryTerminal"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
+        .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "ReferenceServer", targets: ["ReferenceServer"]),
         .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),
+        .library(name: "ActivationKeyring", targets: ["ActivationKeyring"]),
     ],
     targets: systemLibraries + core + storage + device + powerAuth + network + tools + testing
 )

@@ -82,12 +82,17 @@ extension ActivationServer {
         let privateKey: SecureBytes
         if version == .v3_3 {
             guard let temporaryKeyId = cryptogram.temporaryKeyId else { throw .encryptionFailed }
-            guard
-                let pair = try? temporaryKeys.keyPair(
+            do throws(ActivationServerError) {
+                privateKey = try temporaryKeys.keyPair(
                     temporaryKeyId: temporaryKeyId, applicationKey: applicationKey, activationId: activationId,
-                    now: now)
-            else { throw .temporaryKeyFailure }
-            privateKey = pair.privateKey
+                    now: now
+                ).privateKey
+            } catch {
+                // A shared store that is down is a 503, not the client's bad key.
+                if case .unavailable = error { throw error }
+                if case .storage = error { throw error }
+                throw .temporaryKeyFailure
+            }
         } else if let activationId {
             guard let record = try store.fetch(activationId: activationId) else { throw .encryptionFailed }
             privateKey = record.serverKeyPair.privateKey

@@ -243,6 +243,9 @@ extension ActivationServer {
                 ephemeralPublicKey: Array(header.tokenId.utf8), nonce: header.nonce,
                 timestamp: header.timestampMilliseconds ?? 0, now: nowMilliseconds)
         } catch {
+            // The store being down is not the client's fault: 503, not 401.
+            if case .unavailable = error { throw error }
+            if case .storage = error { throw error }
             throw .tokenInvalid
         }
     }
@@ -511,6 +514,8 @@ extension ActivationServer {
         typealias Code = ActivationAPI.ErrorCode
         typealias Message = ActivationAPI.ErrorMessage
         switch (error, path) {
+        case (.unavailable, _):
+            return Self.error(503, Code.generic, "service unavailable")
         case (.authenticationFailed, _):
             return Self.error(401, Code.authentication, Message.signatureInvalid)
         case (.tokenInvalid, _):

@@ -43,8 +43,8 @@ public final class ActivationServer: Sendable {
         self.crypto = try protocolStep { () throws(ProtocolError) in try ActivationCrypto() }
         self.applicationKey = Base64.encode(configuration.applicationKey)
         self.applicationSecret = Base64.encode(configuration.applicationSecret)
-        self.temporaryKeys = TemporaryKeyStore()
-        self.replayCache = ECIESReplayCache()
+        self.temporaryKeys = TemporaryKeyStore(shared: store.sharedEphemeralState)
+        self.replayCache = ECIESReplayCache(shared: store.sharedEphemeralState)
         self.v4TemporaryKeys = V4TemporaryKeyStore()
     }
 

@@ -20,6 +20,10 @@ public enum ActivationServerError: Error, Equatable, Sendable {
     case duplicate
     /// The store failed; `reason` says how.
     case storage(reason: String)
+    /// The store cannot be reached now (its database is down or restarting). Answered with
+    /// HTTP 503 `ERR_GENERIC`. A change whose commit was in flight may or may not have taken
+    /// effect; the server never repeats it, so nothing is counted twice.
+    case unavailable(reason: String)
     /// A server configuration value is invalid.
     case invalidConfiguration(reason: String)
     /// A protocol computation failed (the cryptography, encoding a response); the

@@ -18,15 +18,22 @@ public final class ECIESReplayCache: Sendable {
     /// Most pairs remembered at once.
     public let capacity: Int
     private let seen = Mutex([[UInt8]: Int64]())
+    private let shared: (any SharedEphemeralState)?
 
     /// Creates an empty cache.
     /// - Parameters:
     ///   - windowMilliseconds: the timestamp window (default 60 s).
-    ///   - capacity: most pairs remembered at once.
-    public init(windowMilliseconds: Int64 = defaultWindowMilliseconds, capacity: Int = 100_000) {
+    ///   - capacity: most pairs remembered at once (in process memory).
+    ///   - shared: where the pairs are remembered instead of process memory (every instance
+    ///     of a server on one database), or `nil`.
+    public init(
+        windowMilliseconds: Int64 = defaultWindowMilliseconds, capacity: Int = 100_000,
+        shared: (any SharedEphemeralState)? = nil
+    ) {
         precondition(windowMilliseconds > 0 && capacity > 0, "a replay cache needs a window and room")
         self.windowMilliseconds = windowMilliseconds
         self.capacity = capacity
+        self.shared = shared
     }
 
     /// Accepts a request once: checks its timestamp and remembers its pair.
@@ -38,7 +45,9 @@ public final class ECIESReplayCache: Sendable {
     ///   - timestamp: the request's timestamp, ms since 1970.
     ///   - now: the server's time, ms since 1970.
     /// - Throws: ``ActivationServerError/requestExpired`` for a timestamp outside the window,
-    ///   ``ActivationServerError/replayedRequest`` for a pair seen before (or a full cache).
+    ///   ``ActivationServerError/replayedRequest`` for a pair seen before (or a full cache); with a
+    ///   shared store also its ``ActivationServerError/storage(reason:)`` and
+    ///   ``ActivationServerError/unavailable(reason:)``.
     public func accept(ephemeralPublicKey: [UInt8], nonce: [UInt8], timestamp: Int64, now: Int64)
         throws(ActivationServerError)
     {
@@ -48,6 +57,10 @@ public final class ECIESReplayCache: Sendable {
         // Length-prefixed so two different splits of the same bytes never collide.
         let key = [UInt8(truncatingIfNeeded: ephemeralPublicKey.count)] + ephemeralPublicKey + nonce
         let forgetAt = timestamp + windowMilliseconds
+        if let shared {
+            guard try shared.acceptOnce(replayKey: key, forgetAt: forgetAt, now: now) else { throw .replayedRequest }
+            return
+        }
         let accepted = seen.withLock { table -> Bool in
             if let until = table[key], until >= now { return false }
             if table.count >= capacity { table = table.filter { $0.value >= now } }

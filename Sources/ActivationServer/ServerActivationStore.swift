@@ -62,9 +62,15 @@ public protocol ServerActivationStore: Sendable {
     /// - Returns: whether a token was removed.
     /// - Throws: ``ActivationServerError/storage(reason:)``.
     func removeToken(tokenId: String, activationId: String) throws(ActivationServerError) -> Bool
+    /// Where temporary keys and replay records live when several server processes share this
+    /// store, or `nil` (the default) to keep them in process memory.
+    var sharedEphemeralState: (any SharedEphemeralState)? { get }
 }
 
 extension ServerActivationStore {
+    /// The default: temporary keys and replay records stay in process memory.
+    public var sharedEphemeralState: (any SharedEphemeralState)? { nil }
+
     /// The default: one ``update(activationId:_:)``.
     public func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?

@@ -1,6 +1,7 @@
 import ActivationServer
 import Foundation
 import HTTPServer
+import PostgresStore
 import PowerAuthProtocol
 import SecureCore
 import VaultOPRFProtocol
@@ -21,7 +22,21 @@ import VaultOPRFProtocol
 public final class ReferenceServer: Sendable {
     /// What the server needs.
     public struct Options: Sendable {
-        /// The database file; created with its schema when missing.
+        /// Where the activations live.
+        public enum Storage: Sendable {
+            /// The SQLite file of ``Options/databasePath`` (the default): one process.
+            case sqlite
+            /// A PostgreSQL database that several server processes share (``PostgresActivationStore``).
+            /// Needs ``Options/keyFilePath``: every instance must use the same key file.
+            /// - Parameters:
+            ///   - connectionString: the DSN in secure memory (``DSNFile``).
+            ///   - pool: connections and timeouts.
+            case postgres(connectionString: SecureBytes, pool: PostgresPool.Configuration)
+        }
+
+        /// Where the activations live (default ``Storage/sqlite``).
+        public var storage: Storage = .sqlite
+        /// The database file; created with its schema when missing (SQLite only).
         public var databasePath: String
         /// The storage key file; default the database path plus `.key` (created 0600 when missing).
         public var keyFilePath: String?
@@ -74,12 +89,13 @@ public final class ReferenceServer: Sendable {
 
     /// The activation server (its back-office methods work in process too).
     public let activationServer: ActivationServer
-    /// The durable store.
-    public let store: SQLiteActivationStore
+    /// The durable store (``SQLiteActivationStore`` or ``PostgresActivationStore``).
+    public let store: any ReferenceActivationStore
     /// The counters served at `/metrics`.
     public let metrics: ServerMetrics
-    /// The vault binding's endpoints and store (`/securepin/v1/vault/`).
-    public let vaults: VaultOPRFEndpoint
+    /// The vault binding's endpoints and store (`/securepin/v1/vault/`); `nil` on PostgreSQL,
+    /// where the binding is not offered (its endpoints answer 501).
+    public let vaults: VaultOPRFEndpoint?
     private let http: HTTPServer
     private let metricsHTTP: HTTPServer?
 
@@ -88,9 +104,24 @@ public final class ReferenceServer: Sendable {
     /// - Parameter options: the options.
     /// - Throws: ``ReferenceServerError``.
     public init(options: Options) throws(ReferenceServerError) {
-        let keyPath = options.keyFilePath ?? ServerKeyFile.path(forDatabase: options.databasePath)
-        let storageKey = try ServerKeyFile.loadOrCreate(at: keyPath)
-        let store = try SQLiteActivationStore(path: options.databasePath, storageKey: storageKey)
+        let storageKey: SecureBytes
+        let store: any ReferenceActivationStore
+        var vaultStore: OPRFVaultStore?
+        switch options.storage {
+        case .sqlite:
+            let keyPath = options.keyFilePath ?? ServerKeyFile.path(forDatabase: options.databasePath)
+            storageKey = try ServerKeyFile.loadOrCreate(at: keyPath)
+            let sqlite = try SQLiteActivationStore(path: options.databasePath, storageKey: storageKey)
+            vaultStore = try OPRFVaultStore(database: sqlite.database, storageKey: storageKey)
+            store = sqlite
+        case .postgres(let connectionString, let pool):
+            guard let keyPath = options.keyFilePath else {
+                throw .invalidConfiguration(
+                    reason: "a PostgreSQL store needs a key file (--key-file), the same for every instance")
+            }
+            storageKey = try ServerKeyFile.loadOrCreate(at: keyPath)
+            store = try PostgresActivationStore(connectionString: connectionString, storageKey: storageKey, pool: pool)
+        }
         let configuration = try store.loadOrStoreConfiguration(
             { () throws(ActivationServerError) in
                 try ActivationServerConfiguration.generate(
@@ -123,8 +154,9 @@ public final class ReferenceServer: Sendable {
         self.store = store
         self.metrics = metrics
         // The vault binding's endpoints (VaultOPRFEndpoint.swift), beside PowerAuth's.
-        let vaults = try VaultOPRFEndpoint(
-            store: try OPRFVaultStore(database: store.database, storageKey: storageKey), server: server)
+        let vaults = try vaultStore.map { (vaultStore) throws(ReferenceServerError) in
+            try VaultOPRFEndpoint(store: vaultStore, server: server)
+        }
         self.vaults = vaults
         let router = Router(
             server: server, store: store, gate: try AdminGate(token: options.adminToken, limit: options.adminRateLimit),
@@ -203,7 +235,7 @@ public final class ReferenceServer: Sendable {
 /// Turns HTTP requests into API or back-office calls, and counts and logs each.
 struct Router: Sendable {
     let server: ActivationServer
-    let store: SQLiteActivationStore
+    let store: any ReferenceActivationStore
     let gate: AdminGate
     let metrics: ServerMetrics
     let log: AccessLog?
@@ -280,7 +312,12 @@ struct Router: Sendable {
     }
 
     func dispatch(_ request: HTTPRequest) -> HTTPResponse {
-        if let vaults, request.path.hasPrefix(VaultOPRFAPI.pathPrefix) { return vaults.respond(to: request) }
+        if request.path.hasPrefix(VaultOPRFAPI.pathPrefix) {
+            if let vaults { return vaults.respond(to: request) }
+            let response = ActivationServer.error(
+                501, ActivationAPI.ErrorCode.generic, "the vault binding needs the SQLite store")
+            return HTTPResponse(status: response.statusCode, body: Data(response.body))
+        }
         if request.path == ServerMetrics.path {
             let verdict = gate.check(request.secretHeaders[HTTPHeader.adminToken.lowercased()])
             if let refusal = Self.refusal(verdict) { return refusal }

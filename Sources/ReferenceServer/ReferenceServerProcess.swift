@@ -37,13 +37,32 @@ public final class ReferenceServerProcess {
     ///   - logFile: where the access log goes (default: nowhere, `/dev/null`).
     ///   - extraArguments: more `securepin server` options.
     /// - Throws: ``StartFailed`` when the child does not report its port, or what `Process.run` throws.
-    public init(
+    public convenience init(
         executable: String, database: String, tokenFile: String, logFile: String = "/dev/null",
+        extraArguments: [String] = []
+    ) throws {
+        try self.init(
+            executable: executable, storeArguments: ["--db", database], tokenFile: tokenFile, logFile: logFile,
+            extraArguments: extraArguments)
+    }
+
+    /// Starts `executable server --port 0 STORE… --admin-token-file tokenFile --log-file logFile [extra…]`,
+    /// where the store arguments select SQLite (`--db PATH`) or PostgreSQL (`--store postgres
+    /// --dsn-file F --key-file K`).
+    /// - Parameters:
+    ///   - executable: the `securepin` binary.
+    ///   - storeArguments: the options that select the store.
+    ///   - tokenFile: the admin token file.
+    ///   - logFile: where the access log goes (default: nowhere, `/dev/null`).
+    ///   - extraArguments: more `securepin server` options.
+    /// - Throws: ``StartFailed`` when the child does not report its port, or what `Process.run` throws.
+    public init(
+        executable: String, storeArguments: [String], tokenFile: String, logFile: String = "/dev/null",
         extraArguments: [String] = []
     ) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments =
-            ["server", "--port", "0", "--db", database, "--admin-token-file", tokenFile, "--log-file", logFile]
+            ["server", "--port", "0"] + storeArguments + ["--admin-token-file", tokenFile, "--log-file", logFile]
             + extraArguments
         process.standardOutput = output
         process.standardError = FileHandle.standardError

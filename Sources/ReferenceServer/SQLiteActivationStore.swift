@@ -18,7 +18,7 @@ import SecureCore
 ///   the row's identifier), never in plaintext. The factor keys are not
 ///   stored at all: they are derived per request (ECDH with the device key)
 ///   and destroyed after use.
-public final class SQLiteActivationStore: ServerActivationStore {
+public final class SQLiteActivationStore: ReferenceActivationStore {
     /// The schema, one migration step per version (never edit a released step).
     static let migrations: [String] = [
         """

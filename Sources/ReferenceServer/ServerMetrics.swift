@@ -173,14 +173,17 @@ public final class ServerMetrics: Sendable {
 /// A `ActivationServer.ServerActivationStore` that passes everything to the real one and counts, for
 /// ``ServerMetrics``, the failed attempts, the blocks they cause and the store's errors.
 struct ObservedStore: ServerActivationStore {
-    let base: SQLiteActivationStore
+    let base: any ReferenceActivationStore
     let metrics: ServerMetrics
+
+    var sharedEphemeralState: (any SharedEphemeralState)? { base.sharedEphemeralState }
 
     private func observe<R>(_ body: () throws(ActivationServerError) -> R) throws(ActivationServerError) -> R {
         do throws(ActivationServerError) {
             return try body()
         } catch {
             if case .storage = error { metrics.recordStoreError() }
+            if case .unavailable = error { metrics.recordStoreError() }
             throw error
         }
     }

@@ -1,5 +1,6 @@
 import Activation
 import ActivationHTTP
+import ActivationKeyring
 import Foundation
 import PinEntry
 import PowerAuthProtocol
@@ -12,9 +13,9 @@ import SecureCore
 #endif
 
 /// `securepin client <step>`: a PowerAuth client over HTTP (V3.3, or V4 with
-/// `--algorithm EC_P384`), one subcommand per step, the device state in `--state DIR`.
-/// It parses options and calls ``ActivationService``; a network error never removes the
-/// local state.
+/// `--algorithm EC_P384`), one subcommand per step, the device state in `--state DIR` or in
+/// the Secret Service (`--store`). It parses options and calls ``ActivationService``; a network
+/// error never removes the local state.
 enum ClientCommand {
     static func run(_ arguments: [String]) async -> Int32 {
         guard let sub = arguments.first else { CLI.fail("client: missing command", usage: Help.briefGroup("client")) }
@@ -27,6 +28,9 @@ enum ClientCommand {
         }
         let command = "client \(sub)"
         var args = Arguments(Array(arguments.dropFirst()), command: command, usage: Help.of(command))
+        if sub == "migrate-store" { return migrateStore(&args) }
+        let store = parseStore(&args)
+        let keychain = parseKeychain(&args)
         let url = args.value("--url")
         let config = args.value("--config")
         let state = args.value("--state")
@@ -74,13 +78,21 @@ enum ClientCommand {
         newInput?.checkAvailable(command: command)
 
         let service: ActivationService
+        let place: String
         do throws(ActivationError) {
             let configuration = try ActivationConfiguration(
                 instanceId: instance, baseEndpointURL: url, configuration: config, algorithm: algorithmName)
-            let storage = try FileActivationStorage(directory: state)
+            let choice = try ActivationStore.open(
+                store, instanceId: instance, directory: state, keychain: keychain)
+            place =
+                (choice.kind == .files ? state : "the keyring") + " (store: \(choice.kind.rawValue), \(choice.reason))"
             let transport = try HTTPActivationTransport(configuration: configuration)
-            service = try ActivationService(configuration: configuration, storage: storage, transport: transport)
+            service = try ActivationService(configuration: configuration, storage: choice.storage, transport: transport)
         } catch {
+            if case .storageLocked = error {
+                CLI.printError("securepin: \(command): \(describe(error))")
+                return ExitCode.locked
+            }
             args.fail(describe(error))
         }
         let out = Output(json: json)
@@ -98,7 +110,7 @@ enum ClientCommand {
                 ])
                 return ExitCode.ok
             case "status":
-                guard await service.hasValidActivation() else { args.fail("no activation in \(state)") }
+                guard await service.hasValidActivation() else { args.fail("no activation in \(place)") }
                 let status = try await service.fetchActivationStatus()
                 var fields: [(String, Output.Value)] = [
                     ("state", .text(stateName(status.state))), ("failedAttempts", .number(status.failCount)),
@@ -113,7 +125,7 @@ enum ClientCommand {
             default:
                 break
             }
-            guard await service.hasValidActivation() else { args.fail("no activation in \(state)") }
+            guard await service.hasValidActivation() else { args.fail("no activation in \(place)") }
             let pin = readPIN(needsPIN ? input : nil, format: format, command: command, needed: needsPIN)
             defer { pin?.destroy() }
             let authentication: ActivationAuthentication =
@@ -173,6 +185,65 @@ enum ClientCommand {
         }
     }
 
+    /// `--store auto|keyring|files` (default auto).
+    static func parseStore(_ args: inout Arguments) -> ActivationStoreRequest {
+        guard let text = args.value("--store") else { return .auto }
+        guard let request = ActivationStoreRequest(rawValue: text) else {
+            args.fail("--store must be auto, keyring or files, not '\(text)'")
+        }
+        return request
+    }
+
+    /// The keychain names: the seed's defaults, with `--access-group G`.
+    static func parseKeychain(_ args: inout Arguments) -> KeychainConfiguration {
+        let group = args.value("--access-group")
+        do throws(ActivationError) { return try KeychainConfiguration(accessGroup: group) } catch {
+            args.fail(describe(error))
+        }
+    }
+
+    /// `securepin client migrate-store --state DIR [--instance ID] [--json]`: the activation in
+    /// the state directory's files moves to the Secret Service, copied and read back before
+    /// any file is removed.
+    static func migrateStore(_ args: inout Arguments) -> Int32 {
+        let state = args.value("--state")
+        let instance = args.value("--instance") ?? "securepin-client"
+        let keychain = parseKeychain(&args)
+        let json = args.flag("--json")
+        args.finish()
+        guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
+        do throws(ActivationError) { try ActivationConfiguration.validate(instanceId: instance) } catch {
+            args.fail(describe(error))
+        }
+        do throws(ActivationError) {
+            let collection = try ActivationStore.secretServiceCollection()
+            let migration = try ActivationStore.migrateToKeyring(
+                instanceId: instance, directory: state, keychain: keychain)
+            Output(json: json).emit([
+                ("instance", .text(instance)), ("store", .text("keyring")), ("collection", .text(collection)),
+                ("moved", .number(migration.moved.count)),
+                (
+                    "note",
+                    .text(
+                        migration.moved.isEmpty
+                            ? "already in the keyring; nothing was left in the files"
+                            : "copied, read back and checked, then removed from \(state)")
+                ),
+            ])
+            return ExitCode.ok
+        } catch {
+            let problem =
+                switch error {
+                case .missingActivation: "no activation of \(instance) in \(state) or in the keyring"
+                default: describe(error)
+                }
+            CLI.printError("securepin: client migrate-store: \(problem)")
+            if case .storageLocked = error { return ExitCode.locked }
+            if case .missingActivation = error { return ExitCode.usage }
+            return ExitCode.refused
+        }
+    }
+
     /// Reads the PIN when the step needs one.
     static func readPIN(_ input: PinInput?, format: PinFormat, command: String, needed: Bool) -> Password? {
         guard needed, let input else { return nil }
@@ -200,6 +271,9 @@ enum ClientCommand {
                 Output(json: true).emit(fields)
             }
             return ExitCode.refused
+        case .storageLocked:
+            CLI.printError("securepin: \(command): \(describe(error)); nothing was changed")
+            return ExitCode.locked
         case .protocolError(.invalidActivationCode), .protocolError(.emptyPIN), .wrongParameter, .missingActivation:
             CLI.printError("securepin: \(command): \(describe(error))")
             return ExitCode.usage
@@ -227,6 +301,7 @@ enum ClientCommand {
         case .invalidActivationState(let reason): reason
         case .wrongParameter(let reason): reason
         case .invalidResponse(let reason): "the server's answer is not valid: \(reason)"
+        case .storageLocked, .storageUnavailable: ActivationStore.describe(error)
         default: "\(error)"
         }
     }

@@ -1,3 +1,5 @@
+import Activation
+import ActivationKeyring
 import Foundation
 import SecureCore
 
@@ -9,6 +11,10 @@ enum Doctor {
         var corePattern: String?
         var newPasswordProtection: [String]
         var newPasswordProtectionBits: UInt32
+        /// Where `securepin client --store auto` keeps a new activation: `keyring` or `files`.
+        var secretStore: String
+        /// Why: the Secret Service's default collection, or why it cannot be used.
+        var secretStoreReason: String
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -41,10 +47,24 @@ enum Doctor {
         let release = withUnsafeBytes(of: uts.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let pattern = CLI.readSmallFile("/proc/sys/kernel/core_pattern")?
             .trimmingCharacters(in: .whitespacesAndNewlines)
+        let (store, reason) = secretStore()
         return Report(
             machine: machine, kernel: release, corePattern: pattern,
             newPasswordProtection: probe.protection.description.components(separatedBy: ", "),
-            newPasswordProtectionBits: probe.protection.rawValue)
+            newPasswordProtectionBits: probe.protection.rawValue, secretStore: store, secretStoreReason: reason)
+    }
+
+    /// What `--store auto` chooses for a new activation, and why (no prompt is raised).
+    static func secretStore() -> (String, String) {
+        do throws(ActivationError) {
+            let collection = try ActivationStore.secretServiceCollection()
+            return ("keyring", "the session bus offers a Secret Service; collection \(collection)")
+        } catch {
+            if case .storageLocked = error {
+                return ("keyring", "\(ActivationStore.describe(error)) (files are used only when asked)")
+            }
+            return ("files", ActivationStore.describe(error))
+        }
     }
 
     static func kib(_ bytes: UInt64?) -> String {
@@ -77,5 +97,6 @@ enum Doctor {
         row("libargon2", "Argon2 version \(m.argon2Version >> 4).\(m.argon2Version & 0xF) (RFC 9106)")
         row("kernel", r.kernel)
         row("a new password gets", r.newPasswordProtection.joined(separator: ", "))
+        row("client store (--store auto)", "\(r.secretStore): \(r.secretStoreReason)")
     }
 }

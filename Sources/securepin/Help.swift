@@ -70,6 +70,7 @@ enum Help {
             ("vault-unlock", "fetch and check the vault key with the PIN (never printed)"),
             ("change-pin", "change the PIN: checked by the server; in V4 the server rotates the knowledge key"),
             ("remove", "remove the activation on the server, then locally"),
+            ("migrate-store", "move the activation from the state directory's files to the keyring"),
         ],
     ]
 
@@ -160,6 +161,8 @@ enum Help {
             options:
               --vault DIR          the vault directory: created 0700, or an existing empty one of
                                    yours with mode 0700 (its mode is never changed)
+              --store S            files (the default); keyring is refused for now: a vault
+                                   keeps its sealed secret and its record in DIR only
               --pin-fd N           read the PIN from descriptor N (one line) instead of the terminal
               --complexity C       the PIN format, recorded in the vault and applied at every
                                    unlock and PIN change: digits-4, digits-6, digits-4-8 (default)
@@ -197,6 +200,8 @@ enum Help {
 
             options:
               --vault DIR       the vault directory
+              --store S         files (the default); keyring is refused for now: a vault
+                                keeps its sealed secret and its record in DIR only
               --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
               --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
@@ -212,6 +217,8 @@ enum Help {
 
             options:
               --vault DIR      the vault directory
+              --store S        files (the default); keyring is refused for now: a vault
+                               keeps its sealed secret and its record in DIR only
               --pin-fd N       read the current PIN from descriptor N
               --new-pin-fd N   read the new PIN from descriptor N (else typed twice on the terminal)
               --reject-weak    refuse a weak new PIN (default: warn and go on)
@@ -231,6 +238,8 @@ enum Help {
 
             options:
               --vault DIR     the vault directory
+              --store S       files (the default); keyring is refused for now: a vault
+                              keeps its sealed secret and its record in DIR only
               --json          one JSON object (snake_case keys)
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault (its lockout counter is read from it)
@@ -250,6 +259,8 @@ enum Help {
 
             options:
               --vault DIR     the vault directory
+              --store S       files (the default); keyring is refused for now: a vault
+                              keeps its sealed secret and its record in DIR only
               --yes           do not ask (needed when standard input is not a terminal)
               --pin-fd N      prove the PIN (read from descriptor N) and remove the server record
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
@@ -306,9 +317,11 @@ enum Help {
               echo 1990 | securepin pin check --pin-fd 0
             """,
             "server": """
-            usage: securepin server --port N --db PATH [--admin-token-file PATH] [options]
+            usage: securepin server --port N (--db PATH | --store postgres --dsn-file F --key-file K) [options]
 
-            The reference activation server over HTTP on 127.0.0.1, state in SQLite.
+            The reference activation server over HTTP on 127.0.0.1, state in SQLite, or in
+            PostgreSQL shared by several instances (each request answered 503 while the
+            database is down).
             SIGTERM or SIGINT stops it gracefully. Each answered request is logged as one
             JSON line (time, request id, endpoint, status, duration, activation id) on
             standard error; never a PIN, code, key, token or body.
@@ -317,11 +330,17 @@ enum Help {
               --port N              TCP port on 127.0.0.1 (0 picks a free one; the line
                                     'listening on' says which)
               --db PATH             the SQLite database (created when missing)
+              --store S             sqlite (default) or postgres
+              --dsn-file PATH       with --store postgres: the libpq connection string, read
+                                    from a 0600 file into secure memory (never an argument)
+              --pool-size N         with --store postgres: most connections (default 16)
+              --statement-timeout MS  with --store postgres: per statement and lock (default 5000)
               --admin-token T       enables the back office with this token (visible to
                                     other local users in the process list: prefer the file)
               --admin-token-file P  reads the token from a 0600 file
               --key-file PATH       the storage key file (default PATH.key next to the
-                                    database; created 0600 when missing)
+                                    database; created 0600 when missing); required with
+                                    --store postgres, the same file for every instance
               --max-failures N      failed attempts that block new activations (default 5)
               --metrics-port N      also serve GET /metrics without the token on 127.0.0.1:N
                                     (on --port, /metrics needs the admin token)
@@ -347,7 +366,7 @@ enum Help {
               securepin doctor
             """,
             "client activate": """
-            usage: securepin client activate --url BASE --config STRING --state DIR --code CODE [--name NAME] [--pin-fd N]
+            usage: securepin client activate --url BASE --config STRING --state DIR [--store S] [--access-group G] --code CODE [--name NAME] [--pin-fd N]
 
             Checks the code (CRC-16, and the master key's signature in the QR form CODE#SIGNATURE),
             creates the device key, sends activation/create in two ECIES layers under a 3.3
@@ -361,6 +380,10 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --code CODE      XXXXX-XXXXX-XXXXX-XXXXX or CODE#SIGNATURE
               --name NAME      the device's name on the server
@@ -371,7 +394,7 @@ enum Help {
               securepin client activate --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --code "$QR" --pin-fd 3 3<pin
             """,
             "client status": """
-            usage: securepin client status --url BASE --config STRING --state DIR [--json]
+            usage: securepin client status --url BASE --config STRING --state DIR [--store S] [--access-group G] [--json]
 
             Fetches activation/status with a fresh challenge and opens the status blob: state,
             failed attempts, the maximum and what remains. Exit 3 when BLOCKED.
@@ -383,13 +406,17 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
 
             example:
               securepin client status --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --json
             """,
             "client validate": """
-            usage: securepin client validate --url BASE --config STRING --state DIR [--factors F] [--pin-fd N]
+            usage: securepin client validate --url BASE --config STRING --state DIR [--store S] [--access-group G] [--factors F] [--pin-fd N]
 
             Signs a request with the PIN (or possession alone) and sends it to
             /pa/v3/signature/validate. Exit 0 accepted, 1 refused (a wrong PIN counts; a wrong
@@ -402,6 +429,10 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --factors F      possession or possession_knowledge (default); the biometry sets
                                need a sensor this tool does not have
@@ -412,7 +443,7 @@ enum Help {
               securepin client validate --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "client token-create": """
-            usage: securepin client token-create --url BASE --config STRING --state DIR [--pin-fd N]
+            usage: securepin client token-create --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
 
             Creates a MAC token (token/create: ECIES, encrypt-then-sign with the PIN) and keeps
             its secret in DIR. Prints the token id; never the secret.
@@ -424,6 +455,10 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -432,7 +467,7 @@ enum Help {
               securepin client token-create --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "client vault-unlock": """
-            usage: securepin client vault-unlock --url BASE --config STRING --state DIR [--pin-fd N]
+            usage: securepin client vault-unlock --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
 
             Unlocks the secure vault (vault/unlock with the PIN): the server returns the vault
             key under the transport key; the client checks it opens the key sealed under it at
@@ -445,6 +480,10 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -467,6 +506,10 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --pin-fd N       read the current PIN from descriptor N (else the terminal pad)
               --new-pin-fd M   read the new PIN from descriptor M (else the terminal pad)
@@ -476,7 +519,7 @@ enum Help {
               securepin client change-pin --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 --new-pin-fd 4 3<pin 4<newpin
             """,
             "client remove": """
-            usage: securepin client remove --url BASE --config STRING --state DIR [--pin-fd N]
+            usage: securepin client remove --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
 
             Removes the activation on the server (activation/remove, signed with the PIN), then
             the local state. A network error leaves the local state as it was.
@@ -488,12 +531,33 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
 
             example:
               securepin client remove --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
+            """,
+            "client migrate-store": """
+            usage: securepin client migrate-store --state DIR [--instance ID] [--access-group G] [--json]
+
+            Moves the activation (state, keys, tokens) from the files in DIR to the Secret
+            Service: each item is written, read back and compared before any file is removed,
+            so a crash leaves it in the files, in both (run it again), or in the keyring. Exit 3
+            when the keyring is locked, 2 when there is nothing to move.
+
+            options:
+              --state DIR      the device state holding the files
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --access-group G  the keyring items' access-group attribute (default: private)
+              --json           one JSON object on standard output
+
+            example:
+              securepin client migrate-store --state dev
             """,
             "pq": """
             usage: securepin pq   (JSON requests on standard input, one answer a line on standard output)

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import PostgresStore
 import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
@@ -25,12 +26,34 @@ enum ServerCommand {
         let readyFile = args.value("--ready-file")
         let logFile = args.value("--log-file")
         let algorithmName = args.value("--algorithm") ?? ProtocolAlgorithm.legacyP256.rawValue
+        let storeName = args.value("--store") ?? "sqlite"
+        let dsnFile = args.value("--dsn-file")
+        let poolSize = args.integer("--pool-size", range: 1...1024)
+        let statementTimeout = args.integer("--statement-timeout", range: 1...600_000)
         args.finish()
         guard let algorithm = ProtocolAlgorithm(rawValue: algorithmName),
             algorithm == .legacyP256 || algorithm == .ecP384
         else { args.usageError("--algorithm must be LEGACY_P256 or EC_P384") }
         guard let port = portValue else { args.usageError("--port is required (0 picks a free one)") }
-        guard let database = databaseValue else { args.usageError("--db PATH is required") }
+        let postgres: Bool
+        switch storeName {
+        case "sqlite": postgres = false
+        case "postgres": postgres = true
+        default: args.usageError("--store is sqlite or postgres")
+        }
+        if postgres {
+            if databaseValue != nil { args.usageError("--db is for --store sqlite; PostgreSQL takes --dsn-file") }
+            if dsnFile == nil {
+                args.usageError("--store postgres needs --dsn-file PATH (the DSN is never an argument)")
+            }
+            if keyFile == nil { args.usageError("--store postgres needs --key-file PATH, the same for every instance") }
+        } else {
+            if dsnFile != nil || poolSize != nil || statementTimeout != nil {
+                args.usageError("--dsn-file, --pool-size and --statement-timeout need --store postgres")
+            }
+            if databaseValue == nil { args.usageError("--db PATH is required") }
+        }
+        let database = databaseValue ?? "of --dsn-file \(dsnFile ?? "")"
         if tokenText != nil && tokenFile != nil {
             args.usageError("give --admin-token or --admin-token-file, not both")
         }
@@ -45,6 +68,12 @@ enum ServerCommand {
             options.accessLog = log
             options.metricsPort = metricsPort
             options.algorithm = algorithm
+            if postgres, let dsnFile {
+                var pool = PostgresPool.Configuration()
+                if let poolSize { pool.maximumConnections = poolSize }
+                if let statementTimeout { pool.statementTimeoutMilliseconds = statementTimeout }
+                options.storage = .postgres(connectionString: try DSNFile.load(at: dsnFile), pool: pool)
+            }
             let signals = ShutdownSignals()
             let hangUp = reopenOnHangUp(log)
             defer { hangUp.cancel() }

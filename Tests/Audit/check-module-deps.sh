@@ -91,7 +91,7 @@ check PinStrength PinEntryTerminal PinEntry
 # The vault links no network code: its server binding reaches the server through PinVaultServer,
 # which an app adds (as PinVaultTPM for the TPM); PinVault's own closure holds none of it.
 vault=$(closure PinVault)
-for banned in HTTPClient HTTPServer CHTTPShim ReferenceServer PinVaultServer VaultOPRFProtocol PowerAuthProtocol; do
+for banned in HTTPClient HTTPServer CHTTPShim ReferenceServer PinVaultServer VaultOPRFProtocol PowerAuthProtocol PostgresStore CLibPQ; do
     if grep -qx "$banned" <<<"$vault"; then
         echo "check-module-deps: PinVault depends on $banned: $(tr '\n' ' ' <<<"$vault")" >&2
         status=1

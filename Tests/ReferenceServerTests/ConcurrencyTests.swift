@@ -8,9 +8,11 @@ import Testing
 
 @Suite("Concurrent wrong codes")
 struct ConcurrencyTests {
-    @Test("64 clients send wrong codes for one activation at once: blocked at exactly the maximum")
-    func sixtyFourClients() async throws {
-        let s = try InProcessServer()
+    @Test(
+        "64 clients send wrong codes for one activation at once: blocked at exactly the maximum",
+        arguments: StoreBackend.available)
+    func sixtyFourClients(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "RACE")))

@@ -10,10 +10,10 @@ import Testing
 
 @Suite("kill -9 and restart of securepin server")
 struct CrashRestartTests {
-    @Test("counts and states survive kill -9 of the server process, twice")
-    func killNine() async throws {
+    @Test("counts and states survive kill -9 of the server process, twice", arguments: StoreBackend.available)
+    func killNine(_ backend: StoreBackend) async throws {
         let directory = try temporaryDirectory()
-        let database = directory + "/server.sqlite"
+        let store = try TestStore(backend, directory: directory)
         let tokenFile = directory + "/admin.token"
         let token = try AdminToken.random()
         try AdminToken.store(token, to: tokenFile)
@@ -21,7 +21,7 @@ struct CrashRestartTests {
             try BackOfficeClient(baseURL: URL(string: child.baseURL)!, token: token)
         }
 
-        let first = try childServer(database: database, tokenFile: tokenFile)
+        let first = try childServer(store: store, tokenFile: tokenFile)
         let configuration = first.configuration
         let device = try Device(
             baseURL: first.baseURL, configurationString: configuration, directory: directory + "/device")
@@ -33,7 +33,7 @@ struct CrashRestartTests {
         }
         first.kill9()
 
-        let second = try childServer(database: database, tokenFile: tokenFile)
+        let second = try childServer(store: store, tokenFile: tokenFile)
         #expect(second.configuration == configuration)
         let afterFirstKill = try await backOffice(second).detail(id)
         #expect(afterFirstKill.state == "ACTIVE")
@@ -49,7 +49,7 @@ struct CrashRestartTests {
         }
         second.kill9()
 
-        let third = try childServer(database: database, tokenFile: tokenFile)
+        let third = try childServer(store: store, tokenFile: tokenFile)
         let afterSecondKill = try await backOffice(third).detail(id)
         #expect(afterSecondKill.state == "BLOCKED")
         #expect(afterSecondKill.failedAttempts == 5)

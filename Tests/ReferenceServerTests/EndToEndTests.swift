@@ -9,9 +9,11 @@ import Testing
 
 @Suite("The client against the reference server over real HTTP")
 struct EndToEndTests {
-    @Test("activation, fingerprint, commit, signed request, wrong PIN counting, blocking, unblocking")
-    func lifecycle() async throws {
-        let s = try InProcessServer()
+    @Test(
+        "activation, fingerprint, commit, signed request, wrong PIN counting, blocking, unblocking",
+        arguments: StoreBackend.available)
+    func lifecycle(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let device = try s.device()
         let prepared = try await s.backOffice.initActivation(userId: "alice")
@@ -50,9 +52,11 @@ struct EndToEndTests {
         #expect(trail.filter { $0.outcome == .failure }.count == 8)
     }
 
-    @Test("the back office blocks until a time, and removal sends the device to re-enrollment")
-    func temporaryBlockAndRemoval() async throws {
-        let s = try InProcessServer()
+    @Test(
+        "the back office blocks until a time, and removal sends the device to re-enrollment",
+        arguments: StoreBackend.available)
+    func temporaryBlockAndRemoval(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         let until = Date().addingTimeInterval(3600)
@@ -70,9 +74,10 @@ struct EndToEndTests {
         #expect(listed.first?.state == "REMOVED")
     }
 
-    @Test("biometry: enable with the PIN over HTTP, then a biometry code verifies")
-    func biometry() async throws {
-        let s = try InProcessServer()
+    @Test(
+        "biometry: enable with the PIN over HTTP, then a biometry code verifies", arguments: StoreBackend.available)
+    func biometry(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         try await device.service.addBiometryFactor(password: try pin("1234"))
@@ -102,14 +107,14 @@ struct EndToEndTests {
         #expect(await device.service.hasValidActivation())
     }
 
-    @Test("state survives a graceful restart on the same database")
-    func restart() async throws {
-        let s = try InProcessServer()
+    @Test("state survives a graceful restart on the same database", arguments: StoreBackend.available)
+    func restart(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         let (device, id) = try await s.activeDevice()
         #expect(await failure { try await device.service.validatePassword(try pin("0000")) } == .authentication)
         let configuration = try s.server.configurationString()
         s.server.stop()
-        let again = try InProcessServer(directory: s.directory)
+        let again = try InProcessServer(store: s.store)
         defer { again.server.stop() }
         #expect(try again.server.configurationString() == configuration)
         let detail = try await again.backOffice.detail(id)

@@ -49,9 +49,11 @@ struct MalformedRequestTests {
             headers: ["X-SecurePIN-Admin-Token": "guess"], status: 403, code: "ERR_AUTHENTICATION"),
     ]
 
-    @Test("each malformed request gets its status and the PowerAuth error body", arguments: cases)
-    func malformed(_ c: Case) async throws {
-        let s = try InProcessServer()
+    @Test(
+        "each malformed request gets its status and the PowerAuth error body", arguments: cases,
+        StoreBackend.available)
+    func malformed(_ c: Case, _ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let client = try s.rawClient()
         let (status, body) = try await client.post(path: c.path, body: Data(c.body.utf8), headers: c.headers)

@@ -27,12 +27,14 @@ struct OperationsTests {
         }
     }
 
-    @Test("a scripted session: every access-log line is one JSON object without any secret the session used")
-    func accessLogHoldsNoSecret() async throws {
+    @Test(
+        "a scripted session: every access-log line is one JSON object without any secret the session used",
+        arguments: StoreBackend.available)
+    func accessLogHoldsNoSecret(_ backend: StoreBackend) async throws {
         let directory = try temporaryDirectory()
         let logPath = directory + "/access.log"
         let s = try InProcessServer(
-            directory: directory, adminToken: try AdminToken.copying(Self.token),
+            directory: directory, backend: backend, adminToken: try AdminToken.copying(Self.token),
             accessLog: try AccessLog(path: logPath))
         defer { s.server.stop() }
         let device = try s.device()
@@ -83,9 +85,12 @@ struct OperationsTests {
         #expect(Set(lines.compactMap { $0.object["request_id"] as? String }).count == lines.count)
     }
 
-    @Test("/metrics: counters by endpoint, status, factor set; the token on the main port, none on the metrics port")
-    func metrics() async throws {
-        let s = try InProcessServer(adminToken: try AdminToken.copying(Self.token), metricsPort: 0)
+    @Test(
+        "/metrics: counters by endpoint, status, factor set; the token on the main port, none on the metrics port",
+        arguments: StoreBackend.available)
+    func metrics(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(
+            backend: backend, adminToken: try AdminToken.copying(Self.token), metricsPort: 0)
         defer { s.server.stop() }
         let (device, _) = try await s.activeDevice(pin: Self.rightPIN)
         try await device.service.validatePassword(try pin(Self.rightPIN))

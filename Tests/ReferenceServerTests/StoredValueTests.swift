@@ -11,9 +11,11 @@ import Testing
 /// after a restart).
 @Suite("Stored values never crash an endpoint")
 struct StoredValueTests {
-    @Test("the back office refuses block ends outside now ... 9999-12-31 and accepts the rest")
-    func blockEndRange() async throws {
-        let s = try InProcessServer()
+    @Test(
+        "the back office refuses block ends outside now ... 9999-12-31 and accepts the rest",
+        arguments: StoreBackend.available)
+    func blockEndRange(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         let now = Int64(Date().timeIntervalSince1970)
@@ -38,9 +40,9 @@ struct StoredValueTests {
         print("StoredValueTests: \(refused.count) block ends refused, 2 accepted")
     }
 
-    @Test("times already in the database, however extreme, are answered and clamped")
-    func extremeStoredTimes() async throws {
-        let s = try InProcessServer()
+    @Test("times already in the database, however extreme, are answered and clamped", arguments: StoreBackend.available)
+    func extremeStoredTimes(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         let extremes: [Double] = [

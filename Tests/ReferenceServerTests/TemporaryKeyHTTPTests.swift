@@ -34,9 +34,11 @@ struct TamperingTransport: ActivationTransport {
 struct TemporaryKeyHTTPTests {
     static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    @Test("application scope: the client fetches, verifies and caches a key the server can use")
-    func applicationScope() async throws {
-        let s = try InProcessServer()
+    @Test(
+        "application scope: the client fetches, verifies and caches a key the server can use",
+        arguments: StoreBackend.available)
+    func applicationScope(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let device = try s.device()
         let key = try await device.service.temporaryEncryptionKey(scope: .application)
@@ -61,9 +63,11 @@ struct TemporaryKeyHTTPTests {
                 == .missingActivation)
     }
 
-    @Test("activation scope: HS256 with KEY_TRANSPORT, ES256 by the activation's server key")
-    func activationScope() async throws {
-        let s = try InProcessServer()
+    @Test(
+        "activation scope: HS256 with KEY_TRANSPORT, ES256 by the activation's server key",
+        arguments: StoreBackend.available)
+    func activationScope(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         let key = try await device.service.temporaryEncryptionKey(scope: .activation)
@@ -79,9 +83,11 @@ struct TemporaryKeyHTTPTests {
         }
     }
 
-    @Test("bad HS256 signature, wrong application key, garbage: 400 ERR_TEMPORARY_KEY, server keeps serving")
-    func refusals() async throws {
-        let s = try InProcessServer()
+    @Test(
+        "bad HS256 signature, wrong application key, garbage: 400 ERR_TEMPORARY_KEY, server keeps serving",
+        arguments: StoreBackend.available)
+    func refusals(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let device = try s.device()
         let sdk = device.configuration.sdkConfiguration
@@ -104,9 +110,9 @@ struct TemporaryKeyHTTPTests {
         _ = try await device.service.temporaryEncryptionKey(scope: .application)
     }
 
-    @Test("a response whose signature was altered is refused by the client")
-    func tamperedResponse() async throws {
-        let s = try InProcessServer()
+    @Test("a response whose signature was altered is refused by the client", arguments: StoreBackend.available)
+    func tamperedResponse(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let plain = try s.device()
         let service = try ActivationService(

@@ -36,7 +36,8 @@ port=$(sed -n 's|.*listening on http://127.0.0.1:||p' "$work/server.out")
 config=$(sed -n 's/^configuration: //p' "$work/server.out")
 url="http://127.0.0.1:$port"
 admin() { curl -s -XPOST "$url/admin/activation/$1" -H @"$work/admin.header" -d "{\"requestObject\":$2}"; }
-C=(--url "$url" --config "$config" --state "$work/device")
+# Files, whatever the session offers: these checks look at the state directory.
+C=(--url "$url" --config "$config" --state "$work/device" --store files)
 printf '2468' > "$work/pin"
 printf '1111' > "$work/wrong"
 

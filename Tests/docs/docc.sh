@@ -14,7 +14,7 @@ cd "$root" || exit 1
 # The public modules: the package's library products. Each is converted on its own, so a link to
 # another module's symbol is written in code voice (`OtherModule.Symbol`), not as a DocC link.
 modules="SecureCore PostQuantum Biometry PinVault PinVaultTPM PinVaultServer PinStrength PinEntry PinEntryTerminal PowerAuthProtocol Activation
- ActivationServer HTTPServer SQLiteStore HTTPClient ReferenceServer ActivationHTTP"
+ ActivationServer HTTPServer SQLiteStore PostgresStore HTTPClient ReferenceServer ActivationHTTP ActivationKeyring"
 products=$(sed -n 's/^ *\.library(name: "\([A-Za-z]*\)".*/\1/p' Package.swift | sort)
 if [[ $(tr ' ' '\n' <<<"$modules" | grep -v '^$' | sort) != "$products" ]]; then
     echo "docc.sh: the module list differs from the library products of Package.swift:" $products

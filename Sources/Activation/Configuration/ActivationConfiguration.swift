@@ -52,9 +52,7 @@ public struct ActivationConfiguration: Sendable {
         clientConfiguration: ActivationClientConfiguration = ActivationClientConfiguration(),
         knowledgeKeyParameters: PINKeyDerivationParameters = .default
     ) throws(ActivationError) {
-        guard Self.isValidName(instanceId) else {
-            throw .wrongParameter(reason: "instance id must be 1 ... 128 letters, digits, '.', '_' or '-'")
-        }
+        try Self.validate(instanceId: instanceId)
         guard Self.isValidBaseURL(baseEndpointURL) else {
             throw .wrongParameter(reason: "base endpoint URL must be http(s) without query or fragment")
         }
@@ -88,6 +86,16 @@ public struct ActivationConfiguration: Sendable {
 
     /// The storage names of this instance, scoped by ``instanceId``.
     public var storageNames: StorageNames { StorageNames(instanceId: instanceId) }
+
+    /// Checks an instance id as the initialiser does, for a store that scopes its names by it.
+    /// - Parameter instanceId: the instance id.
+    /// - Throws: ``ActivationError/wrongParameter(reason:)`` unless it is 1 ... 128 letters,
+    ///   digits, `.`, `_` or `-` (and not `.` or `..`).
+    public static func validate(instanceId: String) throws(ActivationError) {
+        guard isValidName(instanceId) else {
+            throw .wrongParameter(reason: "instance id must be 1 ... 128 letters, digits, '.', '_' or '-'")
+        }
+    }
 
     static func isValidName(_ text: String) -> Bool {
         let bytes = text.utf8

@@ -37,6 +37,13 @@ public enum ActivationError: Error, Equatable, Sendable {
     case invalidActivationState(reason: String)
     /// The storage refused an operation (`errno`), with the step that failed.
     case storage(operation: String, errno: Int32)
+    /// The secret store is locked (a Secret Service collection locked with the session):
+    /// nothing was read or changed, and the data may well be there. Ask the user to unlock
+    /// it (log in, or unlock the keyring) and try again; `store` names it.
+    case storageLocked(store: String)
+    /// The secret store cannot be used (no Secret Service on the session bus, no default
+    /// collection, a D-Bus failure); `reason` says which. Nothing was changed.
+    case storageUnavailable(reason: String)
 
     // MARK: Network and server
 

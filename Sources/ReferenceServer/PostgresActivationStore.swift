@@ -1,0 +1,613 @@
+import ActivationServer
+import Foundation
+import PostgresStore
+import PowerAuthProtocol
+import SecureCore
+import Synchronization
+
+/// `ActivationServer.ServerActivationStore` in PostgreSQL, for several `securepin server`
+/// processes serving the same activations (see `docs/postgres.md`).
+///
+/// - Every counted attempt, state change and replay record is one transaction. A change
+///   locks its activation's row first (`SELECT … FOR UPDATE`), runs the same
+///   `ActivationServer.ActivationRecord` logic as every other store, and writes the row and
+///   its audit row before `COMMIT`: two instances racing on one activation queue on that row
+///   lock, so neither a failure is lost nor a success counted twice.
+/// - Temporary keys and ECIES replay records live in the database too
+///   (``sharedEphemeralState``), so any instance can serve any request.
+/// - Private keys are sealed with XChaCha20-Poly1305 under the storage key of
+///   ``ServerKeyFile`` (associated data: a label and the row's identifier), exactly as in
+///   ``SQLiteActivationStore``; every instance needs the same key file.
+/// - When the database is down, every operation throws
+///   `ActivationServer.ActivationServerError.unavailable(reason:)` (HTTP 503); a statement
+///   that failed is never repeated.
+public final class PostgresActivationStore: ReferenceActivationStore {
+    /// The schema, one migration step per version (never edit a released step).
+    static let migrations: [String] = [
+        """
+        CREATE TABLE server_configuration(
+            id integer PRIMARY KEY CHECK (id = 1),
+            application_key bytea NOT NULL,
+            application_secret bytea NOT NULL,
+            master_public_key bytea NOT NULL,
+            master_private_nonce bytea NOT NULL,
+            master_private_sealed bytea NOT NULL);
+        CREATE TABLE activation(
+            id text PRIMARY KEY,
+            seq bigserial UNIQUE,
+            code text NOT NULL UNIQUE,
+            user_id text NOT NULL,
+            name text NOT NULL,
+            state bigint NOT NULL,
+            server_public_key bytea NOT NULL,
+            server_private_nonce bytea NOT NULL,
+            server_private_sealed bytea NOT NULL,
+            device_public_key bytea,
+            counter bytea NOT NULL,
+            counter_index bigint NOT NULL,
+            failed_attempts bigint NOT NULL,
+            max_failed_attempts bigint NOT NULL,
+            blocked_until double precision,
+            biometry_enabled boolean NOT NULL);
+        CREATE TABLE attempt_audit(
+            seq bigserial PRIMARY KEY,
+            activation_id text NOT NULL,
+            at double precision NOT NULL,
+            outcome text NOT NULL);
+        CREATE INDEX attempt_audit_activation ON attempt_audit(activation_id);
+        CREATE TABLE token(
+            id text PRIMARY KEY,
+            activation_id text NOT NULL,
+            signature_type text NOT NULL,
+            created_at double precision NOT NULL);
+        CREATE INDEX token_activation ON token(activation_id);
+        CREATE TABLE temporary_key(
+            id text PRIMARY KEY,
+            application_key text NOT NULL,
+            activation_id text,
+            public_key bytea NOT NULL,
+            private_nonce bytea NOT NULL,
+            private_sealed bytea NOT NULL,
+            expires_at bigint NOT NULL);
+        CREATE INDEX temporary_key_expiry ON temporary_key(expires_at);
+        CREATE TABLE ecies_replay(
+            replay_key bytea PRIMARY KEY,
+            forget_at bigint NOT NULL);
+        CREATE INDEX ecies_replay_expiry ON ecies_replay(forget_at);
+        """
+    ]
+
+    /// The schema version this code writes.
+    public static var schemaVersion: Int { migrations.count }
+
+    /// The connection pool.
+    public let pool: PostgresPool
+    private let storageKey: SecureBytes
+    /// Temporary keys stored and replay records accepted by this process; every
+    /// ``sweepInterval``-th one also deletes the expired keys and records, so the tables stay bounded.
+    private let accepted = Atomic<Int>(0)
+    static let sweepInterval = 1024
+
+    /// Connects (lazily, through the pool) and creates or migrates the schema.
+    /// - Parameters:
+    ///   - connectionString: the DSN in secure memory (see ``DSNFile``).
+    ///   - storageKey: the 32-byte key from ``ServerKeyFile``, the same for every instance.
+    ///   - pool: the pool's limits (connections, timeouts).
+    /// - Throws: ``ReferenceServerError/storage(reason:)`` (also for a schema newer than this
+    ///   code, or a database that cannot be reached).
+    public init(
+        connectionString: SecureBytes, storageKey: SecureBytes,
+        pool: PostgresPool.Configuration = PostgresPool.Configuration()
+    ) throws(ReferenceServerError) {
+        guard storageKey.count == ServerKeyFile.keyByteCount else {
+            throw .invalidConfiguration(reason: "the storage key must be 32 bytes")
+        }
+        do throws(PostgresError) {
+            self.pool = try PostgresPool(connectionString: connectionString, configuration: pool)
+            try self.pool.migrate(Self.migrations)
+        } catch {
+            throw .storage(reason: Self.describe(error))
+        }
+        self.storageKey = storageKey
+    }
+
+    // MARK: - Server configuration
+
+    /// Loads the stored server configuration, or stores `make()`'s on first use, under an
+    /// advisory lock so that instances starting together agree on one.
+    public func loadOrStoreConfiguration(
+        _ make: () throws(ActivationServerError) -> ActivationServerConfiguration,
+        restore: ([UInt8], [UInt8], KeyPair) throws(ActivationServerError) -> ActivationServerConfiguration
+    ) throws(ReferenceServerError) -> ActivationServerConfiguration {
+        let label = Array("SecurePIN server master key v1".utf8)
+        var failure: ReferenceServerError?
+        do throws(PostgresError) {
+            return try pool.transaction { (c) throws(PostgresError) -> ActivationServerConfiguration in
+                do throws(ReferenceServerError) {
+                    try sql { () throws(PostgresError) in try c.execute("SELECT pg_advisory_xact_lock(7291004)") }
+                    let rows = try sql { () throws(PostgresError) in
+                        try c.query(
+                            """
+                            SELECT application_key, application_secret, master_public_key, master_private_nonce,
+                            master_private_sealed FROM server_configuration WHERE id = 1
+                            """)
+                    }
+                    if let row = rows.first {
+                        guard let key = row[0].bytes, let secret = row[1].bytes, let publicKey = row[2].bytes,
+                            let nonce = row[3].bytes, let sealed = row[4].bytes
+                        else { throw .corruptRecord(reason: "server configuration columns") }
+                        let privateKey = try open(nonce: nonce, sealed: sealed, label: label)
+                        return try lift { () throws(ActivationServerError) in
+                            try restore(key, secret, KeyPair(privateKey: privateKey, publicKey: publicKey))
+                        }
+                    }
+                    let fresh = try lift(make)
+                    let box = try seal(fresh.masterKeyPair.privateKey, label: label)
+                    try sql { () throws(PostgresError) in
+                        try c.query(
+                            "INSERT INTO server_configuration VALUES (1, $1, $2, $3, $4, $5)",
+                            [
+                                .bytes(fresh.applicationKey), .bytes(fresh.applicationSecret),
+                                .bytes(fresh.masterKeyPair.publicKey), .bytes(box.nonce), .bytes(box.ciphertext),
+                            ])
+                    }
+                    return fresh
+                } catch {
+                    failure = error
+                    throw .aborted(reason: "configuration")
+                }
+            }
+        } catch {
+            throw failure ?? .storage(reason: Self.describe(error))
+        }
+    }
+
+    // MARK: - ServerActivationStore
+
+    /// Temporary keys and replay records, in the database.
+    public var sharedEphemeralState: (any SharedEphemeralState)? { PostgresEphemeralState(store: self) }
+
+    /// Adds a new record, its private key sealed.
+    public func insert(_ record: ActivationRecord) throws(ActivationServerError) {
+        let box: AEAD.SealedBox
+        do throws(ReferenceServerError) {
+            box = try seal(
+                record.serverKeyPair.privateKey, label: SQLiteActivationStore.recordLabel(record.activationId))
+        } catch {
+            throw .storage(reason: "sealing the server key failed")
+        }
+        try run { () throws(PostgresError) in
+            try pool.withConnection { (c) throws(PostgresError) in
+                try c.query(
+                    """
+                    INSERT INTO activation(id, code, user_id, name, state, server_public_key, server_private_nonce,
+                    server_private_sealed, device_public_key, counter, counter_index, failed_attempts,
+                    max_failed_attempts, blocked_until, biometry_enabled)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                    """,
+                    [
+                        .text(record.activationId), .text(record.activationCode), .text(record.userId),
+                        .text(record.name), .integer(Int64(record.state.rawValue)),
+                        .bytes(record.serverKeyPair.publicKey), .bytes(box.nonce), .bytes(box.ciphertext),
+                    ] + Self.mutableValues(record).dropFirst(2))
+            }
+        }
+    }
+
+    /// Reads a record (its private key opened into secure memory).
+    public func fetch(activationId: String) throws(ActivationServerError) -> ActivationRecord? {
+        let rows = try run { () throws(PostgresError) in
+            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
+                try c.query(Self.selectRecord, [.text(activationId)])
+            }
+        }
+        return try rows.first.map { (row) throws(ActivationServerError) in try decodeRecord(row) }
+    }
+
+    /// Finds the activation of a code.
+    public func activationId(forCode activationCode: String) throws(ActivationServerError) -> String? {
+        try run { () throws(PostgresError) in
+            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
+                try c.query("SELECT id FROM activation WHERE code = $1", [.text(activationCode)]).first?[0].string
+            }
+        }
+    }
+
+    /// Changes a record in one transaction, its row locked (`FOR UPDATE`); nothing is stored
+    /// when `body` throws.
+    public func update<R: Sendable>(
+        activationId: String, _ body: (inout ActivationRecord) throws(ActivationServerError) -> R
+    ) throws(ActivationServerError) -> R {
+        try inTransaction { (c) throws(ActivationServerError) -> R in
+            var record = try lockedRecord(activationId, on: c)
+            let before = Self.mutableValues(record)
+            let result = try body(&record)
+            if Self.mutableValues(record) != before { try write(record, on: c) }
+            return result
+        }
+    }
+
+    /// Counts one attempt and writes its audit row in one transaction, the activation's row
+    /// locked first: instances racing on one activation take turns.
+    public func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
+    ) throws(ActivationServerError) -> AttemptResult {
+        try inTransaction { (c) throws(ActivationServerError) -> AttemptResult in
+            var record = try lockedRecord(activationId, on: c)
+            let before = (record.state, record.failedAttempts)
+            let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
+            let label: AuditOutcome
+            if accepted {
+                label = .accepted
+            } else if record.failedAttempts > before.1 || (record.state == .blocked && before.0 != .blocked) {
+                label = record.state == .blocked ? .failureBlocked : .failure
+            } else {
+                label = .refused
+            }
+            try write(record, on: c)
+            try run { () throws(PostgresError) in
+                try c.query(
+                    "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES ($1, $2, $3)",
+                    [.text(activationId), .double(now.timeIntervalSince1970), .text(label.rawValue)])
+            }
+            return AttemptResult(
+                accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+                maxFailedAttempts: record.maxFailedAttempts)
+        }
+    }
+
+    // MARK: - Tokens
+
+    /// Stores a token row.
+    public func insertToken(_ token: TokenRecord) throws(ActivationServerError) {
+        try run { () throws(PostgresError) in
+            try pool.withConnection { (c) throws(PostgresError) in
+                try c.query(
+                    "INSERT INTO token(id, activation_id, signature_type, created_at) VALUES ($1, $2, $3, $4)",
+                    [
+                        .text(token.tokenId), .text(token.activationId), .text(token.factorSet.rawValue),
+                        .double(token.createdAt.timeIntervalSince1970),
+                    ])
+            }
+        }
+    }
+
+    /// Reads a token row.
+    public func token(tokenId: String) throws(ActivationServerError) -> TokenRecord? {
+        let rows = try run { () throws(PostgresError) in
+            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
+                try c.query(
+                    "SELECT activation_id, signature_type, created_at FROM token WHERE id = $1", [.text(tokenId)])
+            }
+        }
+        guard let row = rows.first else { return nil }
+        guard let activationId = row[0].string, let type = row[1].string,
+            let factorSet = try? FactorSet(parsing: type), let at = row[2].double
+        else { throw .storage(reason: "a token row does not parse") }
+        return TokenRecord(
+            tokenId: tokenId, activationId: activationId, factorSet: factorSet,
+            createdAt: Date(timeIntervalSince1970: at))
+    }
+
+    /// Deletes a token row of an activation.
+    public func removeToken(tokenId: String, activationId: String) throws(ActivationServerError) -> Bool {
+        try run { () throws(PostgresError) in
+            try pool.withConnection { (c) throws(PostgresError) in
+                !(try c.query(
+                    "DELETE FROM token WHERE id = $1 AND activation_id = $2 RETURNING id",
+                    [.text(tokenId), .text(activationId)]
+                ).isEmpty)
+            }
+        }
+    }
+
+    // MARK: - Back office and audit
+
+    /// Every activation identifier, oldest first.
+    public func activationIds() throws(ActivationServerError) -> [String] {
+        try run { () throws(PostgresError) in
+            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
+                try c.query("SELECT id FROM activation ORDER BY seq").compactMap { $0[0].string }
+            }
+        }
+    }
+
+    /// The audit rows of one activation, oldest first.
+    public func auditTrail(activationId: String) throws(ActivationServerError) -> [AuditEntry] {
+        try run { () throws(PostgresError) in
+            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
+                try c.query(
+                    "SELECT at, outcome FROM attempt_audit WHERE activation_id = $1 ORDER BY seq",
+                    [.text(activationId)])
+            }
+        }.compactMap { row in
+            guard let at = row[0].double, let text = row[1].string, let outcome = AuditOutcome(rawValue: text) else {
+                return nil
+            }
+            return AuditEntry(at: Date(timeIntervalSince1970: at), outcome: outcome)
+        }
+    }
+
+    // MARK: - Temporary keys and replay records
+
+    static func temporaryKeyLabel(_ id: String) -> [UInt8] {
+        Array("SecurePIN temporary key v1|".utf8) + Array(id.utf8)
+    }
+
+    func storeTemporaryKey(_ key: SharedTemporaryKey) throws(ActivationServerError) {
+        let box: AEAD.SealedBox
+        do throws(ReferenceServerError) {
+            box = try seal(key.keyPair.privateKey, label: Self.temporaryKeyLabel(key.temporaryKeyId))
+        } catch {
+            throw .storage(reason: "sealing a temporary key failed")
+        }
+        sweepNow(Int64(Date().timeIntervalSince1970 * 1000))
+        try run { () throws(PostgresError) in
+            try pool.withConnection { (c) throws(PostgresError) in
+                try c.query(
+                    """
+                    INSERT INTO temporary_key(id, application_key, activation_id, public_key, private_nonce,
+                    private_sealed, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+                    """,
+                    [
+                        .text(key.temporaryKeyId), .text(key.applicationKey),
+                        key.activationId.map { .text($0) } ?? .null,
+                        .bytes(key.keyPair.publicKey), .bytes(box.nonce), .bytes(box.ciphertext),
+                        .integer(key.expiresAtMilliseconds),
+                    ])
+            }
+        }
+    }
+
+    func temporaryKey(_ id: String, now: Int64) throws(ActivationServerError) -> SharedTemporaryKey? {
+        let rows = try run { () throws(PostgresError) in
+            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
+                try c.query(
+                    """
+                    SELECT application_key, activation_id, public_key, private_nonce, private_sealed, expires_at
+                    FROM temporary_key WHERE id = $1 AND expires_at > $2
+                    """, [.text(id), .integer(now)])
+            }
+        }
+        guard let row = rows.first else { return nil }
+        guard let application = row[0].string, let publicKey = row[2].bytes, let nonce = row[3].bytes,
+            let sealed = row[4].bytes, let expires = row[5].int64
+        else { throw .storage(reason: "a temporary key row does not parse") }
+        let privateKey: SecureBytes
+        do throws(ReferenceServerError) {
+            privateKey = try open(nonce: nonce, sealed: sealed, label: Self.temporaryKeyLabel(id))
+        } catch {
+            throw .storage(reason: "a sealed temporary key does not open under this key file")
+        }
+        return SharedTemporaryKey(
+            temporaryKeyId: id, keyPair: KeyPair(privateKey: privateKey, publicKey: publicKey),
+            applicationKey: application, activationId: row[1].string, expiresAtMilliseconds: expires)
+    }
+
+    func temporaryKeyCount() throws(ActivationServerError) -> Int {
+        try run { () throws(PostgresError) in
+            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
+                Int(try c.query("SELECT count(*) FROM temporary_key").first?[0].int64 ?? 0)
+            }
+        }
+    }
+
+    func removeExpired(now: Int64) throws(ActivationServerError) {
+        try run { () throws(PostgresError) in
+            try pool.withConnection { (c) throws(PostgresError) in
+                try c.query("DELETE FROM temporary_key WHERE expires_at <= $1", [.integer(now)])
+                try c.query("DELETE FROM ecies_replay WHERE forget_at < $1", [.integer(now)])
+            }
+        }
+    }
+
+    /// Every ``sweepInterval``-th call deletes what expired before `now` (a failure is left to the next sweep).
+    private func sweepNow(_ now: Int64) {
+        if accepted.add(1, ordering: .relaxed).newValue % Self.sweepInterval == 0 { try? removeExpired(now: now) }
+    }
+
+    /// One statement: inserts the pair, or takes over a row whose time has passed; a row
+    /// comes back only then. The primary key makes two instances' inserts of one pair meet.
+    func acceptOnce(replayKey: [UInt8], forgetAt: Int64, now: Int64) throws(ActivationServerError) -> Bool {
+        sweepNow(now)
+        return try run { () throws(PostgresError) in
+            try pool.withConnection { (c) throws(PostgresError) in
+                !(try c.query(
+                    """
+                    INSERT INTO ecies_replay(replay_key, forget_at) VALUES ($1, $2)
+                    ON CONFLICT (replay_key) DO UPDATE SET forget_at = EXCLUDED.forget_at
+                    WHERE ecies_replay.forget_at < $3 RETURNING 1
+                    """, [.bytes(replayKey), .integer(forgetAt), .integer(now)]
+                ).isEmpty)
+            }
+        }
+    }
+
+    // MARK: - Rows
+
+    static let selectRecord = """
+        SELECT id, code, user_id, name, state, server_public_key, server_private_nonce, server_private_sealed,
+        device_public_key, counter, counter_index, failed_attempts, max_failed_attempts, blocked_until,
+        biometry_enabled FROM activation WHERE id = $1
+        """
+
+    /// name, state, device key, counter, index, failures, limit, block end, biometry.
+    static func mutableValues(_ r: ActivationRecord) -> [PostgresValue] {
+        [
+            .text(r.name), .integer(Int64(r.state.rawValue)),
+            r.devicePublicKey.map { .bytes($0) } ?? .null, .bytes(r.counter.bytes),
+            .integer(Int64(bitPattern: r.counterIndex)), .integer(Int64(r.failedAttempts)),
+            .integer(Int64(r.maxFailedAttempts)), r.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
+            .bool(r.biometryEnabled),
+        ]
+    }
+
+    private func lockedRecord(_ activationId: String, on c: PostgresConnection) throws(ActivationServerError)
+        -> ActivationRecord
+    {
+        let rows = try run { () throws(PostgresError) in
+            try c.query(Self.selectRecord + " FOR UPDATE", [.text(activationId)])
+        }
+        guard let row = rows.first else { throw .activationNotFound }
+        return try decodeRecord(row)
+    }
+
+    private func write(_ r: ActivationRecord, on c: PostgresConnection) throws(ActivationServerError) {
+        try run { () throws(PostgresError) in
+            try c.query(
+                """
+                UPDATE activation SET name = $1, state = $2, device_public_key = $3, counter = $4, counter_index = $5,
+                failed_attempts = $6, max_failed_attempts = $7, blocked_until = $8, biometry_enabled = $9
+                WHERE id = $10
+                """, Self.mutableValues(r) + [.text(r.activationId)])
+        }
+    }
+
+    private func decodeRecord(_ row: PostgresRow) throws(ActivationServerError) -> ActivationRecord {
+        guard let id = row[0].string, let code = row[1].string, let user = row[2].string, let name = row[3].string,
+            let stateValue = row[4].int64, let state = ProtocolActivationState(rawValue: UInt8(clamping: stateValue)),
+            let publicKey = row[5].bytes, let nonce = row[6].bytes, let sealed = row[7].bytes,
+            let counterBytes = row[9].bytes, let index = row[10].int64, let failures = row[11].int64,
+            let limit = row[12].int64, let biometry = row[14].bool,
+            let counter = try? HashCounter(bytes: counterBytes)
+        else { throw .storage(reason: "activation columns") }
+        let privateKey: SecureBytes
+        do throws(ReferenceServerError) {
+            privateKey = try open(nonce: nonce, sealed: sealed, label: SQLiteActivationStore.recordLabel(id))
+        } catch {
+            throw .storage(reason: "a sealed key does not open under this key file")
+        }
+        var record = ActivationRecord(
+            activationId: id, activationCode: code, userId: user,
+            serverKeyPair: KeyPair(privateKey: privateKey, publicKey: publicKey), counter: counter,
+            maxFailedAttempts: Int(limit))
+        record.name = name
+        record.state = state
+        record.devicePublicKey = row[8].bytes
+        record.counterIndex = UInt64(bitPattern: index)
+        record.failedAttempts = Int(failures)
+        record.blockedUntil = row[13].double.map { Date(timeIntervalSince1970: $0) }
+        record.biometryEnabled = biometry
+        return record
+    }
+
+    // MARK: - Sealing
+
+    private func seal(_ secret: SecureBytes, label: [UInt8]) throws(ReferenceServerError) -> AEAD.SealedBox {
+        do throws(SecureCoreError) {
+            return try AEAD.seal(secret, using: storageKey, associatedData: label)
+        } catch {
+            throw .corruptRecord(reason: "sealing failed: \(error)")
+        }
+    }
+
+    private func open(nonce: [UInt8], sealed: [UInt8], label: [UInt8]) throws(ReferenceServerError) -> SecureBytes {
+        do throws(SecureCoreError) {
+            let box = AEAD.SealedBox(algorithm: .xChaCha20Poly1305, nonce: nonce, ciphertext: sealed)
+            guard let opened = try AEAD.open(box, using: storageKey, associatedData: label) else {
+                throw .authenticationFailed
+            }
+            return opened
+        } catch {
+            throw .corruptRecord(reason: "a sealed key does not open under this key file")
+        }
+    }
+
+    // MARK: - Error plumbing
+
+    /// A libpq failure as the activation server sees it: the database out of reach (or too slow)
+    /// is `unavailable` (503), a unique key met is `duplicate`, anything else `storage`.
+    static func map(_ error: PostgresError) -> ActivationServerError {
+        switch error {
+        case .unavailable, .timeout: return .unavailable(reason: describe(error))
+        case .constraint: return .duplicate
+        default: return .storage(reason: describe(error))
+        }
+    }
+
+    static func describe(_ error: PostgresError) -> String {
+        switch error {
+        case .unavailable(let reason): return "database unavailable: \(reason)"
+        case .timeout: return "statement or lock timeout"
+        case .constraint(let message): return "constraint: \(message)"
+        case .server(let state, let message): return "SQLSTATE \(state): \(message)"
+        case .schemaTooNew(let found, let supported):
+            return "schema version \(found) is newer than this program's \(supported)"
+        case .typeMismatch(let column, let expected): return "column \(column) is not \(expected)"
+        case .invalidConnectionString: return "the connection string is empty or holds a NUL byte"
+        case .aborted(let reason): return "rolled back: \(reason)"
+        }
+    }
+
+    /// Runs `body` in one transaction on one pooled connection; `body`'s error rolls it back and
+    /// is rethrown as is.
+    private func inTransaction<R>(_ body: (PostgresConnection) throws(ActivationServerError) -> R)
+        throws(ActivationServerError) -> R
+    {
+        var failure: ActivationServerError?
+        do throws(PostgresError) {
+            return try pool.transaction { (c) throws(PostgresError) -> R in
+                do throws(ActivationServerError) {
+                    return try body(c)
+                } catch {
+                    failure = error
+                    throw .aborted(reason: "rolled back")
+                }
+            }
+        } catch {
+            throw failure ?? Self.map(error)
+        }
+    }
+
+    @discardableResult
+    private func run<R>(_ body: () throws(PostgresError) -> R) throws(ActivationServerError) -> R {
+        do throws(PostgresError) {
+            return try body()
+        } catch {
+            throw Self.map(error)
+        }
+    }
+
+    @discardableResult
+    private func sql<R>(_ body: () throws(PostgresError) -> R) throws(ReferenceServerError) -> R {
+        do throws(PostgresError) {
+            return try body()
+        } catch {
+            throw .storage(reason: Self.describe(error))
+        }
+    }
+
+    private func lift<R>(_ body: () throws(ActivationServerError) -> R) throws(ReferenceServerError) -> R {
+        do throws(ActivationServerError) {
+            return try body()
+        } catch {
+            throw .activationServer(error)
+        }
+    }
+}
+
+/// ``PostgresActivationStore``'s temporary keys and replay records as
+/// `ActivationServer.SharedEphemeralState`.
+struct PostgresEphemeralState: SharedEphemeralState {
+    let store: PostgresActivationStore
+
+    func storeTemporaryKey(_ key: SharedTemporaryKey) throws(ActivationServerError) {
+        try store.storeTemporaryKey(key)
+    }
+
+    func temporaryKey(_ temporaryKeyId: String, now: Int64) throws(ActivationServerError) -> SharedTemporaryKey? {
+        try store.temporaryKey(temporaryKeyId, now: now)
+    }
+
+    func temporaryKeyCount() throws(ActivationServerError) -> Int {
+        try store.temporaryKeyCount()
+    }
+
+    func removeExpired(now: Int64) throws(ActivationServerError) {
+        try store.removeExpired(now: now)
+    }
+
+    func acceptOnce(replayKey: [UInt8], forgetAt: Int64, now: Int64) throws(ActivationServerError) -> Bool {
+        try store.acceptOnce(replayKey: replayKey, forgetAt: forgetAt, now: now)
+    }
+}

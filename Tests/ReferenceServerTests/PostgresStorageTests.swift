@@ -1,0 +1,161 @@
+import Activation
+import ActivationHTTP
+import ActivationServer
+import Foundation
+import PostgresStore
+import PowerAuthProtocol
+import SecureCore
+import TestSupport
+import Testing
+
+@testable import ReferenceServer
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What only the PostgreSQL store has: its schema table, keys sealed in shared rows, several
+/// processes creating one schema and one configuration at once, and the database gone (503).
+/// The server suites themselves run on it through ``StoreBackend/available``.
+@Suite(
+    "PostgreSQL storage: schema, sealed keys, concurrent start, database down",
+    .enabled(if: StoreBackend.clusterConnectionString != nil, StoreBackend.skipReason))
+struct PostgresStorageTests {
+    /// A query on the test database, through a pool of its own.
+    static func query(_ dsn: SecureBytes, _ sql: String) throws -> [PostgresRow] {
+        try PostgresPool(connectionString: dsn).withConnection { (c) throws(PostgresError) in try c.query(sql) }
+    }
+
+    @Test("private keys are sealed: another key file cannot open the database's records")
+    func sealedAtRest() async throws {
+        let s = try InProcessServer(backend: .postgres)
+        let (_, id) = try await s.activeDevice()
+        s.server.stop()
+        let dsn = try #require(s.store.connectionString)
+        let row = try #require(
+            try Self.query(dsn, "SELECT server_private_sealed, server_private_nonce FROM activation").first)
+        let sealed = try #require(row[0].bytes)
+        let nonce = try #require(row[1].bytes)
+        #expect(sealed.count == 32 + 16)  // a P-256 scalar plus the Poly1305 tag
+        #expect(nonce.count == 24)
+        let stranger = try PostgresActivationStore(
+            connectionString: dsn, storageKey: try SecureBytes.random(count: 32))
+        #expect(throws: ActivationServerError.self) { try stranger.fetch(activationId: id) }
+        let owner = try PostgresActivationStore(
+            connectionString: dsn, storageKey: try ServerKeyFile.load(at: s.directory + "/server.sqlite.key"))
+        #expect(try owner.fetch(activationId: id)?.state == .active)
+    }
+
+    @Test("a database from a newer schema is refused and left untouched")
+    func newerSchema() throws {
+        let dsn = try StoreBackend.freshPostgresDatabase()
+        let key = try SecureBytes.random(count: 32)
+        _ = try PostgresActivationStore(connectionString: dsn, storageKey: key)
+        let newer = PostgresActivationStore.schemaVersion + 1
+        _ = try Self.query(dsn, "INSERT INTO schema_version(version) VALUES (\(newer))")
+        #expect(throws: ReferenceServerError.self) {
+            try PostgresActivationStore(connectionString: dsn, storageKey: key)
+        }
+        #expect(try Self.query(dsn, "SELECT max(version) FROM schema_version").first?[0].int64 == Int64(newer))
+    }
+
+    @Test("four processes' stores opening one empty database at once: one schema, one configuration")
+    func concurrentFirstStart() async throws {
+        let dsn = try StoreBackend.freshPostgresDatabase()
+        let key = try SecureBytes.random(count: 32)
+        let strings = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    let store = try PostgresActivationStore(connectionString: dsn, storageKey: key)
+                    let configuration = try store.loadOrStoreConfiguration(
+                        { () throws(ActivationServerError) in try ActivationServerConfiguration.generate() },
+                        restore: { (key, secret, master) throws(ActivationServerError) in
+                            try ActivationServerConfiguration(
+                                restoring: key, applicationSecret: secret, masterKeyPair: master)
+                        })
+                    return try configuration.configurationString()
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        #expect(strings.count == 4)
+        #expect(Set(strings).count == 1)
+        #expect(try Self.query(dsn, "SELECT count(*) FROM schema_version").first?[0].int64 == 1)
+        #expect(try Self.query(dsn, "SELECT count(*) FROM server_configuration").first?[0].int64 == 1)
+    }
+
+    @Test("replay records: accepted once while remembered, again after; expired rows are swept")
+    func replayRecords() throws {
+        let dsn = try StoreBackend.freshPostgresDatabase()
+        let store = try PostgresActivationStore(connectionString: dsn, storageKey: try SecureBytes.random(count: 32))
+        let shared = try #require(store.sharedEphemeralState)
+        let pair: [UInt8] = [3, 1, 2, 3, 9, 9]
+        #expect(try shared.acceptOnce(replayKey: pair, forgetAt: 2_000, now: 1_000))
+        #expect(try !shared.acceptOnce(replayKey: pair, forgetAt: 2_500, now: 1_500))
+        // Past its time the row no longer refuses the pair (the timestamp window does that).
+        #expect(try shared.acceptOnce(replayKey: pair, forgetAt: 4_000, now: 3_000))
+        // One sweep interval later, rows whose time has passed are gone; live ones stay.
+        for index in 0..<PostgresActivationStore.sweepInterval {
+            _ = try shared.acceptOnce(
+                replayKey: [1, UInt8(index & 0xFF), UInt8(index >> 8)], forgetAt: 6_000, now: 5_000)
+        }
+        let left = try Self.query(dsn, "SELECT count(*) FROM ecies_replay WHERE forget_at < 5000").first?[0].int64
+        #expect(left == 0)
+        let live = try Self.query(dsn, "SELECT count(*) FROM ecies_replay").first?[0].int64
+        #expect(live == Int64(PostgresActivationStore.sweepInterval))
+    }
+
+    @Test("the database gone: every signed request gets 503 with the PowerAuth error body")
+    func databaseDown() async throws {
+        let s = try InProcessServer(backend: .postgres)
+        defer { s.server.stop() }
+        let (device, _) = try await s.activeDevice()
+        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "DOWN")))
+        let header = try await device.service.signRequest(
+            method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+            authentication: .possessionWithPassword(try pin("9999")))
+        // Drop the test's database under the running server: every connection ends, and no new
+        // one can be made, as when the database server is down.
+        let clusterText = try #require(StoreBackend.clusterConnectionString)
+        let base = try StoreBackend.secureCopy(clusterText)
+        let dsn = try #require(s.store.connectionString)
+        let names = try Self.query(dsn, "SELECT current_database()")
+        let name = try #require(names.first?[0].string)
+        try PostgresPool(connectionString: base).withConnection { (c) throws(PostgresError) in
+            try c.execute("DROP DATABASE \(name) WITH (FORCE)")
+        }
+        // URLSession itself: the project's clients turn any 5xx into an error without its body.
+        var request = URLRequest(url: URL(string: s.baseURL + ActivationAPI.validateSignature.path)!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(body)
+        request.setValue(header.value, forHTTPHeaderField: AuthorizationHeader.name)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        for _ in 0..<2 {
+            let (answer, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 503)
+            let error = try WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, Array(answer))
+            #expect(error.status == "ERROR")
+            #expect(error.responseObject?.code == ActivationAPI.ErrorCode.generic)
+        }
+    }
+}
+
+@Suite("The DSN file of securepin server --store postgres")
+struct DSNFileTests {
+    @Test("read into secure memory without trailing blanks; a file others can read is refused")
+    func modeAndContent() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/dsn"
+        let text = "host=/run/postgresql dbname=securepin"
+        FileManager.default.createFile(
+            atPath: path, contents: Data((text + " \n").utf8), attributes: [.posixPermissions: 0o600])
+        let dsn = try DSNFile.load(at: path)
+        #expect(dsn.withUnsafeBytes { Array($0) } == Array(text.utf8))
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        #expect(throws: ReferenceServerError.self) { try DSNFile.load(at: path) }
+        FileManager.default.createFile(
+            atPath: directory + "/empty", contents: Data("\n".utf8), attributes: [.posixPermissions: 0o600])
+        #expect(throws: ReferenceServerError.self) { try DSNFile.load(at: directory + "/empty") }
+    }
+}

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# The keyring suites against a real Secret Service: a private session bus (dbus-run-session) and a
+# throw-away gnome-keyring-daemon whose data and runtime directories are in BUILD_DIR, unlocked
+# with a test password given on standard input. Then, against it:
+#   1. the Swift storage suites with the keyring case on (SECUREPIN_TEST_KEYRING=1);
+#   2. securepin client against securepin server with --store keyring: `secret-tool search` finds
+#      the items under the configured names, and no secret is in any file the client wrote;
+#   3. client migrate-store moves a file activation to the keyring;
+#   4. the login collection locked: the CLI and the Swift store give the typed "locked" error.
+# The daemon, the server and the bus are stopped on exit, whatever happens.
+# Usage: Tests/keyring/run.sh BUILD_DIR PATH/TO/securepin   (make test-keyring)
+set -uo pipefail
+BUILD=${1:?usage: run.sh BUILD_DIR PATH/TO/securepin}
+B=${2:?usage: run.sh BUILD_DIR PATH/TO/securepin}
+B=$(cd "$(dirname "$B")" && pwd)/$(basename "$B")
+BUILD=$(mkdir -p "$BUILD" && cd "$BUILD" && pwd)
+if [[ -z ${SECUREPIN_KEYRING_INSIDE:-} ]]; then
+    # Everything below runs on a bus of its own, which ends with this script.
+    SECUREPIN_KEYRING_INSIDE=1 exec dbus-run-session -- "$0" "$@"
+fi
+
+base=$BUILD/keyring-test
+rm -rf "$base"
+mkdir -p "$base/home/data" "$base/home/config" "$base/home/cache" "$base/run" "$base/work"
+chmod 700 "$base/run" "$base/work"
+work=$base/work
+daemon_pid=
+server_pid=
+cleanup() {
+    [[ -n $server_pid ]] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    [[ -n $daemon_pid ]] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+    rm -rf "$base"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+check() { # name, expected exit code, actual exit code, [condition result]
+    local name=$1 want=$2 got=$3 ok=${4:-0}
+    if [[ $got == "$want" && $ok == 0 ]]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $name (exit $got, wanted $want)" >&2
+    fi
+}
+has_owner() {
+    dbus-send --session --dest=org.freedesktop.DBus --print-reply /org/freedesktop/DBus \
+        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true'
+}
+secrets() { # method, args…: a call to the Secret Service
+    local method=$1
+    shift
+    dbus-send --session --dest=org.freedesktop.secrets --print-reply /org/freedesktop/secrets \
+        "org.freedesktop.Secret.Service.$method" "$@"
+}
+# secret-tool search without the secret lines: what a log may show.
+search() { secret-tool search --all "$@" 2>&1 | grep -aE '^(\[|label|attribute\.|schema)'; }
+
+# Anything the bus starts on demand would also keep its data in BUILD_DIR, never in the real home.
+dbus-update-activation-environment HOME="$base/home" XDG_DATA_HOME="$base/home/data" \
+    XDG_CONFIG_HOME="$base/home/config" XDG_CACHE_HOME="$base/home/cache" XDG_RUNTIME_DIR="$base/run"
+check "the private bus starts services with the build folder as their home" 0 $?
+# The daemon: its keyrings in BUILD_DIR, the login keyring created and unlocked with the test password.
+printf 'securepin-test-password' | HOME=$base/home XDG_DATA_HOME=$base/home/data XDG_CONFIG_HOME=$base/home/config \
+    XDG_CACHE_HOME=$base/home/cache XDG_RUNTIME_DIR=$base/run \
+    gnome-keyring-daemon --foreground --unlock --components=secrets >"$base/daemon.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 100); do has_owner && break; sleep 0.1; done
+has_owner
+check "gnome-keyring-daemon owns org.freedesktop.secrets on the private bus" 0 $?
+collection=$(secrets ReadAlias string:default | sed -n 's/.*object path "\(.*\)"/\1/p')
+[[ $collection == /org/freedesktop/secrets/collection/login ]]
+check "the default collection is the unlocked login keyring ($collection)" 0 $?
+[[ -f $base/home/data/keyrings/login.keyring ]]
+check "the keyring's data is in the build folder" 0 $?
+
+# 1. The Swift suites, the keyring case on.
+SECUREPIN_TEST_KEYRING=1 ${SWIFT:-swift} test --skip-build --filter ActivationKeyringTests >"$work/swift.log" 2>&1
+rc=$?
+n=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .* passed.*/\1/p' "$work/swift.log")
+[[ $rc == 0 && -n $n ]] || { tail -40 "$work/swift.log" >&2; }
+check "the Swift storage suites against files and the Secret Service ($n tests)" 0 $rc
+[[ $rc == 0 && -n $n ]] && echo "keyring-swift (files and the Secret Service): $n passed, 0 failed"
+
+# 2. securepin client against securepin server, --store keyring.
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/admin.token"
+chmod 600 "$work/admin.token"
+printf 'X-SecurePIN-Admin-Token: %s\n' "$(cat "$work/admin.token")" >"$work/admin.header"
+"$B" server --port 0 --db "$work/server.sqlite" --admin-token-file "$work/admin.token" >"$work/server.out" 2>/dev/null &
+server_pid=$!
+for _ in $(seq 100); do grep -q '^back office' "$work/server.out" && break; sleep 0.1; done
+port=$(sed -n 's|.*listening on http://127.0.0.1:||p' "$work/server.out")
+config=$(sed -n 's/^configuration: //p' "$work/server.out")
+url="http://127.0.0.1:$port"
+admin() { curl -s -XPOST "$url/admin/activation/$1" -H @"$work/admin.header" -d "{\"requestObject\":$2}"; }
+code() { # a new activation: its code CODE#SIGNATURE in $qr, its id in $id
+    local init
+    init=$(admin init '{"userId":"keyring-user"}')
+    id=$(jq -r .responseObject.activationId <<<"$init")
+    qr="$(jq -r .responseObject.activationCode <<<"$init")#$(jq -r .responseObject.activationSignature <<<"$init")"
+}
+printf '2468' >"$work/pin"
+C=(--url "$url" --config "$config" --state "$work/device")
+S=io.getlime.PowerAuthKeychain
+
+code
+"$B" client activate "${C[@]}" --store keyring --code "$qr" --json --pin-fd 3 3<"$work/pin" >"$work/act.json"
+check "client activate --store keyring" 0 $?
+[[ $(jq -r .activationId "$work/act.json") == "$id" ]]
+check "client activate: the server's activation id" 0 $?
+admin commit "{\"activationId\":\"$id\"}" >/dev/null
+"$B" client status "${C[@]}" --json >"$work/st.json"
+check "client status (--store auto finds the keyring)" 0 $?
+[[ $(jq -r .state "$work/st.json") == ACTIVE ]]
+check "client status: ACTIVE" 0 $?
+"$B" client validate "${C[@]}" --store keyring --pin-fd 3 3<"$work/pin" >/dev/null
+check "client validate --store keyring (the counter moves in the keyring)" 0 $?
+"$B" client token-create "${C[@]}" --store keyring --pin-fd 3 3<"$work/pin" --json >"$work/tok.json"
+check "client token-create --store keyring" 0 $?
+tok=$(jq -r .tokenId "$work/tok.json")
+
+search service "$S.StatusKeychain" instance securepin-client >"$work/status.items"
+grep -qx "attribute.key = securepin-client" "$work/status.items" &&
+    grep -qx "attribute.access-group = private" "$work/status.items" &&
+    grep -qx "schema = io.securepin.Keychain" "$work/status.items"
+check "secret-tool search: the state under $S.StatusKeychain, key = the instance id" 0 $?
+search service "$S.PossessionKeychain" key PA2KeychainKey_Possession instance securepin-client >"$work/possession.items"
+[[ $(grep -cx "attribute.service = $S.PossessionKeychain" "$work/possession.items") == 1 ]]
+check "secret-tool search: one possession item, key PA2KeychainKey_Possession" 0 $?
+search service "$S.TokenStore" key "$tok" instance securepin-client >"$work/token.items"
+[[ $(grep -cx "attribute.service = $S.TokenStore" "$work/token.items") == 1 ]]
+check "secret-tool search: the token under $S.TokenStore, key = the token id" 0 $?
+echo "secret-tool search service $S.StatusKeychain instance securepin-client (secret lines left out):"
+cat "$work/status.items"
+echo "secret-tool search service $S.PossessionKeychain instance securepin-client (secret lines left out):"
+cat "$work/possession.items"
+
+[[ $(ls -A "$work/device") == .lock ]]
+check "the state directory holds only the (empty) lock file" 0 $?
+python3 - "$work/device" "$tok" <<'PY'
+import base64, os, subprocess, sys
+directory, token = sys.argv[1], sys.argv[2]
+def lookup(*attributes):
+    return subprocess.run(["secret-tool", "lookup", *attributes], capture_output=True, check=True).stdout
+keys = lookup("service", "io.getlime.PowerAuthKeychain.PossessionKeychain", "key", "PA2KeychainKey_Possession",
+              "instance", "securepin-client")
+blob = lookup("service", "io.getlime.PowerAuthKeychain.TokenStore", "key", token, "instance", "securepin-client")
+assert keys[:5] == b"SPCK\x01" and len(keys) == 37, "the possession item is not the key blob"
+assert blob[:5] == b"SPTK\x01", "the token item is not a token blob"
+secrets = [keys[5:21], keys[21:37], blob[5:21]]
+forms = [f for s in secrets for f in (s, s.hex().encode(), base64.b64encode(s), base64.b64encode(s).rstrip(b"="))]
+checked = 0
+for root, _, names in os.walk(directory):
+    for name in names:
+        data = open(os.path.join(root, name), "rb").read()
+        checked += 1
+        assert not any(f in data for f in forms), f"a secret is in {name}"
+print(f"no secret (raw, hex or base64) in the {checked} file(s) the client wrote")
+PY
+check "no secret is in any file the client wrote" 0 $?
+
+# An access group: the items carry it, and another group does not see them.
+code
+G=(--url "$url" --config "$config" --state "$work/grouped" --instance grouped.app)
+"$B" client activate "${G[@]}" --store keyring --access-group com.example.shared --code "$qr" \
+    --pin-fd 3 3<"$work/pin" >/dev/null
+check "client activate --access-group com.example.shared" 0 $?
+[[ $(search access-group com.example.shared instance grouped.app | grep -c '^attribute.access-group = com.example.shared$') == 2 ]]
+check "secret-tool search access-group com.example.shared: the state and the keys" 0 $?
+"$B" client status "${G[@]}" >/dev/null 2>"$work/err"
+check "client status without the group does not see the activation -> 2" 2 $?
+grep -q "no activation in the keyring" "$work/err"
+check "client status: 'no activation in the keyring'" 0 $?
+
+# 3. migrate-store: an activation made in files moves to the keyring.
+code
+M=(--url "$url" --config "$config" --state "$work/moving" --instance moving.app)
+"$B" client activate "${M[@]}" --store files --code "$qr" --pin-fd 3 3<"$work/pin" >/dev/null
+check "client activate --store files" 0 $?
+admin commit "{\"activationId\":\"$id\"}" >/dev/null
+"$B" client status "${M[@]}" >/dev/null
+check "client status: --store auto keeps the files while they hold the activation" 0 $?
+[[ -z $(search service "$S.StatusKeychain" instance moving.app) ]]
+check "nothing of it in the keyring yet" 0 $?
+"$B" client migrate-store --state "$work/moving" --instance moving.app --json >"$work/mig.json"
+check "client migrate-store" 0 $?
+[[ $(jq -r .moved "$work/mig.json") == 2 && $(ls -A "$work/moving") == .lock ]]
+check "client migrate-store: state and keys moved, the files gone" 0 $?
+[[ -n $(search service "$S.StatusKeychain" instance moving.app) ]]
+check "secret-tool search finds the moved state" 0 $?
+"$B" client validate "${M[@]}" --pin-fd 3 3<"$work/pin" >/dev/null
+check "client validate after the move (auto: the keyring)" 0 $?
+"$B" client migrate-store --state "$work/moving" --instance moving.app >/dev/null
+check "client migrate-store again: nothing left to move -> 0" 0 $?
+"$B" client migrate-store --state "$work/empty" --instance nothing.here >/dev/null 2>&1
+check "client migrate-store with no activation anywhere -> 2" 2 $?
+[[ ! -e $work/empty ]]
+check "client migrate-store with no activation: no state directory created" 0 $?
+
+# 4. The collection locked: a typed error, never "no activation".
+secrets Lock "array:objpath:$collection" >/dev/null
+check "the login collection is locked" 0 $?
+"$B" client status "${C[@]}" --store keyring >/dev/null 2>"$work/err"
+check "client status --store keyring on a locked keyring -> 3" 3 $?
+grep -q "is locked: unlock it" "$work/err" && ! grep -q "no activation" "$work/err"
+check "client status: the keyring is locked (not 'no activation')" 0 $?
+"$B" client status "${C[@]}" >/dev/null 2>&1
+check "client status (auto) on a locked keyring -> 3" 3 $?
+SECUREPIN_TEST_KEYRING=1 SECUREPIN_TEST_KEYRING_LOCKED=1 ${SWIFT:-swift} test --skip-build \
+    --filter LockedKeyringTests >"$work/locked.log" 2>&1
+rc=$?
+grep -q 'Test run with 1 test ' "$work/locked.log" || rc=1
+[[ $rc == 0 ]] || tail -20 "$work/locked.log" >&2
+check "the Swift store on a locked collection: storageLocked from every operation" 0 $rc
+
+echo "keyring: $passed passed, $failed failed"
+[[ $failed == 0 ]]
