@@ -1,5 +1,6 @@
 import Activation
 import ActivationTestSupport
+import Biometry
 import Foundation
 import PowerAuthProtocol
 import SecureCore
@@ -114,5 +115,39 @@ struct V4ServiceTests {
             }
         }
         #expect(try await service.fetchActivationStatus().state == .blocked)
+    }
+
+    @Test("biometry add with the PIN, a biometry code the server accepts, remove; biometry codes then fail")
+    func biometry() async throws {
+        let setup = try Setup()
+        let sensor = SimulatedBiometricAuthenticator()
+        let service = try ActivationService(
+            configuration: setup.configuration, storage: setup.storage,
+            transport: InProcessTransport(server: setup.server),
+            authenticator: sensor)
+        let prepared = try setup.server.initActivation(userId: "kate")
+        let pinCode = try pin("8642")
+        _ = try await service.createActivation(activationCode: prepared.activationCode, name: "b", password: pinCode)
+        try setup.server.commitActivation(prepared.activationId)
+        #expect(await service.hasBiometryFactor() == false)
+        try await service.addBiometryFactor(password: pinCode)
+        #expect(await service.hasBiometryFactor())
+        #expect(try setup.server.activationDetail(prepared.activationId).biometryEnabled)
+        let body = Array(#"{"amount":7}"#.utf8)
+        let header = try await service.signRequestV4(
+            method: "POST", uriIdentifier: "/pa/payment", body: body,
+            authentication: .possessionWithBiometry(prompt: "Approve"))
+        let verified = try setup.server.verifyV4Authorization(
+            header: header.value, method: "POST", uriIdentifier: "/pa/payment", body: body)
+        #expect(verified.factorSet == .possessionBiometry)
+        #expect(sensor.promptsShown == ["Approve"])
+        let prefetched = try await service.authenticateUsingBiometry(prompt: "Once")
+        try await service.validateSignature(authentication: prefetched)
+        try await service.removeBiometryFactor()
+        #expect(await service.hasBiometryFactor() == false)
+        #expect(try setup.server.activationDetail(prepared.activationId).biometryEnabled == false)
+        await #expect(throws: ActivationError.biometryNotConfigured) {
+            try await service.validateSignature(authentication: .possessionWithBiometry(prompt: "again"))
+        }
     }
 }

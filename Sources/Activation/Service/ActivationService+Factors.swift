@@ -77,7 +77,7 @@ extension ActivationService {
     /// - Throws: ``ActivationError/biometryNotAvailable(_:)``, ``ActivationError/authentication``,
     ///   the network errors, ``ActivationError/invalidResponse(reason:)``.
     public func addBiometryFactor(password: Password) async throws(ActivationError) {
-        if isV4 { throw Self.v4Unsupported("biometry") }
+        if isV4 { return try await v4AddBiometry(password: password) }
         guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
         guard authenticator.systemStatus == .available else { throw .biometryNotAvailable(authenticator.systemStatus) }
         guard record != nil else { throw .missingActivation }
@@ -119,7 +119,7 @@ extension ActivationService {
     /// the key no biometry code can be computed here any more.
     /// - Throws: ``ActivationError/biometryNotConfigured``, storage errors.
     public func removeBiometryFactor() async throws(ActivationError) {
-        if isV4 { throw Self.v4Unsupported("biometry") }
+        if isV4 { return try await v4RemoveBiometry() }
         guard let current = record else { throw .missingActivation }
         guard current.biometryEnabled else { throw .biometryNotConfigured }
         try mutateRecord { (r) throws(ActivationError) in
@@ -142,8 +142,7 @@ extension ActivationService {
     public func authenticateUsingBiometry(prompt: String, validFor: Duration = .seconds(60))
         async throws(ActivationError) -> ActivationAuthentication
     {
-        if isV4 { throw Self.v4Unsupported("biometry") }
-        let key = try await biometryKey(prompt: prompt)
+        let key = try await (isV4 ? v4BiometryKey(prompt: prompt) : biometryKey(prompt: prompt))
         let seconds = Double(validFor.components.seconds) + Double(validFor.components.attoseconds) / 1e18
         return .prefetchedBiometry(key: key, validUntil: clock.now().addingTimeInterval(seconds))
     }

@@ -1,11 +1,13 @@
+import Biometry
 import Foundation
 import PowerAuthProtocol
 import SecureCore
 
 /// The protocol V4 (`EC_P384`) path of the service, taken when the configuration's algorithm is
 /// `EC_P384`: activation, status, codes (possession and knowledge), tokens, vault unlock and
-/// removal, and the server-side password change, against the `/pa/v4` endpoints
-/// (`docs/protocol-v4.md`). Biometry, offline codes and the other V3 extras throw ``ActivationError/protocolError(_:)`` with
+/// removal, the server-side password change and biometry add/remove, against the `/pa/v4`
+/// endpoints (`docs/protocol-v4.md`). Biometry at activation, offline codes and the other V3
+/// extras throw ``ActivationError/protocolError(_:)`` with
 /// `unsupportedAlgorithm` on this path.
 extension ActivationService {
     var isV4: Bool { configuration.algorithm == .ecP384 }
@@ -341,9 +343,17 @@ extension ActivationService {
         guard v4 != nil else { throw .missingActivation }
         let kind = try authentication.usableKind(now: clock.now())
         let factorSet = authentication.factorSet
-        guard factorSet == .possession || factorSet == .possessionKnowledge else {
-            throw Self.v4Unsupported("biometry")
+        var biometry: SecureBytes?
+        defer { biometry?.destroy() }
+        switch kind {
+        case .biometryPrompt(let prompt):
+            biometry = try await v4BiometryKey(prompt: prompt)
+        case .biometryKey(let key, _):
+            biometry = try coreStep { () throws(SecureCoreError) in try key.copy() }
+        case .possession, .password:
+            break
         }
+        let biometryKey = biometry
         let nonce = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
         }
@@ -362,7 +372,8 @@ extension ActivationService {
             let keys = activation.keys
             let code = try protocolStep { () throws(ProtocolError) in
                 try V4AuthenticationCode.compute(
-                    factorSet: factorSet, keys: V4FactorKeys(possession: keys.possession, knowledge: knowledge),
+                    factorSet: factorSet,
+                    keys: V4FactorKeys(possession: keys.possession, knowledge: knowledge, biometry: biometryKey),
                     counter: counter, data: data)
             }
             try activation.state.advanceCounter()
@@ -525,6 +536,83 @@ extension ActivationService {
         let wrapped = try v4Wrap(key, password: newPassword)
         try v4Mutate { (a) throws(ActivationError) in a.state.knowledgeKey = wrapped }
         try await v4Send(V4API.validate, body: Array("{}".utf8), authentication: .possessionWithPassword(newPassword))
+    }
+
+    // MARK: - Biometry
+
+    /// `biometry/add` with the PIN: the server's new biometry key goes into the authenticator
+    /// (never into the state files). When biometry was on already, the server keeps the new
+    /// key as "next" until its first use.
+    func v4AddBiometry(password: Password) async throws(ActivationError) {
+        guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
+        guard authenticator.systemStatus == .available else { throw .biometryNotAvailable(authenticator.systemStatus) }
+        guard v4 != nil else { throw .missingActivation }
+        let (kem, shared) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        }
+        defer { kem.keyPair.privateKey.destroy() }
+        let request = try securePlaintext(shared)
+        defer { request.destroy() }
+        let answer = try await v4SendEncrypted(
+            V4API.biometryAdd, plaintext: request, authentication: .possessionWithPassword(password))
+        let response = try decodePlaintext(answer, V4SharedSecretResponse.self, path: V4API.biometryAdd.path)
+        let key: SecureBytes
+        do throws(ProtocolError) {
+            key = try V4SharedSecret.finish(kem, response: response)
+        } catch {
+            throw .invalidResponse(reason: "biometry/add: the shared secret does not complete")
+        }
+        defer { key.destroy() }
+        try mapBiometry { () throws(BiometryError) in
+            try authenticator.storeKey(key, account: configuration.biometryKeyAccount)
+        }
+        let enrolled = Base64.encode(authenticator.enrolledSetFingerprint)
+        do {
+            try v4Mutate { (a) throws(ActivationError) in
+                a.state.biometryEnabled = true
+                a.state.enrolledSetFingerprint = enrolled
+            }
+        } catch {
+            authenticator.deleteKey(account: configuration.biometryKeyAccount)
+            throw error
+        }
+    }
+
+    /// `biometry/remove` (possession), then the local key and flag.
+    func v4RemoveBiometry() async throws(ActivationError) {
+        guard let current = v4 else { throw .missingActivation }
+        guard current.state.biometryEnabled == true else { throw .biometryNotConfigured }
+        try await v4Send(V4API.biometryRemove, body: Array("{}".utf8), authentication: .possession())
+        try v4Mutate { (a) throws(ActivationError) in
+            a.state.biometryEnabled = false
+            a.state.enrolledSetFingerprint = nil
+        }
+        authenticator?.deleteKey(account: configuration.biometryKeyAccount)
+    }
+
+    /// The biometry key from the authenticator, as V3.3 reads it (invalidated after an
+    /// enrolment change when so configured).
+    func v4BiometryKey(prompt: String) async throws(ActivationError) -> SecureBytes {
+        guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
+        guard let current = v4 else { throw .missingActivation }
+        guard current.state.biometryEnabled == true else { throw .biometryNotConfigured }
+        let biometric = configuration.biometricConfiguration
+        if biometric.invalidateBiometricFactorAfterChange && !biometric.allowFallbackToDevicePasscode,
+            current.state.enrolledSetFingerprint != Base64.encode(authenticator.enrolledSetFingerprint)
+        {
+            authenticator.deleteKey(account: configuration.biometryKeyAccount)
+            try v4Mutate { (a) throws(ActivationError) in
+                a.state.biometryEnabled = false
+                a.state.enrolledSetFingerprint = nil
+            }
+            throw .biometryInvalidated
+        }
+        do throws(BiometryError) {
+            return try await authenticator.evaluate(
+                prompt: prompt, account: configuration.biometryKeyAccount, configuration: biometric)
+        } catch {
+            throw ActivationError(biometry: error)
+        }
     }
 
     func v4RemoveActivation(authentication: ActivationAuthentication) async throws(ActivationError) {

@@ -131,7 +131,7 @@ public actor ActivationService {
 
     /// Whether the activation has a biometry factor.
     /// - Returns: `true` when it has one.
-    public func hasBiometryFactor() -> Bool { record?.biometryEnabled ?? false }
+    public func hasBiometryFactor() -> Bool { record?.biometryEnabled ?? v4?.state.biometryEnabled ?? false }
 
     /// Biometry on the system and activation levels.
     /// - Returns: the status.
@@ -139,7 +139,7 @@ public actor ActivationService {
         ActivationBiometricStatus(
             systemStatus: authenticator?.systemStatus ?? .notSupported,
             biometryType: authenticator?.biometryType ?? .none,
-            isBiometricFactorConfigured: record?.biometryEnabled ?? false)
+            isBiometricFactorConfigured: record?.biometryEnabled ?? v4?.state.biometryEnabled ?? false)
     }
 
     /// Forgets the activation on this device: the state and key files are

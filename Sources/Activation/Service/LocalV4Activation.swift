@@ -22,6 +22,10 @@ struct LocalV4State: Codable, Equatable {
     var knowledgeKey: [WrappedKnowledgeKey]
     var vaultCheck: String
     var keyCheck: String
+    /// Whether the biometry factor is on (its key is in the authenticator, never here).
+    var biometryEnabled: Bool?
+    /// The enrolled-set fingerprint when biometry was added (to invalidate after a change).
+    var enrolledSetFingerprint: String?
 
     static func decode(_ bytes: [UInt8], instanceId: String) throws(ActivationError) -> LocalV4State {
         let state: LocalV4State
