@@ -260,8 +260,8 @@ let testing: [Target] = [
     .testTarget(
         name: "PinVaultServerTests",
         dependencies: [
-            "PinVault", "PinVaultServer", "PowerAuthProtocol", "ReferenceServer", "SecureCore", "VaultOPRFProtocol",
-            "securepin", "TestSupport",
+            "PinVault", "PinVaultServer", "PowerAuthProtocol", "PostgresStore", "ReferenceServer", "SecureCore",
+            "VaultOPRFProtocol", "securepin", "TestSupport",
         ]),
     .testTarget(
         name: "PinStrengthTests",

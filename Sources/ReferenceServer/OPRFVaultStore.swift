@@ -1,15 +1,19 @@
 import Foundation
+import PostgresStore
 import SQLiteStore
 import SecureCore
 import VaultOPRFProtocol
 
-/// The server's side of the vault binding in SQLite (the activation database, tables of its own):
+/// The server's side of the vault binding in the activation database (tables of its own, in SQLite
+/// or in PostgreSQL):
 /// the OPRF master secret, sealed under the storage key of ``ServerKeyFile`` like every other
 /// private key the database holds, and one row per server-bound vault with its attempt counter,
 /// its current challenge and its verifier (sealed likewise).
 ///
-/// The tables are created when missing, outside the activation schema's numbered migrations, so
-/// that the two evolve apart. Every change runs in one `BEGIN IMMEDIATE` transaction, and an
+/// In SQLite the tables are created when missing, outside the activation schema's numbered
+/// migrations; in PostgreSQL they are a step of those migrations (instances start concurrently).
+/// Every change runs in one transaction (SQLite `BEGIN IMMEDIATE`; PostgreSQL with the vault's row
+/// taken `FOR UPDATE`, so instances racing on one vault serialise on it), and an
 /// attempt is counted, with its audit row, before anything is evaluated: a process killed after
 /// the evaluation has already counted it (`docs/vault-format.md`, "Server binding").
 public final class OPRFVaultStore: Sendable {
@@ -49,7 +53,7 @@ public final class OPRFVaultStore: Sendable {
         """
     static let masterLabel = Array("SecurePIN vault OPRF master v1".utf8)
 
-    let database: SQLiteDatabase
+    let tables: any VaultTables
     private let storageKey: SecureBytes
 
     /// Opens the tables (creating them when missing).
@@ -63,7 +67,17 @@ public final class OPRFVaultStore: Sendable {
         } catch {
             throw .storage(reason: "\(error)")
         }
-        self.database = database
+        self.tables = SQLiteVaultTables(database: database)
+        self.storageKey = storageKey
+    }
+
+    /// Opens the tables in a PostgreSQL database whose schema has them (``PostgresActivationStore``'s
+    /// migrations create them), for any number of server instances on that database.
+    /// - Parameters:
+    ///   - pool: the activation store's connection pool.
+    ///   - storageKey: the 32-byte key of ``ServerKeyFile``, the same on every instance.
+    public init(pool: PostgresPool, storageKey: SecureBytes) {
+        self.tables = PostgresVaultTables(pool: pool)
         self.storageKey = storageKey
     }
 
@@ -71,21 +85,21 @@ public final class OPRFVaultStore: Sendable {
     /// - Returns: the secret, in secure memory.
     /// - Throws: ``ReferenceServerError``.
     public func masterSecret() throws(ReferenceServerError) -> SecureBytes {
-        let result = transaction { () throws(Refusal) -> SecureBytes in
-            let rows = try sql { () throws(SQLiteError) in
-                try database.query("SELECT nonce, sealed FROM oprf_vault_master WHERE id = 1")
+        let result = tables.transaction { (tx) throws(Refusal) -> SecureBytes in
+            let select = "SELECT nonce, sealed FROM oprf_vault_master WHERE id = 1"
+            if try tx.query(select).isEmpty {
+                // Several instances may start at once: the first insert wins, the others read it.
+                let fresh = try secure { () throws(SecureCoreError) in try SecureBytes.random(count: 32) }
+                defer { fresh.destroy() }
+                let box = try seal(fresh, label: Self.masterLabel)
+                try tx.run(
+                    "INSERT INTO oprf_vault_master VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING",
+                    [.blob(box.nonce), .blob(box.ciphertext)])
             }
-            if let row = rows.first {
-                guard let nonce = row[0].bytes, let sealed = row[1].bytes else { throw .storage("master columns") }
-                return try open(nonce: nonce, sealed: sealed, label: Self.masterLabel)
+            guard let row = try tx.query(select).first, let nonce = row[0].bytes, let sealed = row[1].bytes else {
+                throw .storage("master columns")
             }
-            let fresh = try secure { () throws(SecureCoreError) in try SecureBytes.random(count: 32) }
-            let box = try seal(fresh, label: Self.masterLabel)
-            _ = try sql { () throws(SQLiteError) in
-                try database.run(
-                    "INSERT INTO oprf_vault_master VALUES (1, ?, ?)", [.blob(box.nonce), .blob(box.ciphertext)])
-            }
-            return fresh
+            return try open(nonce: nonce, sealed: sealed, label: Self.masterLabel)
         }
         switch result {
         case .success(let secret): return secret
@@ -98,39 +112,35 @@ public final class OPRFVaultStore: Sendable {
     func register(vaultId: [UInt8], challenge: [UInt8], maxFailures: Int, now: Date) throws(Refusal)
         -> VaultOPRFAPI.Counters
     {
-        try transaction { () throws(Refusal) -> VaultOPRFAPI.Counters in
-            _ = try sql { () throws(SQLiteError) in
-                try database.run(
-                    "INSERT INTO oprf_vault(id, state, failures, max_failures, challenge, created) VALUES (?, ?, 0, ?, ?, ?)",
-                    [
-                        .blob(vaultId), .integer(Int64(VaultOPRFAPI.State.pending.rawValue)),
-                        .integer(Int64(maxFailures)), .blob(challenge), .real(now.timeIntervalSince1970),
-                    ])
-            }
-            try audit(vaultId, "registered", now)
+        try tables.transaction { (tx) throws(Refusal) -> VaultOPRFAPI.Counters in
+            try tx.run(
+                "INSERT INTO oprf_vault(id, state, failures, max_failures, challenge, created) VALUES (?, ?, 0, ?, ?, ?)",
+                [
+                    .blob(vaultId), .integer(Int64(VaultOPRFAPI.State.pending.rawValue)),
+                    .integer(Int64(maxFailures)), .blob(challenge), .real(now.timeIntervalSince1970),
+                ])
+            try audit(tx, vaultId, "registered", now)
             return VaultOPRFAPI.Counters(state: .pending, failures: 0, maxFailures: maxFailures)
         }.get()
     }
 
     /// Stores the verifier of a pending record; the record becomes active.
     func enroll(vaultId: [UInt8], verifier: SecureBytes, now: Date) throws(Refusal) -> VaultOPRFAPI.Counters {
-        try transaction { () throws(Refusal) -> VaultOPRFAPI.Counters in
-            var row = try load(vaultId)
+        try tables.transaction { (tx) throws(Refusal) -> VaultOPRFAPI.Counters in
+            var row = try load(tx, vaultId)
             guard row.counters.state == .pending else { throw .wrongState(row.counters) }
             let box = try seal(verifier, label: Self.verifierLabel(vaultId))
             row.counters.state = .active
-            _ = try sql { () throws(SQLiteError) in
-                try database.run(
-                    """
-                    UPDATE oprf_vault SET state = ?, failures = 0, challenge = NULL, verifier_nonce = ?,
-                    verifier_sealed = ? WHERE id = ?
-                    """,
-                    [
-                        .integer(Int64(VaultOPRFAPI.State.active.rawValue)), .blob(box.nonce), .blob(box.ciphertext),
-                        .blob(vaultId),
-                    ])
-            }
-            try audit(vaultId, "enrolled", now)
+            try tx.run(
+                """
+                UPDATE oprf_vault SET state = ?, failures = 0, challenge = NULL, verifier_nonce = ?,
+                verifier_sealed = ? WHERE id = ?
+                """,
+                [
+                    .integer(Int64(VaultOPRFAPI.State.active.rawValue)), .blob(box.nonce), .blob(box.ciphertext),
+                    .blob(vaultId),
+                ])
+            try audit(tx, vaultId, "enrolled", now)
             return VaultOPRFAPI.Counters(state: .active, failures: 0, maxFailures: row.counters.maxFailures)
         }.get()
     }
@@ -139,20 +149,20 @@ public final class OPRFVaultStore: Sendable {
     /// maximum the record is blocked and nothing is counted.
     /// - Returns: the counters after counting.
     func beginAttempt(vaultId: [UInt8], challenge: [UInt8], now: Date) throws(Refusal) -> VaultOPRFAPI.Counters {
-        try transaction { () throws(Refusal) -> VaultOPRFAPI.Counters in
-            var row = try load(vaultId)
+        try tables.transaction { (tx) throws(Refusal) -> VaultOPRFAPI.Counters in
+            var row = try load(tx, vaultId)
             guard row.counters.state != .pending else { throw .wrongState(row.counters) }
             guard row.counters.failures < row.counters.maxFailures else {
                 if row.counters.state != .blocked {
                     row.counters.state = .blocked
-                    try write(vaultId, row.counters, challenge: nil)
+                    try write(tx, vaultId, row.counters, challenge: nil)
                 }
-                try audit(vaultId, "refused-blocked", now)
+                try audit(tx, vaultId, "refused-blocked", now)
                 throw .blocked(row.counters)
             }
             row.counters.failures += 1
-            try write(vaultId, row.counters, challenge: challenge)
-            try audit(vaultId, "attempt", now)
+            try write(tx, vaultId, row.counters, challenge: challenge)
+            try audit(tx, vaultId, "attempt", now)
             return row.counters
         }.get()
     }
@@ -173,12 +183,12 @@ public final class OPRFVaultStore: Sendable {
     private func prove(vaultId: [UInt8], proof: [UInt8], removing: Bool, now: Date) throws(Refusal)
         -> VaultOPRFAPI.Counters
     {
-        try transaction { () throws(Refusal) -> VaultOPRFAPI.Counters in
-            var row = try load(vaultId)
+        try tables.transaction { (tx) throws(Refusal) -> VaultOPRFAPI.Counters in
+            var row = try load(tx, vaultId)
             guard let challenge = row.challenge, let nonce = row.verifierNonce, let sealed = row.verifierSealed,
                 row.counters.state == .active
             else {
-                try audit(vaultId, "proof-refused", now)
+                try audit(tx, vaultId, "proof-refused", now)
                 throw .proofRefused(row.counters)
             }
             let verifier = try open(nonce: nonce, sealed: sealed, label: Self.verifierLabel(vaultId))
@@ -191,13 +201,11 @@ public final class OPRFVaultStore: Sendable {
             let equal = try secure { () throws(SecureCoreError) in try Self.equal(expected, proof) }
             if equal { row.counters.failures = 0 }
             if equal && removing {
-                _ = try sql { () throws(SQLiteError) in
-                    try database.run("DELETE FROM oprf_vault WHERE id = ?", [.blob(vaultId)])
-                }
+                try tx.run("DELETE FROM oprf_vault WHERE id = ?", [.blob(vaultId)])
             } else {
-                try write(vaultId, row.counters, challenge: nil)
+                try write(tx, vaultId, row.counters, challenge: nil)
             }
-            try audit(vaultId, equal ? (removing ? "removed" : "confirmed") : "proof-refused", now)
+            try audit(tx, vaultId, equal ? (removing ? "removed" : "confirmed") : "proof-refused", now)
             guard equal else { throw .proofRefused(row.counters) }
             return row.counters
         }.get()
@@ -212,13 +220,13 @@ public final class OPRFVaultStore: Sendable {
     /// - Returns: the counters after the unblock.
     /// - Throws: ``Refusal/unknownVault``, ``Refusal/wrongState(_:)`` (not enrolled yet), ``Refusal/storage(_:)``.
     public func unblock(vaultId: [UInt8], now: Date) throws(Refusal) -> VaultOPRFAPI.Counters {
-        try transaction { () throws(Refusal) -> VaultOPRFAPI.Counters in
-            var row = try load(vaultId)
+        try tables.transaction { (tx) throws(Refusal) -> VaultOPRFAPI.Counters in
+            var row = try load(tx, vaultId)
             guard row.counters.state != .pending else { throw .wrongState(row.counters) }
             row.counters.state = .active
             row.counters.failures = 0
-            try write(vaultId, row.counters, challenge: nil)
-            try audit(vaultId, "unblocked", now)
+            try write(tx, vaultId, row.counters, challenge: nil)
+            try audit(tx, vaultId, "unblocked", now)
             return row.counters
         }.get()
     }
@@ -233,15 +241,17 @@ public final class OPRFVaultStore: Sendable {
 
     /// The counters, changing nothing.
     func counters(vaultId: [UInt8]) throws(Refusal) -> VaultOPRFAPI.Counters {
-        try transaction { () throws(Refusal) -> VaultOPRFAPI.Counters in try load(vaultId).counters }.get()
+        try tables.transaction { (tx) throws(Refusal) -> VaultOPRFAPI.Counters in try load(tx, vaultId).counters }.get()
     }
 
     /// The audit rows of one vault (outcomes only), oldest first.
     /// - Parameter vaultId: the vault.
     /// - Returns: the outcomes.
     public func auditTrail(vaultId: [UInt8]) -> [String] {
-        ((try? database.query("SELECT outcome FROM oprf_vault_audit WHERE vault_id = ? ORDER BY seq", [.blob(vaultId)]))
-            ?? []).compactMap { $0[0].string }
+        let rows = try? tables.transaction { (tx) throws(Refusal) in
+            try tx.query("SELECT outcome FROM oprf_vault_audit WHERE vault_id = ? ORDER BY seq", [.blob(vaultId)])
+        }.get()
+        return (rows ?? []).compactMap { $0[0].string }
     }
 
     // MARK: - Rows
@@ -276,12 +286,10 @@ public final class OPRFVaultStore: Sendable {
         return copy
     }
 
-    private func load(_ vaultId: [UInt8]) throws(Refusal) -> Row {
-        let rows = try sql { () throws(SQLiteError) in
-            try database.query(
-                "SELECT state, failures, max_failures, challenge, verifier_nonce, verifier_sealed FROM oprf_vault WHERE id = ?",
-                [.blob(vaultId)])
-        }
+    private func load(_ tx: VaultStatements, _ vaultId: [UInt8]) throws(Refusal) -> Row {
+        let rows = try tx.query(
+            "SELECT state, failures, max_failures, challenge, verifier_nonce, verifier_sealed FROM oprf_vault WHERE id = ?"
+                + tx.lockSuffix, [.blob(vaultId)])
         guard let row = rows.first else { throw .unknownVault }
         guard let stateValue = row[0].int64, let state = VaultOPRFAPI.State(rawValue: UInt8(clamping: stateValue)),
             let failures = row[1].int64, let limit = row[2].int64
@@ -291,23 +299,21 @@ public final class OPRFVaultStore: Sendable {
             challenge: row[3].bytes, verifierNonce: row[4].bytes, verifierSealed: row[5].bytes)
     }
 
-    private func write(_ vaultId: [UInt8], _ counters: VaultOPRFAPI.Counters, challenge: [UInt8]?) throws(Refusal) {
-        _ = try sql { () throws(SQLiteError) in
-            try database.run(
-                "UPDATE oprf_vault SET state = ?, failures = ?, challenge = ? WHERE id = ?",
-                [
-                    .integer(Int64(counters.state.rawValue)), .integer(Int64(counters.failures)),
-                    challenge.map { .blob($0) } ?? .null, .blob(vaultId),
-                ])
-        }
+    private func write(
+        _ tx: VaultStatements, _ vaultId: [UInt8], _ counters: VaultOPRFAPI.Counters, challenge: [UInt8]?
+    ) throws(Refusal) {
+        try tx.run(
+            "UPDATE oprf_vault SET state = ?, failures = ?, challenge = ? WHERE id = ?",
+            [
+                .integer(Int64(counters.state.rawValue)), .integer(Int64(counters.failures)),
+                challenge.map { .blob($0) } ?? .null, .blob(vaultId),
+            ])
     }
 
-    private func audit(_ vaultId: [UInt8], _ outcome: String, _ now: Date) throws(Refusal) {
-        _ = try sql { () throws(SQLiteError) in
-            try database.run(
-                "INSERT INTO oprf_vault_audit(vault_id, at, outcome) VALUES (?, ?, ?)",
-                [.blob(vaultId), .real(now.timeIntervalSince1970), .text(outcome)])
-        }
+    private func audit(_ tx: VaultStatements, _ vaultId: [UInt8], _ outcome: String, _ now: Date) throws(Refusal) {
+        try tx.run(
+            "INSERT INTO oprf_vault_audit(vault_id, at, outcome) VALUES (?, ?, ?)",
+            [.blob(vaultId), .real(now.timeIntervalSince1970), .text(outcome)])
     }
 
     private func seal(_ secret: SecureBytes, label: [UInt8]) throws(Refusal) -> AEAD.SealedBox {
@@ -321,36 +327,6 @@ public final class OPRFVaultStore: Sendable {
         }
         guard let opened else { throw .storage("a sealed value does not open under this key file") }
         return opened
-    }
-
-    /// Runs `body` in one immediate transaction; a refusal is returned, and what `body` wrote
-    /// before it is kept (a refusal that counts has written its audit row on purpose), while a
-    /// storage failure rolls everything back.
-    private func transaction<R>(_ body: () throws(Refusal) -> R) -> Result<R, Refusal> {
-        var refusal: Refusal?
-        do throws(SQLiteError) {
-            let value = try database.transaction { () throws(SQLiteError) -> R? in
-                do throws(Refusal) {
-                    return try body()
-                } catch {
-                    refusal = error
-                    if case .storage = error { throw SQLiteError.aborted(reason: "rolled back") }
-                    return nil
-                }
-            }
-            if let value { return .success(value) }
-            return .failure(refusal ?? .storage("no value"))
-        } catch {
-            return .failure(refusal ?? .storage("\(error)"))
-        }
-    }
-
-    private func sql<R>(_ body: () throws(SQLiteError) -> R) throws(Refusal) -> R {
-        do throws(SQLiteError) {
-            return try body()
-        } catch {
-            throw .storage("\(error)")
-        }
     }
 
     private func secure<R>(_ body: () throws(SecureCoreError) -> R) throws(Refusal) -> R {

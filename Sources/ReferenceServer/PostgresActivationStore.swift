@@ -74,7 +74,28 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             replay_key bytea PRIMARY KEY,
             forget_at bigint NOT NULL);
         CREATE INDEX ecies_replay_expiry ON ecies_replay(forget_at);
+        """,
+        // 2: the PIN vault's OPRF binding (OPRFVaultStore), as in the SQLite file.
         """
+        CREATE TABLE oprf_vault_master(
+            id bigint PRIMARY KEY CHECK (id = 1),
+            nonce bytea NOT NULL,
+            sealed bytea NOT NULL);
+        CREATE TABLE oprf_vault(
+            id bytea PRIMARY KEY,
+            state bigint NOT NULL,
+            failures bigint NOT NULL,
+            max_failures bigint NOT NULL,
+            challenge bytea,
+            verifier_nonce bytea,
+            verifier_sealed bytea,
+            created double precision NOT NULL);
+        CREATE TABLE oprf_vault_audit(
+            seq bigserial PRIMARY KEY,
+            vault_id bytea NOT NULL,
+            at double precision NOT NULL,
+            outcome text NOT NULL);
+        """,
     ]
 
     /// The schema version this code writes.

@@ -93,8 +93,9 @@ public final class ReferenceServer: Sendable {
     public let store: any ReferenceActivationStore
     /// The counters served at `/metrics`.
     public let metrics: ServerMetrics
-    /// The vault binding's endpoints and store (`/securepin/v1/vault/`); `nil` on PostgreSQL,
-    /// where the binding is not offered (its endpoints answer 501).
+    /// The vault binding's endpoints and store (`/securepin/v1/vault/`), in the activation
+    /// database (SQLite or PostgreSQL); `nil` only where a server is built without them (the
+    /// endpoints then answer 501).
     public let vaults: VaultOPRFEndpoint?
     private let http: HTTPServer
     private let metricsHTTP: HTTPServer?
@@ -120,7 +121,10 @@ public final class ReferenceServer: Sendable {
                     reason: "a PostgreSQL store needs a key file (--key-file), the same for every instance")
             }
             storageKey = try ServerKeyFile.loadOrCreate(at: keyPath)
-            store = try PostgresActivationStore(connectionString: connectionString, storageKey: storageKey, pool: pool)
+            let postgres = try PostgresActivationStore(
+                connectionString: connectionString, storageKey: storageKey, pool: pool)
+            vaultStore = OPRFVaultStore(pool: postgres.pool, storageKey: storageKey)
+            store = postgres
         }
         let configuration = try store.loadOrStoreConfiguration(
             { () throws(ActivationServerError) in

@@ -80,7 +80,9 @@ struct PostgresStorageTests {
         }
         #expect(strings.count == 4)
         #expect(Set(strings).count == 1)
-        #expect(try Self.query(dsn, "SELECT count(*) FROM schema_version").first?[0].int64 == 1)
+        #expect(
+            try Self.query(dsn, "SELECT count(*) FROM schema_version").first?[0].int64
+                == Int64(PostgresActivationStore.schemaVersion))
         #expect(try Self.query(dsn, "SELECT count(*) FROM server_configuration").first?[0].int64 == 1)
     }
 
