@@ -225,6 +225,7 @@ test-cli: deps
 	Tests/cli/readme.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/readme.log
 	Tests/cli/spec.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/spec.log
 	Tests/cli/client.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/client.log
+	Tests/cli/server-v4.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/server-v4.log
 
 ## test-keyring: the activation store in a real Secret Service. Tests/keyring/run.sh starts a private
 ## session bus (dbus-run-session) and a throw-away gnome-keyring-daemon (data and runtime directories
@@ -327,7 +328,7 @@ LLVM_PROFDATA    := $(TOOLCHAIN_BIN)llvm-profdata
 LLVM_COV         := $(TOOLCHAIN_BIN)llvm-cov
 COVERAGE_MIN     ?= 95
 SLOC_BUDGET      ?= 1500
-PROTO_SLOC_BUDGET ?= 1290
+PROTO_SLOC_BUDGET ?= 1335
 TPM_SLOC_BUDGET  ?= 450
 # protocol.c on its own: what stays uncovered is mostly libcrypto's and libsodium's internal-failure
 # handling, which no test can provoke without a fault seam in OpenSSL.

@@ -319,6 +319,7 @@ let testing: [Target] = [
         dependencies: [
             "ReferenceServer", "ActivationHTTP", "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault",
             "SecureCore", "SQLiteStore", "PostgresStore", "HTTPServer", "securepin", "TestSupport",
+            "ActivationTestSupport",
         ]),
 ]
 

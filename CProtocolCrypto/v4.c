@@ -127,6 +127,43 @@ spc_status spc_kmac256(spc_buffer *key, const uint8_t *msg, size_t len, const ui
     return rc;
 }
 
+spc_status spc_kmac256_secret(spc_buffer *key, const uint8_t *prefix, size_t prefix_len, spc_buffer *data,
+                              const uint8_t *custom, size_t custom_len, spc_buffer *out) {
+    if (!spc_initialized()) return SPC_E_INIT;
+    size_t n = spc_buffer_size(out);
+    if (key == NULL || key == out || data == out || data == key || !kmac_key_ok(spc_buffer_size(key)) ||
+        (prefix == NULL && prefix_len != 0) || custom_len < 1 || custom_len > SPC_KMAC_CUSTOM_MAX || n < 1 ||
+        n > SPC_KMAC_OUT_MAX)
+        return SPC_E_ARGUMENT;
+    uint8_t *o, *k, *d = NULL;
+    int rc = open_sized(out, n, &o);
+    if (rc != SPC_OK) return rc;
+    sodium_memzero(o, n);
+    if ((rc = spc_buffer_open(key, &k)) == SPC_OK) {
+        if (data == NULL || (rc = spc_buffer_open(data, &d)) == SPC_OK) {
+            const span parts[2] = {{prefix, prefix_len}, {d, data != NULL ? spc_buffer_size(data) : 0}};
+            rc = kmac_spans(k, spc_buffer_size(key), parts, 2, custom, custom_len, o, n);
+            if (data != NULL) spc_buffer_close(data);
+        }
+        spc_buffer_close(key);
+    }
+    spc_buffer_close(out);
+    return rc;
+}
+
+spc_status spc_hmac_sha384(spc_buffer *key, const uint8_t *msg, size_t len, uint8_t out[SPC_HMAC_SHA384_BYTES]) {
+    memset(out, 0, SPC_HMAC_SHA384_BYTES);
+    if (!spc_initialized()) return SPC_E_INIT;
+    if (key == NULL || spc_buffer_size(key) < 1 || (msg == NULL && len != 0)) return SPC_E_ARGUMENT;
+    uint8_t *k;
+    int rc = spc_buffer_open(key, &k);
+    if (rc != SPC_OK) return rc;
+    const span m = {msg, len};
+    rc = mac_spans("HMAC", k, spc_buffer_size(key), &m, 1, NULL, 0, out, SPC_HMAC_SHA384_BYTES);
+    spc_buffer_close(key);
+    return rc;
+}
+
 /* KDF(key, label, data) = KMAC(key, data, L, "PA4KDF:" || label) into out (L bytes). */
 static int v4_kdf_raw(const uint8_t *key, size_t key_len, const char *label, size_t label_len, const span *data,
                       size_t count, uint8_t *out, size_t out_len) {

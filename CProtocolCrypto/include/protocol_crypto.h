@@ -345,6 +345,7 @@ SPC_MUST_CHECK SPC_NONNULL(1, 3, 7, 8, 9) spc_status spc_ecies_decrypt(spc_buffe
 
 #define SPC_SHA3_256_BYTES 32
 #define SPC_SHA3_384_BYTES 48
+#define SPC_HMAC_SHA384_BYTES 48
 #define SPC_AES256_KEY_BYTES 32
 #define SPC_KMAC_KEY_MIN 4          /* OpenSSL 3.0 refuses shorter KMAC keys   */
 #define SPC_KMAC_KEY_MAX 512        /* ... and longer ones                     */
@@ -389,6 +390,34 @@ SPC_MUST_CHECK SPC_NONNULL(3) spc_status spc_sha3_384(const uint8_t *msg, size_t
 SPC_MUST_CHECK SPC_NONNULL(4, 6) spc_status spc_kmac256(spc_buffer *key, const uint8_t *msg, size_t len,
                                                  const uint8_t *custom, size_t custom_len, uint8_t *out,
                                                  size_t out_len);
+
+/**
+ * KMAC256(key, prefix || data, L, S = custom) into the buffer `out`, L its
+ * size (1 ... SPC_KMAC_OUT_MAX): a secret result over public bytes `prefix`
+ * (NULL when prefix_len is 0) followed by the secret buffer `data` (NULL for
+ * none). `key` as for spc_kmac256; `custom` 1 ... SPC_KMAC_CUSTOM_MAX bytes.
+ * The V4 authentication-code chain (KMAC(k, CTR_DATA || D, "PA4CODE")) and
+ * the shared secret (KMAC(salt, X, "KDF")) need it.
+ * Returns: SPC_OK; SPC_E_ARGUMENT (sizes, NULLs, `out` or `data` is `key`,
+ *          `data` is `out`); SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO;
+ *          SPC_E_INIT.
+ * Security: key, data and result are open only during the call; once the
+ *           arguments are accepted, `out` is zeroed on failure.
+ */
+SPC_MUST_CHECK SPC_NONNULL(5, 7) spc_status spc_kmac256_secret(spc_buffer *key, const uint8_t *prefix, size_t prefix_len,
+                                                        spc_buffer *data, const uint8_t *custom, size_t custom_len,
+                                                        spc_buffer *out);
+
+/**
+ * HMAC-SHA384 keyed with the whole buffer `key` (at least 1 byte) over the
+ * public `msg` (NULL when `len` is 0), into the public tag `out` (zeroed on
+ * failure): the "HS384" of V4 temporary-key request JWTs.
+ * Returns: SPC_OK; SPC_E_ARGUMENT; SPC_E_NOMEM or SPC_E_FORKED; SPC_E_CRYPTO;
+ *          SPC_E_INIT.
+ * Security: the key is open only during the call.
+ */
+SPC_MUST_CHECK SPC_NONNULL(4) spc_status spc_hmac_sha384(spc_buffer *key, const uint8_t *msg, size_t len,
+                                                  uint8_t out[SPC_HMAC_SHA384_BYTES]);
 
 /**
  * The V4 KDF: KMAC256(key, data, L, S = "PA4KDF:" || label), L the size of

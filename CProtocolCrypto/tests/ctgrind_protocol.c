@@ -105,6 +105,10 @@ static void ct_v4(void) {
     REQUIRE_OK(verdict(spc_v4_kdf(derived, (const uint8_t *)"aead/enc", 8, kc, sizeof kc, second)));
     REQUIRE_OK(verdict(spc_kmac256(key, plain, sizeof plain, (const uint8_t *)"PA4DIGEST", 9, tag, sizeof tag)));
     REQUIRE_OK(verdict(spc_aes256_ctr(key, iv, plain, sizeof plain, ct)));
+    /* The V4 code chain D = KMAC(k, CTR_DATA || D) and the HS384 JWT tag, secret key and chain. */
+    REQUIRE_OK(verdict(spc_kmac256_secret(key, iv, sizeof iv, derived, (const uint8_t *)"PA4CODE", 7, second)));
+    uint8_t hs384[SPC_HMAC_SHA384_BYTES];
+    REQUIRE_OK(verdict(spc_hmac_sha384(key, plain, sizeof plain, hs384)));
     spc_password *pin = secret_password("482915");
     uint8_t salt[32];
     memset(salt, 0x5A, sizeof salt);

@@ -256,6 +256,50 @@ static void test_kmac_nist(void) {
     spc_buffer_free(k), spc_buffer_free(short_key);
 }
 
+/* spc_kmac256_secret is KMAC over prefix || secret data: NIST SP 800-185 KMAC256 sample 4
+ * (the same as spc_kmac256 above), split at every point between the public and secret part. */
+static void test_kmac_secret_nist(void) {
+    uint8_t key[32], data[200], out[64];
+    for (int i = 0; i < 32; i++) key[i] = (uint8_t)(0x40 + i);
+    for (int i = 0; i < 200; i++) data[i] = (uint8_t)i;
+    const uint8_t *s = (const uint8_t *)"My Tagged Application";
+    spc_buffer *k = buffer_with(key, 32), *o = buffer_of(64);
+    REQUIRE_OK(spc_kmac256(k, data, 4, s, 21, out, 64));
+    for (size_t split = 0; split <= 4; split++) {
+        spc_buffer *d = split < 4 ? buffer_with(data + split, 4 - split) : NULL;
+        REQUIRE_OK(spc_kmac256_secret(k, data, split, d, s, 21, o));
+        CHECK(buffer_is(o, out, 64));
+        if (d != NULL) spc_buffer_free(d);
+    }
+    spc_buffer *d = buffer_with(data, 4);
+    CHECK_EQ(spc_kmac256_secret(k, NULL, 1, d, s, 21, o), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_kmac256_secret(k, data, 0, k, s, 21, o), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_kmac256_secret(k, data, 0, o, s, 21, o), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_kmac256_secret(k, data, 0, d, s, 0, o), SPC_E_ARGUMENT);
+    CHECK_EQ(spc_kmac256_secret(NULL, data, 0, d, s, 21, o), SPC_E_ARGUMENT);
+    spc_buffer_free(k), spc_buffer_free(o), spc_buffer_free(d);
+}
+
+/* HMAC-SHA384: RFC 4231 test cases 1 and 2. */
+static void test_hmac_sha384_rfc4231(void) {
+    uint8_t key1[20], out[SPC_HMAC_SHA384_BYTES];
+    memset(key1, 0x0b, sizeof key1);
+    spc_buffer *k1 = buffer_with(key1, 20), *k2 = buffer_with((const uint8_t *)"Jefe", 4);
+    REQUIRE_OK(spc_hmac_sha384(k1, (const uint8_t *)"Hi There", 8, out));
+    CHECK(bytes_equal(out, (const uint8_t *)"\xaf\xd0\x39\x44\xd8\x48\x95\x62\x6b\x08\x25\xf4\xab\x46\x90\x7f"
+                                            "\x15\xf9\xda\xdb\xe4\x10\x1e\xc6\x82\xaa\x03\x4c\x7c\xeb\xc5\x9c"
+                                            "\xfa\xea\x9e\xa9\x07\x6e\xde\x7f\x4a\xf1\x52\xe8\xb2\xfa\x9c\xb6",
+                      48));
+    REQUIRE_OK(spc_hmac_sha384(k2, (const uint8_t *)"what do ya want for nothing?", 28, out));
+    CHECK(bytes_equal(out, (const uint8_t *)"\xaf\x45\xd2\xe3\x76\x48\x40\x31\x61\x7f\x78\xd2\xb5\x8a\x6b\x1b"
+                                            "\x9c\x7e\xf4\x64\xf5\xa0\x1b\x47\xe4\x2e\xc3\x73\x63\x22\x44\x5e"
+                                            "\x8e\x22\x40\xca\x5e\x69\xe2\xc7\x8b\x32\x39\xec\xfa\xb2\x16\x49",
+                      48));
+    CHECK_EQ(spc_hmac_sha384(k1, NULL, 3, out), SPC_E_ARGUMENT);
+    CHECK(all_zero(out, sizeof out));
+    spc_buffer_free(k1), spc_buffer_free(k2);
+}
+
 static void kdf_case(const char *c, const char *lim) {
     char label[256], size_text[8];
     uint8_t key[128], custom[256], want[64];
@@ -750,6 +794,8 @@ int main(int argc, char **argv) {
     RUN(test_sha3_vectors);
     RUN(test_counter_vectors);
     RUN(test_kmac_nist);
+    RUN(test_kmac_secret_nist);
+    RUN(test_hmac_sha384_rfc4231);
     RUN(test_kdf_vectors);
     RUN(test_password_kdf_vectors);
     RUN(test_token_digest_vectors);

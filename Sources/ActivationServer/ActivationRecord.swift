@@ -31,6 +31,8 @@ public struct ActivationRecord: Sendable {
     public var blockedUntil: Date?
     /// Whether biometry codes are accepted.
     public var biometryEnabled: Bool
+    /// The protocol V4 part of an activation of an `EC_P384` application; `nil` for V3.3.
+    public var v4: V4ActivationState?
 
     /// Creates a record in the `PowerAuthProtocol.ProtocolActivationState.created` state.
     /// - Parameters:
@@ -57,6 +59,7 @@ public struct ActivationRecord: Sendable {
         self.maxFailedAttempts = maxFailedAttempts
         self.blockedUntil = nil
         self.biometryEnabled = false
+        self.v4 = nil
     }
 
     /// Ends a temporary block whose time has come (failures reset).
@@ -84,6 +87,15 @@ public struct ActivationRecord: Sendable {
         expireBlock(now: now)
         guard state == .active else { return false }
         if case .accepted(let codeIndex, let nextCounter, let resetsFailures) = outcome, codeIndex >= counterIndex {
+            // V4 moves its SHA3 counter as far as the code's index; if that cannot be computed the
+            // attempt is refused, uncounted, and nothing moves.
+            if var state = v4 {
+                guard let moved = try? state.counter.advanced(by: Int(codeIndex + 1 - counterIndex)) else {
+                    return false
+                }
+                state.counter = moved
+                v4 = state
+            }
             counter = nextCounter
             counterIndex = codeIndex + 1
             if resetsFailures { failedAttempts = 0 }
@@ -142,4 +154,82 @@ public struct AttemptResult: Sendable, Equatable {
         self.failedAttempts = failedAttempts
         self.maxFailedAttempts = maxFailedAttempts
     }
+}
+
+/// The protocol V4 state of one activation (`EC_P384`): the per-activation server signing key,
+/// and once the device activated, its public key, `KEY_ACTIVATION_SECRET` and the SHA3 counter.
+/// Secrets in secure memory; the description is redacted.
+public struct V4ActivationState: Sendable {
+    /// The suite.
+    public let algorithm: ProtocolAlgorithm
+    /// The server's P-384 signing key pair for this activation (ES384 temporary keys).
+    public let serverKeyPair: ECP384KeyPair
+    /// `KEY_ACTIVATION_SECRET`, once `activation/create` ran.
+    public var activationSecret: SecureBytes?
+    /// The device's P-384 signing public key (97 bytes), once known.
+    public var devicePublicKey: [UInt8]?
+    /// `CTR_DATA`, the next expected counter value.
+    public var counter: V4HashCounter
+    /// Whether the device still has to call `activation/confirm`.
+    public var confirmationPending: Bool
+    /// The knowledge factor key set by a password change; `nil`: the key tree's initial one.
+    public var knowledgeKey: SecureBytes? = nil
+    /// A knowledge key from a password change not yet used by the device (dynamic factor keys).
+    public var knowledgeNext: SecureBytes? = nil
+    /// The biometry factor key set by a biometry addition; `nil`: the key tree's initial one.
+    public var biometryKey: SecureBytes? = nil
+    /// A biometry key from an addition not yet used by the device.
+    public var biometryNext: SecureBytes? = nil
+    /// Bumped at every factor-key change (so a store sees that the sealed state changed).
+    public var keyGeneration: UInt32 = 0
+    /// An upgrade from V3.3 was started and waits for `upgrade/confirm`: until then the V3.3
+    /// keys keep working and the V4 ones only confirm.
+    public var upgradePending: Bool = false
+
+    /// A fresh state: a new server key pair and counter, no device yet.
+    /// - Parameter algorithm: the suite (`EC_P384`).
+    /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
+    public init(algorithm: ProtocolAlgorithm) throws(ActivationServerError) {
+        self.algorithm = algorithm
+        self.serverKeyPair = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }
+        self.activationSecret = nil
+        self.devicePublicKey = nil
+        self.counter = V4HashCounter.random()
+        self.confirmationPending = true
+    }
+
+    /// A stored state.
+    /// - Parameters:
+    ///   - algorithm: the suite.
+    ///   - serverKeyPair: the server key pair.
+    ///   - activationSecret: the secret, if set.
+    ///   - devicePublicKey: the device key, if set.
+    ///   - counter: the counter.
+    ///   - confirmationPending: the flag.
+    public init(
+        algorithm: ProtocolAlgorithm, serverKeyPair: ECP384KeyPair, activationSecret: SecureBytes?,
+        devicePublicKey: [UInt8]?, counter: V4HashCounter, confirmationPending: Bool
+    ) {
+        self.algorithm = algorithm
+        self.serverKeyPair = serverKeyPair
+        self.activationSecret = activationSecret
+        self.devicePublicKey = devicePublicKey
+        self.counter = counter
+        self.confirmationPending = confirmationPending
+    }
+
+    /// The public facts a store compares to see whether a change happened (the secret is set
+    /// once, with the device key; factor-key changes bump ``keyGeneration``).
+    public var changeMarker: [UInt8] {
+        [confirmationPending ? 1 : 0, activationSecret == nil ? 0 : 1, upgradePending ? 1 : 0] + counter.bytes
+            + (devicePublicKey ?? [])
+            + withUnsafeBytes(of: keyGeneration.bigEndian) { Array($0) }
+    }
+}
+
+extension V4ActivationState: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Suite and counter presence only; keys redacted.
+    public var description: String { "V4ActivationState(\(algorithm.rawValue), keys redacted)" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
 }

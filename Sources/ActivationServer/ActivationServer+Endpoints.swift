@@ -17,6 +17,7 @@ extension ActivationServer {
     /// - Parameter request: the request.
     /// - Returns: the response.
     public func respond(to request: TransportRequest) -> TransportResponse {
+        if Self.v4Paths.contains(request.path) { return respondV4(to: request) }
         let isValidate = request.path == ActivationAPI.validateSignature.path
         let methods: Set<String> = isValidate ? ["GET", "POST", "PUT", "DELETE"] : [ActivationAPI.method]
         let known = Self.paths.contains(request.path)
@@ -103,8 +104,8 @@ extension ActivationServer {
         guard let activationId = try store.activationId(forCode: code) else { throw .invalidActivationCode }
         let autoCommit = configuration.autoCommit
         let record = try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
-            // Only once: a used code cannot re-key an activation.
-            guard r.state == .created else { throw .invalidActivationCode }
+            // Only once: a used code cannot re-key an activation; a V4 one is not activated by V3.3.
+            guard r.state == .created, r.v4 == nil else { throw .invalidActivationCode }
             r.devicePublicKey = device
             r.name = name
             r.state = autoCommit ? .active : .pendingCommit
@@ -137,7 +138,7 @@ extension ActivationServer {
         }
         // As powerauth-server: an unknown activation (REMOVED for the client) or one without a
         // device key (CREATED) gets 32 random bytes, which no transport key opens.
-        guard let record = found, let device = record.devicePublicKey else {
+        guard let record = found, let device = record.devicePublicKey, record.v4?.upgradePending ?? true else {
             let random = try protocolStep { () throws(ProtocolError) in
                 try lift { () throws(SecureCoreError) in try SecureRandom.bytes(count: 48) }
             }
@@ -148,9 +149,12 @@ extension ActivationServer {
         let keys = try factorKeys(record, devicePublicKey: device)
         defer { keys.destroy() }
         let lookAhead = configuration.lookAhead
+        let offersUpgrade = configuration.algorithm == .ecP384
         return try protocolStep { () throws(ProtocolError) in
+            // An EC_P384 application offers its V3.3 activations the upgrade to V4.
             let blob = try ActivationStatusBlob(
-                state: record.state, counterByte: UInt8(truncatingIfNeeded: record.counterIndex),
+                state: record.state, upgradeVersion: offersUpgrade ? 4 : 3,
+                counterByte: UInt8(truncatingIfNeeded: record.counterIndex),
                 failedAttempts: UInt8(clamping: record.failedAttempts),
                 maxFailedAttempts: UInt8(clamping: record.maxFailedAttempts), counterLookAhead: UInt8(lookAhead),
                 counterDataHash: try crypto.counterHash(record.counter, transportKey: keys.transport))
@@ -373,6 +377,8 @@ extension ActivationServer {
             throw error == .activationNotFound ? failure : error
         }
         guard record.state == .active, let device = record.devicePublicKey else { throw failure }
+        // An activation upgraded to V4 (upgrade/confirm done) speaks V4 only.
+        if let state = record.v4, !state.upgradePending { throw failure }
         return (record, try factorKeys(record, devicePublicKey: device))
     }
 

@@ -23,6 +23,8 @@ public final class ActivationServer: Sendable {
     public let temporaryKeys: TemporaryKeyStore
     /// The ECIES replay protection its encrypted endpoints use.
     public let replayCache: ECIESReplayCache
+    /// The temporary keys of protocol V4 this server issued.
+    public let v4TemporaryKeys: V4TemporaryKeyStore
 
     /// Creates a server.
     /// - Parameters:
@@ -43,6 +45,7 @@ public final class ActivationServer: Sendable {
         self.applicationSecret = Base64.encode(configuration.applicationSecret)
         self.temporaryKeys = TemporaryKeyStore(shared: store.sharedEphemeralState)
         self.replayCache = ECIESReplayCache(shared: store.sharedEphemeralState)
+        self.v4TemporaryKeys = V4TemporaryKeyStore()
     }
 
     // MARK: - Back office
@@ -56,9 +59,12 @@ public final class ActivationServer: Sendable {
     public func initActivation(userId: String) throws(ActivationServerError) -> PreparedActivation {
         let keyPair = try protocolStep { () throws(ProtocolError) in try crypto.generateKeyPair() }
         let code = try signedActivationCode()
-        let record = ActivationRecord(
+        var record = ActivationRecord(
             activationId: UUID().uuidString.lowercased(), activationCode: code.code, userId: userId,
             serverKeyPair: keyPair, counter: HashCounter.random(), maxFailedAttempts: configuration.maxFailedAttempts)
+        // An EC_P384 application prepares a V4 activation (its own P-384 server key pair and
+        // SHA3 counter); the V3.3 endpoints refuse it.
+        if configuration.algorithm == .ecP384 { record.v4 = try V4ActivationState(algorithm: .ecP384) }
         try store.insert(record)
         return PreparedActivation(
             activationId: record.activationId, activationCode: code.code,
@@ -126,10 +132,15 @@ public final class ActivationServer: Sendable {
             return r
         }
         let crypto = crypto
-        let fingerprint = record.devicePublicKey.flatMap { device in
+        var fingerprint = record.devicePublicKey.flatMap { device in
             try? crypto.fingerprint(
                 devicePublicKey: device, serverPublicKey: record.serverKeyPair.publicKey,
                 activationId: record.activationId)
+        }
+        if let state = record.v4, let device = state.devicePublicKey {
+            fingerprint = try? V4Fingerprint.compute(
+                algorithm: state.algorithm, devicePublicKey: device, activationId: record.activationId,
+                serverPublicKey: state.serverKeyPair.publicKey)
         }
         return ActivationDetail(
             activationId: record.activationId, userId: record.userId, state: record.state,

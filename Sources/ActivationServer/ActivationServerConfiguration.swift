@@ -19,6 +19,13 @@ public struct ActivationServerConfiguration: Sendable {
     public var failureBlockDuration: TimeInterval?
     /// Commit activations as soon as the device exchanged keys (default `false`).
     public var autoCommit: Bool
+    /// The algorithm this application serves: `LEGACY_P256` (protocol V3.3, the default) or
+    /// `EC_P384` (protocol V4, which needs ``v4MasterKeyPair``; see ``serve(_:masterKeyPair:)``).
+    /// The V3.3 endpoints stay available for `LEGACY_P256` activations either way.
+    public var algorithm: ProtocolAlgorithm = .legacyP256
+    /// The P-384 master key pair of protocol V4 (key `0x02` of the configuration string), which
+    /// signs application-scope temporary keys.
+    public var v4MasterKeyPair: ECP384KeyPair? = nil
     /// The name and version `/pa/v3/status` reports.
     public var serverApplication = ServerStatusResponse.Application(
         name: "SecurePIN reference server", version: "0.9.0")
@@ -59,12 +66,45 @@ public struct ActivationServerConfiguration: Sendable {
     /// - Returns: the string.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
     public func configurationString() throws(ActivationServerError) -> String {
-        try protocolStep { () throws(ProtocolError) in
+        let v4Keys = v4MasterKeyPair.map { [SDKConfiguration.Key(id: 0x02, bytes: Self.compressed($0.publicKey))] }
+        return try protocolStep { () throws(ProtocolError) in
             try SDKConfiguration(
                 applicationKey: applicationKey, applicationSecret: applicationSecret,
-                masterServerPublicKey: masterKeyPair.publicKey
+                masterServerPublicKey: masterKeyPair.publicKey, otherKeys: v4Keys ?? []
             ).encoded
         }
+    }
+
+    /// Makes the application serve `algorithm`; for `EC_P384` the V4 master key pair is
+    /// `masterKeyPair`, the one already set, or a fresh one.
+    /// - Parameters:
+    ///   - algorithm: `LEGACY_P256` or `EC_P384`.
+    ///   - masterKeyPair: a stored V4 master key pair, if any.
+    /// - Throws: ``ActivationServerError/invalidConfiguration(reason:)`` for the hybrid suites
+    ///   (ML-KEM/ML-DSA in V4 are not implemented), ``ActivationServerError/protocolFailure(_:)``.
+    public mutating func serve(_ algorithm: ProtocolAlgorithm, masterKeyPair: ECP384KeyPair? = nil)
+        throws(ActivationServerError)
+    {
+        switch algorithm {
+        case .legacyP256:
+            break
+        case .ecP384:
+            if let masterKeyPair {
+                v4MasterKeyPair = masterKeyPair
+            } else if v4MasterKeyPair == nil {
+                v4MasterKeyPair = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }
+            }
+        case .ecP384MLL3, .ecP384MLL5:
+            throw .invalidConfiguration(
+                reason: "\(algorithm.rawValue) is not served: protocol V4 with ML-KEM/ML-DSA is not implemented")
+        }
+        self.algorithm = algorithm
+    }
+
+    /// SEC1 compressed form of an uncompressed P-384 key (`02|03 ‖ X`).
+    static func compressed(_ publicKey: [UInt8]) -> [UInt8] {
+        guard publicKey.count == 97 else { return publicKey }
+        return [0x02 | (publicKey[96] & 1)] + publicKey[1..<49]
     }
 }
 

@@ -1,12 +1,12 @@
-/// The algorithm names of the PowerAuth mobile SDK configuration. Only
-/// ``legacyP256`` (protocol V3.3 on P-256) is implemented; the others are
-/// protocol V4 and are recognised so that asking for one fails loudly with
-/// ``ProtocolError/unsupportedAlgorithm(name:missing:)`` instead of
-/// quietly running V3.
+/// The algorithm names of the PowerAuth mobile SDK configuration. ``legacyP256``
+/// (protocol V3.3 on P-256) is what `ActivationCrypto` computes; ``ecP384`` (protocol V4)
+/// is implemented by the V4 types of this module (``V4SharedSecret`` and the rest), by the
+/// server and by the activation service's V4 path. The hybrid suites are refused with
+/// ``ProtocolError/unsupportedAlgorithm(name:missing:)`` instead of quietly running another.
 public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
     /// P-256, fully compatible with protocol V3.3. Implemented.
     case legacyP256 = "LEGACY_P256"
-    /// Protocol V4 on P-384 without post-quantum parts. Not implemented.
+    /// Protocol V4 on P-384 without post-quantum parts (not by `ActivationCrypto`, which is V3.3).
     case ecP384 = "EC_P384"
     /// Protocol V4 hybrid: P-384 with ML-KEM-768 and ML-DSA-65. Not implemented.
     case ecP384MLL3 = "EC_P384_ML_L3"
@@ -23,14 +23,15 @@ public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
         self = algorithm
     }
 
-    /// `nil` when the algorithm is implemented; otherwise what it would need.
+    /// `nil` when `ActivationCrypto` implements the algorithm; otherwise what it would need.
     public var missingPrimitives: String? {
         let v4 = "protocol V4 (its KDF key schedule, KMAC-256 status authentication and V4 end-to-end encryption)"
         switch self {
         case .legacyP256:
             return nil
         case .ecP384:
-            return "\(v4), which is not implemented; only LEGACY_P256 (protocol V3.3) is available"
+            return "protocol V4, which ActivationCrypto (the V3.3 crypto) does not compute: use the V4 types "
+                + "(V4SharedSecret, V4ActivationKeys, ...) or ActivationService configured with EC_P384"
         case .ecP384MLL3:
             return "ML-KEM-768 and ML-DSA-65, which neither libsodium nor OpenSSL 3.0 provides, and \(v4)"
         case .ecP384MLL5:

@@ -59,6 +59,8 @@ public final class ReferenceServer: Sendable {
         /// (0 picks a free one); `nil`, the default, opens none. On the main port `/metrics`
         /// needs the admin token.
         public var metricsPort: UInt16?
+        /// The algorithm the application serves: `LEGACY_P256` (V3.3, default) or `EC_P384` (V4).
+        public var algorithm: ProtocolAlgorithm = .legacyP256
 
         /// Creates the options.
         /// - Parameters:
@@ -135,11 +137,20 @@ public final class ReferenceServer: Sendable {
                     restoring: key, applicationSecret: secret, masterKeyPair: master, lookAhead: options.lookAhead,
                     maxFailedAttempts: options.maxFailedAttempts, failureBlockDuration: options.failureBlockDuration)
             })
+        var served = configuration
+        let master: ECP384KeyPair? =
+            options.algorithm == .ecP384
+            ? try store.loadOrStoreV4MasterKey { () throws(ActivationServerError) in try protocolKeyPair() } : nil
+        do throws(ActivationServerError) {
+            try served.serve(options.algorithm, masterKeyPair: master)
+        } catch {
+            throw .activationServer(error)
+        }
         let metrics = ServerMetrics()
         let server: ActivationServer
         do throws(ActivationServerError) {
             server = try ActivationServer(
-                configuration: configuration, store: ObservedStore(base: store, metrics: metrics))
+                configuration: served, store: ObservedStore(base: store, metrics: metrics))
         } catch {
             throw .activationServer(error)
         }
@@ -463,5 +474,14 @@ struct Router: Sendable {
         } catch {
             throw .protocolFailure(error)
         }
+    }
+}
+
+/// A fresh V4 master key pair, its failure in the activation server's terms.
+private func protocolKeyPair() throws(ActivationServerError) -> ECP384KeyPair {
+    do throws(ProtocolError) {
+        return try ECP384KeyPair.generate()
+    } catch {
+        throw .protocolFailure(error)
     }
 }

@@ -61,6 +61,15 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
             created_at REAL NOT NULL);
         CREATE INDEX token_activation ON token(activation_id);
         """,
+        // 3: protocol V4 (EC_P384). An activation's V4 state (server P-384 key, KEY_ACTIVATION_SECRET,
+        // device key, SHA3 counter) is one sealed blob; the V4 master key pair is sealed beside the V3 one.
+        """
+        ALTER TABLE activation ADD COLUMN v4_nonce BLOB;
+        ALTER TABLE activation ADD COLUMN v4_sealed BLOB;
+        ALTER TABLE server_configuration ADD COLUMN v4_master_public_key BLOB;
+        ALTER TABLE server_configuration ADD COLUMN v4_master_private_nonce BLOB;
+        ALTER TABLE server_configuration ADD COLUMN v4_master_private_sealed BLOB;
+        """,
     ]
 
     /// The schema version this code writes.
@@ -127,7 +136,10 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
                     let box = try seal(fresh.masterKeyPair.privateKey, label: label)
                     _ = try sql { () throws(SQLiteError) in
                         try database.run(
-                            "INSERT INTO server_configuration VALUES (1, ?, ?, ?, ?, ?)",
+                            """
+                            INSERT INTO server_configuration(id, application_key, application_secret, master_public_key,
+                            master_private_nonce, master_private_sealed) VALUES (1, ?, ?, ?, ?, ?)
+                            """,
                             [
                                 .blob(fresh.applicationKey), .blob(fresh.applicationSecret),
                                 .blob(fresh.masterKeyPair.publicKey), .blob(box.nonce), .blob(box.ciphertext),
@@ -170,6 +182,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
             if case .constraint = error { throw .duplicate }
             throw .storage(reason: "\(error)")
         }
+        try writeV4(record)
     }
 
     /// Reads a record (its private key opened into secure memory).
@@ -200,10 +213,11 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         try inTransaction { () throws(ActivationServerError) -> R in
             var record = try load(activationId)
             let before = Self.mutableValues(record)
+            let beforeV4 = record.v4?.changeMarker
             let result = try body(&record)
             // A change that changes nothing (a status read that expires no block) writes nothing:
             // the commit then has no WAL frame to sync.
-            if Self.mutableValues(record) != before { try write(record) }
+            if Self.mutableValues(record) != before || record.v4?.changeMarker != beforeV4 { try write(record) }
             return result
         }
     }
@@ -308,7 +322,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     static let selectRecord = """
         SELECT id, code, user_id, name, state, server_public_key, server_private_nonce, server_private_sealed,
         device_public_key, counter, counter_index, failed_attempts, max_failed_attempts, blocked_until,
-        biometry_enabled FROM activation WHERE id = ?
+        biometry_enabled, v4_nonce, v4_sealed FROM activation WHERE id = ?
         """
 
     static func recordLabel(_ activationId: String) -> [UInt8] {
@@ -339,6 +353,29 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
                 failed_attempts = ?, max_failed_attempts = ?, blocked_until = ?, biometry_enabled = ? WHERE id = ?
                 """, Self.mutableValues(r) + [.text(r.activationId)])
         }
+        try writeV4(r)
+    }
+
+    static func v4Label(_ activationId: String) -> [UInt8] {
+        Array("SecurePIN activation V4 state v1|".utf8) + Array(activationId.utf8)
+    }
+
+    /// Seals and stores the record's V4 state (nothing for a V3.3 record).
+    private func writeV4(_ r: ActivationRecord) throws(ActivationServerError) {
+        guard let state = r.v4 else { return }
+        let box: AEAD.SealedBox
+        do throws(ReferenceServerError) {
+            let plain = try V4StateCoding.encode(state)
+            defer { plain.destroy() }
+            box = try seal(plain, label: Self.v4Label(r.activationId))
+        } catch {
+            throw .storage(reason: "sealing the V4 state failed")
+        }
+        _ = try sqlStep { () throws(SQLiteError) in
+            try database.run(
+                "UPDATE activation SET v4_nonce = ?, v4_sealed = ? WHERE id = ?",
+                [.blob(box.nonce), .blob(box.ciphertext), .text(r.activationId)])
+        }
     }
 
     private func decode(_ row: SQLiteRow) throws(ReferenceServerError) -> ActivationRecord {
@@ -366,12 +403,17 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         record.failedAttempts = Int(failures)
         record.blockedUntil = row[13].double.map { Date(timeIntervalSince1970: $0) }
         record.biometryEnabled = biometry != 0
+        if let v4Nonce = row[15].bytes, let v4Sealed = row[16].bytes {
+            let plain = try open(nonce: v4Nonce, sealed: v4Sealed, label: Self.v4Label(id))
+            defer { plain.destroy() }
+            record.v4 = try V4StateCoding.decode(plain)
+        }
         return record
     }
 
     // MARK: - Sealing
 
-    private func seal(_ secret: SecureBytes, label: [UInt8]) throws(ReferenceServerError) -> AEAD.SealedBox {
+    func seal(_ secret: SecureBytes, label: [UInt8]) throws(ReferenceServerError) -> AEAD.SealedBox {
         do throws(SecureCoreError) {
             return try AEAD.seal(secret, using: storageKey, associatedData: label)
         } catch {
@@ -379,7 +421,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         }
     }
 
-    private func open(nonce: [UInt8], sealed: [UInt8], label: [UInt8]) throws(ReferenceServerError) -> SecureBytes {
+    func open(nonce: [UInt8], sealed: [UInt8], label: [UInt8]) throws(ReferenceServerError) -> SecureBytes {
         do throws(SecureCoreError) {
             let box = AEAD.SealedBox(algorithm: .xChaCha20Poly1305, nonce: nonce, ciphertext: sealed)
             guard let opened = try AEAD.open(box, using: storageKey, associatedData: label) else {
@@ -453,4 +495,142 @@ public struct AuditEntry: Sendable, Equatable {
     public let at: Date
     /// What it did.
     public let outcome: AuditOutcome
+}
+
+extension SQLiteActivationStore {
+    /// Loads the stored V4 master key pair, or stores `make()`'s on first use (sealed under the
+    /// storage key, as the V3 master key).
+    /// - Parameter make: creates a fresh pair.
+    /// - Returns: the pair in force.
+    /// - Throws: ``ReferenceServerError``.
+    public func loadOrStoreV4MasterKey(_ make: () throws(ActivationServerError) -> ECP384KeyPair)
+        throws(ReferenceServerError) -> ECP384KeyPair
+    {
+        let label = Array("SecurePIN server V4 master key v1".utf8)
+        let rows: [SQLiteRow]
+        do throws(SQLiteError) {
+            rows = try database.query(
+                "SELECT v4_master_private_nonce, v4_master_private_sealed FROM server_configuration WHERE id = 1")
+        } catch {
+            throw .storage(reason: "\(error)")
+        }
+        guard let row = rows.first else { throw .corruptRecord(reason: "no server configuration") }
+        if let nonce = row[0].bytes, let sealed = row[1].bytes {
+            let privateKey = try open(nonce: nonce, sealed: sealed, label: label)
+            do throws(ProtocolError) {
+                return try ECP384KeyPair(privateKey: privateKey)
+            } catch {
+                throw .corruptRecord(reason: "the V4 master key")
+            }
+        }
+        let fresh: ECP384KeyPair
+        do throws(ActivationServerError) {
+            fresh = try make()
+        } catch {
+            throw .activationServer(error)
+        }
+        let box = try seal(fresh.privateKey, label: label)
+        do throws(SQLiteError) {
+            _ = try database.run(
+                """
+                UPDATE server_configuration SET v4_master_public_key = ?, v4_master_private_nonce = ?,
+                v4_master_private_sealed = ? WHERE id = 1
+                """, [.blob(fresh.publicKey), .blob(box.nonce), .blob(box.ciphertext)])
+        } catch {
+            throw .storage(reason: "\(error)")
+        }
+        return fresh
+    }
+}
+
+/// The binary form of `ActivationServer.V4ActivationState` inside its sealed column:
+/// `01 ‖ flags(1) ‖ server private (48) ‖ CTR_DATA (32) ‖ u32be(keyGeneration) ‖ then, when their flag
+/// is set, KEY_ACTIVATION_SECRET, knowledge key, next knowledge key, biometry key, next biometry key
+/// (32 bytes each) and the device public key (97)`. Flags: bit0 confirmation pending, bit1 secret,
+/// bit2 device key, bit3 ... bit6 the four factor keys, bit7 upgrade from V3.3 pending. Built and read in secure memory; only
+/// `EC_P384` exists.
+enum V4StateCoding {
+    static let fixed = 86
+
+    static func encode(_ state: V4ActivationState) throws(ReferenceServerError) -> SecureBytes {
+        let secrets = [
+            state.activationSecret, state.knowledgeKey, state.knowledgeNext, state.biometryKey, state.biometryNext,
+        ]
+        let device = state.devicePublicKey ?? []
+        var flags: UInt8 =
+            (state.confirmationPending ? 1 : 0) | (device.isEmpty ? 0 : 4) | (state.upgradePending ? 0x80 : 0)
+        for (bit, secret) in zip([1, 3, 4, 5, 6], secrets) where secret != nil { flags |= 1 << bit }
+        let present = secrets.compactMap { $0 }
+        guard present.allSatisfy({ $0.count == 32 }) else { throw .corruptRecord(reason: "a V4 key size") }
+        let count = fixed + 32 * present.count + device.count
+        let out: SecureBytes
+        do throws(SecureCoreError) {
+            out = try SecureBytes(count: count)
+        } catch {
+            throw .corruptRecord(reason: "memory")
+        }
+        let generation = withUnsafeBytes(of: state.keyGeneration.bigEndian) { Array($0) }
+        out.withUnsafeMutableBytes { target in
+            target[0] = 1
+            target[1] = flags
+            state.serverKeyPair.privateKey.withUnsafeBytes { key in
+                for i in 0..<48 { target[2 + i] = key[key.count - 48 + i] }
+            }
+            for (i, byte) in (state.counter.bytes + generation).enumerated() { target[50 + i] = byte }
+            var at = fixed
+            for secret in present {
+                secret.withUnsafeBytes { bytes in
+                    for i in 0..<32 { target[at + i] = bytes[i] }
+                }
+                at += 32
+            }
+            for (i, byte) in device.enumerated() { target[at + i] = byte }
+        }
+        return out
+    }
+
+    static func decode(_ plain: SecureBytes) throws(ReferenceServerError) -> V4ActivationState {
+        let bad = ReferenceServerError.corruptRecord(reason: "the V4 state")
+        guard plain.count >= fixed else { throw bad }
+        let header: (UInt8, UInt8, [UInt8], [UInt8]) = plain.withUnsafeBytes {
+            ($0[0], $0[1], Array($0[50..<82]), Array($0[82..<86]))
+        }
+        let flags = header.1
+        let present = [1, 3, 4, 5, 6].map { flags & (1 << $0) != 0 }
+        let hasDevice = flags & 4 != 0
+        let secretCount = present.filter { $0 }.count
+        guard header.0 == 1, plain.count == fixed + 32 * secretCount + (hasDevice ? 97 : 0) else { throw bad }
+        do {
+            let privateKey = try SecureBytes(count: 48)
+            var secrets: [SecureBytes?] = []
+            for flag in present { secrets.append(flag ? try SecureBytes(count: 32) : nil) }
+            let device: [UInt8]? = plain.withUnsafeBytes { source in
+                privateKey.withUnsafeMutableBytes { target in
+                    for i in 0..<48 { target[i] = source[2 + i] }
+                }
+                var at = fixed
+                for secret in secrets.compactMap({ $0 }) {
+                    let start = at
+                    secret.withUnsafeMutableBytes { target in
+                        for i in 0..<32 { target[i] = source[start + i] }
+                    }
+                    at += 32
+                }
+                return hasDevice ? Array(source[at..<(at + 97)]) : nil
+            }
+            var state = V4ActivationState(
+                algorithm: .ecP384, serverKeyPair: try ECP384KeyPair(privateKey: privateKey),
+                activationSecret: secrets[0], devicePublicKey: device,
+                counter: try V4HashCounter(bytes: header.2), confirmationPending: flags & 1 != 0)
+            state.knowledgeKey = secrets[1]
+            state.knowledgeNext = secrets[2]
+            state.biometryKey = secrets[3]
+            state.biometryNext = secrets[4]
+            state.keyGeneration = header.3.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            state.upgradePending = flags & 0x80 != 0
+            return state
+        } catch {
+            throw bad
+        }
+    }
 }

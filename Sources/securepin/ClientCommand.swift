@@ -12,9 +12,10 @@ import SecureCore
     import Darwin
 #endif
 
-/// `securepin client <step>`: a PowerAuth V3.3 client over HTTP, one subcommand per step,
-/// the device state in `--state DIR` or in the Secret Service (`--store`). It parses options
-/// and calls ``ActivationService``; a network error never removes the local state.
+/// `securepin client <step>`: a PowerAuth client over HTTP (V3.3, or V4 with
+/// `--algorithm EC_P384`), one subcommand per step, the device state in `--state DIR` or in
+/// the Secret Service (`--store`). It parses options and calls ``ActivationService``; a network
+/// error never removes the local state.
 enum ClientCommand {
     static func run(_ arguments: [String]) async -> Int32 {
         guard let sub = arguments.first else { CLI.fail("client: missing command", usage: Help.briefGroup("client")) }
@@ -35,6 +36,7 @@ enum ClientCommand {
         let state = args.value("--state")
         let instance = args.value("--instance") ?? "securepin-client"
         let json = args.flag("--json")
+        let algorithmName = args.value("--algorithm") ?? ProtocolAlgorithm.legacyP256.rawValue
         var input: PinInput?
         var format = PinFormat(.fourToEightDigits)
         var code: String?
@@ -43,6 +45,10 @@ enum ClientCommand {
         if sub != "status" {
             format = parseComplexity(&args, default: .fourToEightDigits)
             input = VaultCommand.pinInput(&args, option: "--pin-fd", prompt: "PIN")
+        }
+        var newInput: PinInput?
+        if sub == "change-pin" {
+            newInput = VaultCommand.pinInput(&args, option: "--new-pin-fd", prompt: "new PIN")
         }
         if sub == "activate" {
             code = args.value("--code")
@@ -57,6 +63,9 @@ enum ClientCommand {
             factors = parsed
         }
         args.finish()
+        guard
+            algorithmName == ProtocolAlgorithm.legacyP256.rawValue || algorithmName == ProtocolAlgorithm.ecP384.rawValue
+        else { args.usageError("--algorithm must be LEGACY_P256 or EC_P384") }
         guard let url, !url.isEmpty else { args.usageError("--url BASE is required") }
         guard let config, !config.isEmpty else { args.usageError("--config STRING is required") }
         guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
@@ -66,12 +75,13 @@ enum ClientCommand {
         }
         let needsPIN = sub != "status" && !(sub == "validate" && factors == .possession)
         if needsPIN { input?.checkAvailable(command: command) }
+        newInput?.checkAvailable(command: command)
 
         let service: ActivationService
         let place: String
         do throws(ActivationError) {
             let configuration = try ActivationConfiguration(
-                instanceId: instance, baseEndpointURL: url, configuration: config)
+                instanceId: instance, baseEndpointURL: url, configuration: config, algorithm: algorithmName)
             let choice = try ActivationStore.open(
                 store, instanceId: instance, directory: state, keychain: keychain)
             place =
@@ -129,13 +139,27 @@ enum ClientCommand {
                 defer { token.destroy() }
                 try await service.storeToken(token)
                 out.emit([("tokenId", .text(token.tokenId)), ("factors", .text(token.factorSet.rawValue))])
+            case "change-pin":
+                guard let current = pin, let newInput else { args.fail("change-pin needs the current and the new PIN") }
+                let mutable = try coreCopy(current)
+                let data = try await service.beginPasswordChange(currentPassword: mutable)
+                let newPIN = newInput.read(format: format, command: command)
+                defer { newPIN.destroy() }
+                try await service.finishPasswordChange(newPassword: newPIN, data: data)
+                out.emit([("changed", .bool(true))])
             case "vault-unlock":
                 let key = try await service.unlockVault(authentication: authentication)
                 let count = key.count
                 key.destroy()
                 out.emit([
                     ("unlocked", .bool(true)), ("vaultKeyBytes", .number(count)),
-                    ("note", .text("the vault key opened this device's sealed key and was wiped; it is never printed")),
+                    (
+                        "note",
+                        .text(
+                            algorithmName == ProtocolAlgorithm.ecP384.rawValue
+                                ? "the vault key matched this activation's check value and was wiped; it is never printed"
+                                : "the vault key opened this device's sealed key and was wiped; it is never printed")
+                    ),
                 ])
             default:
                 let id = await service.activationIdentifier() ?? ""
@@ -145,6 +169,19 @@ enum ClientCommand {
             return ExitCode.ok
         } catch {
             return await report(error, service: service, command: command, json: json)
+        }
+    }
+
+    /// A mutable copy of a PIN (the service's change API takes one); PINs here are ASCII.
+    static func coreCopy(_ pin: Password) throws(ActivationError) -> sending MutablePassword {
+        do throws(SecureCoreError) {
+            let copy = try MutablePassword()
+            try pin.withUnsafeUTF8Bytes { (bytes) throws(SecureCoreError) in
+                for byte in bytes { try copy.addCharacter(UInt32(byte)) }
+            }
+            return copy
+        } catch {
+            throw .core(error)
         }
     }
 

@@ -38,7 +38,7 @@ enum Help {
     static let commands: [(name: String, summary: String)] = [
         ("demo", "the end-to-end story, one line per step"),
         ("server", "the reference activation server over HTTP"),
-        ("client", "a PowerAuth V3.3 client: activate, status, validate, token, vault, remove"),
+        ("client", "a PowerAuth client (V3.3, or V4 with --algorithm EC_P384): activate, status, validate, ..."),
         ("doctor", "what protection this machine gives to secrets"),
         ("kdf", "Argon2id: hash standard input, calibrate the cost"),
         ("vault", "a secret sealed under a PIN"),
@@ -68,6 +68,7 @@ enum Help {
             ("validate", "sign and check a PIN with the server (exit 0 accepted, 1 refused)"),
             ("token-create", "create a MAC token, kept in the state directory"),
             ("vault-unlock", "fetch and check the vault key with the PIN (never printed)"),
+            ("change-pin", "change the PIN: checked by the server; in V4 the server rotates the knowledge key"),
             ("remove", "remove the activation on the server, then locally"),
             ("migrate-store", "move the activation from the state directory's files to the keyring"),
         ],
@@ -347,6 +348,8 @@ enum Help {
                                     instead of standard error; SIGHUP reopens it
               --ready-file PATH     write the port to PATH once listening (removed at stop);
                                     with NOTIFY_SOCKET set, READY=1 goes to systemd too
+              --algorithm NAME      LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol
+                                    V4: new activations use the /pa/v4 endpoints)
 
             example:
               securepin server --port 0 --db server.sqlite
@@ -375,6 +378,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -399,6 +404,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -420,6 +427,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -444,6 +453,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -467,6 +478,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -477,6 +490,33 @@ enum Help {
 
             example:
               securepin client vault-unlock --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
+            """,
+            "client change-pin": """
+            usage: securepin client change-pin --url BASE --config STRING --state DIR [--pin-fd N] [--new-pin-fd M]
+
+            Changes the PIN. The current PIN is checked by the server first (a wrong one is
+            counted). V3.3 then re-wraps the knowledge key under the new PIN on the device; V4
+            (--algorithm EC_P384) asks the server for a new knowledge key (password/change), wraps
+            it under the new PIN and confirms it once, after which the old PIN no longer works.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
+              --json           one JSON object on standard output
+              --pin-fd N       read the current PIN from descriptor N (else the terminal pad)
+              --new-pin-fd M   read the new PIN from descriptor M (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client change-pin --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 --new-pin-fd 4 3<pin 4<newpin
             """,
             "client remove": """
             usage: securepin client remove --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
@@ -489,6 +529,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import PostgresStore
+import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
 
@@ -24,11 +25,15 @@ enum ServerCommand {
         let metricsPort = args.integer("--metrics-port", range: UInt16(0)...UInt16.max)
         let readyFile = args.value("--ready-file")
         let logFile = args.value("--log-file")
+        let algorithmName = args.value("--algorithm") ?? ProtocolAlgorithm.legacyP256.rawValue
         let storeName = args.value("--store") ?? "sqlite"
         let dsnFile = args.value("--dsn-file")
         let poolSize = args.integer("--pool-size", range: 1...1024)
         let statementTimeout = args.integer("--statement-timeout", range: 1...600_000)
         args.finish()
+        guard let algorithm = ProtocolAlgorithm(rawValue: algorithmName),
+            algorithm == .legacyP256 || algorithm == .ecP384
+        else { args.usageError("--algorithm must be LEGACY_P256 or EC_P384") }
         guard let port = portValue else { args.usageError("--port is required (0 picks a free one)") }
         let postgres: Bool
         switch storeName {
@@ -62,6 +67,7 @@ enum ServerCommand {
                 http: HTTPServer.Configuration(port: port), maxFailedAttempts: maxFailures)
             options.accessLog = log
             options.metricsPort = metricsPort
+            options.algorithm = algorithm
             if postgres, let dsnFile {
                 var pool = PostgresPool.Configuration()
                 if let poolSize { pool.maximumConnections = poolSize }
@@ -76,6 +82,7 @@ enum ServerCommand {
             say("securepin server: listening on http://127.0.0.1:\(server.port ?? 0)")
             if let metrics = server.metricsPort { say("metrics: http://127.0.0.1:\(metrics)/metrics") }
             say("configuration: \(try server.configurationString())")
+            say("algorithm: \(algorithm.rawValue)")
             say("back office: \(token == nil ? "off (no admin token)" : "on")")
             if let readyFile { try Readiness.writeReadyFile(readyFile, port: server.port ?? 0) }
             Readiness.notify("READY=1\nMAINPID=\(getpid())")

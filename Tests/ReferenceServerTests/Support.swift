@@ -168,7 +168,8 @@ struct InProcessServer {
     init(
         directory: String? = nil, backend: StoreBackend = .sqlite, store reused: TestStore? = nil,
         maxConnections: Int = 256, adminToken: SecureBytes? = nil,
-        adminRateLimit: AdminRateLimit = AdminRateLimit(), accessLog: AccessLog? = nil, metricsPort: UInt16? = nil
+        adminRateLimit: AdminRateLimit = AdminRateLimit(), accessLog: AccessLog? = nil, metricsPort: UInt16? = nil,
+        algorithm: ProtocolAlgorithm = .legacyP256
     ) throws {
         let directory = try reused?.directory ?? directory ?? temporaryDirectory()
         self.directory = directory
@@ -179,6 +180,7 @@ struct InProcessServer {
         options.adminRateLimit = adminRateLimit
         options.accessLog = accessLog
         options.metricsPort = metricsPort
+        options.algorithm = algorithm
         server = try ReferenceServer(options: options)
         try server.start()
         backOffice = try BackOfficeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port ?? 0)")!, token: token)

@@ -64,13 +64,17 @@ public struct ActivationConfiguration: Sendable {
         let parsedAlgorithm = try protocolStep { () throws(ProtocolError) in
             try knowledgeKeyParameters.validate()
             let parsed = try ProtocolAlgorithm(name: algorithm)
-            try parsed.requireSupported()
+            // EC_P384 is protocol V4 (ActivationService+V4); the hybrid suites are refused.
+            if parsed != .ecP384 { try parsed.requireSupported() }
             return parsed
         }
         self.instanceId = instanceId
         self.baseEndpointURL = baseEndpointURL.hasSuffix("/") ? String(baseEndpointURL.dropLast()) : baseEndpointURL
         self.sdkConfiguration = try protocolStep { () throws(ProtocolError) in
             try SDKConfiguration(parsing: configuration)
+        }
+        if parsedAlgorithm == .ecP384, !sdkConfiguration.keys.contains(where: { $0.id == 0x02 }) {
+            throw .wrongParameter(reason: "EC_P384 needs the P-384 master key (key 0x02) in the configuration string")
         }
         self.algorithm = parsedAlgorithm
         self.offlineAuthenticationCodeComponentLength = offlineAuthenticationCodeComponentLength

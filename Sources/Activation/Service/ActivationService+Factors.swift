@@ -17,13 +17,18 @@ extension ActivationService {
     public func beginPasswordChange(currentPassword: sending MutablePassword) async throws(ActivationError)
         -> PasswordChangeData
     {
-        guard let activationId = record?.activationId else { throw .missingActivation }
+        guard let activationId = record?.activationId ?? v4?.state.activationId else { throw .missingActivation }
         let immutable = try coreStep { () throws(SecureCoreError) in try currentPassword.copyToImmutable() }
         defer { immutable.destroy() }
         do {
-            _ = try await send(
-                ActivationAPI.validateSignature, ValidateSignatureRequest(reason: "PASSWORD_CHANGE"),
-                authentication: .possessionWithPassword(immutable))
+            if isV4 {
+                try await v4Send(
+                    V4API.validate, body: Array("{}".utf8), authentication: .possessionWithPassword(immutable))
+            } else {
+                _ = try await send(
+                    ActivationAPI.validateSignature, ValidateSignatureRequest(reason: "PASSWORD_CHANGE"),
+                    authentication: .possessionWithPassword(immutable))
+            }
         } catch {
             try? currentPassword.clear()
             throw error
@@ -40,6 +45,7 @@ extension ActivationService {
     ///   foreign data, ``ActivationError/protocolError(_:)`` with `PowerAuthProtocol.ProtocolError.emptyPIN`
     ///   for an empty new PIN, ``ActivationError/storage(operation:errno:)``.
     public func finishPasswordChange(newPassword: Password, data: PasswordChangeData) async throws(ActivationError) {
+        if isV4 { return try await v4FinishPasswordChange(newPassword: newPassword, data: data) }
         defer { data.secureClear() }
         guard let current = record else { throw .missingActivation }
         guard data.activationId == current.activationId else {
@@ -71,6 +77,7 @@ extension ActivationService {
     /// - Throws: ``ActivationError/biometryNotAvailable(_:)``, ``ActivationError/authentication``,
     ///   the network errors, ``ActivationError/invalidResponse(reason:)``.
     public func addBiometryFactor(password: Password) async throws(ActivationError) {
+        if isV4 { return try await v4AddBiometry(password: password) }
         guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
         guard authenticator.systemStatus == .available else { throw .biometryNotAvailable(authenticator.systemStatus) }
         guard record != nil else { throw .missingActivation }
@@ -112,6 +119,7 @@ extension ActivationService {
     /// the key no biometry code can be computed here any more.
     /// - Throws: ``ActivationError/biometryNotConfigured``, storage errors.
     public func removeBiometryFactor() async throws(ActivationError) {
+        if isV4 { return try await v4RemoveBiometry() }
         guard let current = record else { throw .missingActivation }
         guard current.biometryEnabled else { throw .biometryNotConfigured }
         try mutateRecord { (r) throws(ActivationError) in
@@ -134,7 +142,7 @@ extension ActivationService {
     public func authenticateUsingBiometry(prompt: String, validFor: Duration = .seconds(60))
         async throws(ActivationError) -> ActivationAuthentication
     {
-        let key = try await biometryKey(prompt: prompt)
+        let key = try await (isV4 ? v4BiometryKey(prompt: prompt) : biometryKey(prompt: prompt))
         let seconds = Double(validFor.components.seconds) + Double(validFor.components.attoseconds) / 1e18
         return .prefetchedBiometry(key: key, validUntil: clock.now().addingTimeInterval(seconds))
     }

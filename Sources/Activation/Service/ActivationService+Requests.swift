@@ -23,7 +23,30 @@ extension ActivationService {
     public func signRequest(
         method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication
     ) async throws(ActivationError) -> AuthorizationHeader {
-        try await sign(method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
+        if isV4 { throw Self.v4Unsupported("V3.3 headers (use signRequestV4)") }
+        return try await sign(method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
+    }
+
+    /// The V4 (`EC_P384`) `X-PowerAuth-Authorization` header of an application request: a V4
+    /// code (possession, or possession and knowledge) over the exact body; the counter moves and
+    /// is stored first.
+    /// - Parameters:
+    ///   - method: the HTTP method.
+    ///   - uriIdentifier: the resource identifier the server expects.
+    ///   - body: the exact body bytes that will be sent.
+    ///   - authentication: possession, or possession with the password.
+    /// - Returns: the header.
+    /// - Throws: ``ActivationError/missingActivation``, ``ActivationError/protocolError(_:)`` (biometry, or
+    ///   a V3.3 configuration), the storage errors.
+    public func signRequestV4(
+        method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication
+    ) async throws(ActivationError) -> V4AuthorizationHeader {
+        guard isV4 else {
+            throw .protocolError(
+                .unsupportedAlgorithm(name: configuration.algorithm.rawValue, missing: "V4 codes need EC_P384"))
+        }
+        return try await v4Sign(
+            method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
     }
 
     /// Checks a PIN with the server (`signature/validate`, possession and
@@ -32,6 +55,10 @@ extension ActivationService {
     /// - Throws: ``ActivationError/authentication`` for a wrong PIN or an
     ///   activation that is no longer active, and the network errors.
     public func validatePassword(_ password: Password) async throws(ActivationError) {
+        if isV4 {
+            return try await v4Send(
+                V4API.validate, body: Array("{}".utf8), authentication: .possessionWithPassword(password))
+        }
         _ = try await send(
             ActivationAPI.validateSignature, ValidateSignatureRequest(reason: "VALIDATE_PASSWORD"),
             authentication: .possessionWithPassword(password))
@@ -43,6 +70,7 @@ extension ActivationService {
     /// - Parameter authentication: the factors.
     /// - Throws: ``ActivationError/authentication`` when refused, the network and server errors.
     public func validateSignature(authentication: ActivationAuthentication) async throws(ActivationError) {
+        if isV4 { return try await v4Send(V4API.validate, body: Array("{}".utf8), authentication: authentication) }
         _ = try await send(
             ActivationAPI.validateSignature, ValidateSignatureRequest(reason: "VALIDATE_PASSWORD"),
             authentication: authentication)
@@ -64,6 +92,7 @@ extension ActivationService {
     public func offlineAuthenticationCode(
         uriIdentifier: String, nonce: [UInt8], body: [UInt8], authentication: ActivationAuthentication
     ) async throws(ActivationError) -> String {
+        if isV4 { throw Self.v4Unsupported("offline codes") }
         guard authentication.factorSet != .possession else {
             throw .invalidActivationState(reason: "an offline code needs a second factor")
         }

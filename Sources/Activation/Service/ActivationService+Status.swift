@@ -13,6 +13,7 @@ extension ActivationService {
     ///   `PowerAuthProtocol.ProtocolError.unknownActivationState(_:)` for a state
     ///   this library does not know, ``ActivationError/invalidResponse(reason:)``.
     public func fetchActivationStatus() async throws(ActivationError) -> ActivationStatus {
+        if isV4 { return try await v4FetchStatus() }
         guard let before = record, let keys else { throw .missingActivation }
         let challenge = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.challengeByteCount)

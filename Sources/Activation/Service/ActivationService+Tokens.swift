@@ -38,6 +38,7 @@ extension ActivationService {
     /// - Throws: ``ActivationError/authentication``, the network and server errors,
     ///   ``ActivationError/invalidResponse(reason:)``.
     public func createToken(authentication: ActivationAuthentication) async throws(ActivationError) -> ActivationToken {
+        if isV4 { return try await v4CreateToken(authentication: authentication) }
         let factorSet = authentication.factorSet
         let request = try securePlaintext(EmptyMessage())
         defer { request.destroy() }
@@ -55,6 +56,7 @@ extension ActivationService {
     /// - Returns: the header.
     /// - Throws: ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)``.
     public func tokenHeader(for token: ActivationToken) throws(ActivationError) -> TokenHeader {
+        if isV4 { throw Self.v4Unsupported("V3.3 token headers") }
         let nonce = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
         }
@@ -73,6 +75,12 @@ extension ActivationService {
     ///   - authentication: the factors to sign with.
     /// - Throws: ``ActivationError/authentication``, the network and server errors.
     public func removeToken(_ tokenId: String, authentication: ActivationAuthentication) async throws(ActivationError) {
+        if isV4 {
+            let body = try protocolStep { () throws(ProtocolError) in
+                try WireCoding.encode(V4TokenRemoveRequest(tokenId: tokenId))
+            }
+            return try await v4Send(V4API.tokenRemove, body: body, authentication: authentication)
+        }
         _ = try await send(
             ActivationAPI.removeToken, TokenRemoveRequest(tokenId: tokenId), authentication: authentication)
     }
@@ -84,6 +92,7 @@ extension ActivationService {
     /// - Throws: ``ActivationError/authentication`` (token refused), the network and server errors.
     public func fetchActivationDetail(token: ActivationToken) async throws(ActivationError) -> ActivationDetailResponse
     {
+        if isV4 { throw Self.v4Unsupported("the V3.3 activation detail") }
         let endpoint = ActivationAPI.activationDetail
         let (encryptor, activationId) = try await encryptor(scope: .activation, sharedInfo1: endpoint.sharedInfo1)
         let request = try securePlaintext(EmptyMessage())
@@ -115,6 +124,7 @@ extension ActivationService {
     /// - Returns: the claims.
     /// - Throws: the network and server errors, ``ActivationError/invalidResponse(reason:)``.
     public func fetchUserInfo() async throws(ActivationError) -> UserInfoResponse {
+        if isV4 { throw Self.v4Unsupported("user info") }
         let request = try securePlaintext(EmptyMessage())
         defer { request.destroy() }
         let answer = try await sendEncrypted(ActivationAPI.userInfo, plaintext: request, authentication: nil)
@@ -125,7 +135,8 @@ extension ActivationService {
     /// - Returns: the status.
     /// - Throws: the network and server errors.
     public func fetchServerStatus() async throws(ActivationError) -> ServerStatusResponse {
-        try await send(ActivationAPI.serverStatus, EmptyMessage(), authentication: nil)
+        if isV4 { throw Self.v4Unsupported("the V3.3 server status") }
+        return try await send(ActivationAPI.serverStatus, EmptyMessage(), authentication: nil)
     }
 
     // MARK: - Tokens on the device
@@ -135,16 +146,17 @@ extension ActivationService {
     /// - Parameter token: the token.
     /// - Throws: storage errors.
     public func storeToken(_ token: ActivationToken) throws(ActivationError) {
-        guard record != nil else { throw .missingActivation }
+        guard record != nil || v4 != nil else { throw .missingActivation }
         let factor = Array(token.factorSet.rawValue.utf8)
+        // Format 1: a 16-byte V3.3 secret; format 2: a 32-byte V4 one.
         let blob = try coreStep { () throws(SecureCoreError) in
-            try SecureBytes(count: Self.tokenMagic.count + 1 + TokenPayload.secretByteCount + factor.count)
+            try SecureBytes(count: Self.tokenMagic.count + 1 + token.secret.count + factor.count)
         }
         defer { blob.destroy() }
         token.secret.withUnsafeBytes { secret in
             blob.withUnsafeMutableBytes { out in
                 for (i, byte) in Self.tokenMagic.enumerated() { out[i] = byte }
-                out[Self.tokenMagic.count] = 1
+                out[Self.tokenMagic.count] = secret.count == 32 ? 2 : 1
                 for i in 0..<secret.count { out[Self.tokenMagic.count + 1 + i] = secret[i] }
                 let start = Self.tokenMagic.count + 1 + secret.count
                 for (i, byte) in factor.enumerated() { out[start + i] = byte }
@@ -164,13 +176,16 @@ extension ActivationService {
         guard let blob = try storage.readSecret(tokenStorageName(tokenId)) else { return nil }
         defer { blob.destroy() }
         let header = Self.tokenMagic.count + 1
-        guard blob.count > header + TokenPayload.secretByteCount else {
+        guard blob.count > header else { throw .invalidActivationData(reason: "a token file is truncated") }
+        let format = blob.withUnsafeBytes { $0[Self.tokenMagic.count] }
+        let secretCount = format == 2 ? 32 : TokenPayload.secretByteCount
+        guard blob.count > header + secretCount else {
             throw .invalidActivationData(reason: "a token file is truncated")
         }
         let parsed: (Bool, String) = blob.withUnsafeBytes { bytes in
             let magicOK =
-                Array(bytes[0..<Self.tokenMagic.count]) == Self.tokenMagic && bytes[Self.tokenMagic.count] == 1
-            let factor = String(decoding: bytes[(header + TokenPayload.secretByteCount)...], as: UTF8.self)
+                Array(bytes[0..<Self.tokenMagic.count]) == Self.tokenMagic && (format == 1 || format == 2)
+            let factor = String(decoding: bytes[(header + secretCount)...], as: UTF8.self)
             return (magicOK, factor)
         }
         guard parsed.0, let factorSet = try? FactorSet(parsing: parsed.1) else {
@@ -179,7 +194,7 @@ extension ActivationService {
         let secret = try coreStep { () throws(SecureCoreError) in
             try blob.withUnsafeBytes { (bytes) throws(SecureCoreError) in
                 try SecureBytes(
-                    copying: UnsafeRawBufferPointer(rebasing: bytes[header..<(header + TokenPayload.secretByteCount)]))
+                    copying: UnsafeRawBufferPointer(rebasing: bytes[header..<(header + secretCount)]))
             }
         }
         return ActivationToken(tokenId: tokenId, factorSet: factorSet, secret: secret)
@@ -216,6 +231,7 @@ extension ActivationService {
     public func unlockVault(authentication: ActivationAuthentication, reason: String = "FETCH_ENCRYPTION_KEY")
         async throws(ActivationError) -> SecureBytes
     {
+        if isV4 { return try await v4UnlockVault(authentication: authentication) }
         guard ActivationAPI.vaultUnlockReasons.contains(reason) else {
             throw .wrongParameter(reason: "unknown vault unlock reason")
         }

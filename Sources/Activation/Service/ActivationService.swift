@@ -30,6 +30,8 @@ public actor ActivationService {
     var keys: LocalActivationKeys?
     /// Temporary encryption keys (3.3), one per scope, until shortly before they expire.
     var temporaryKeys: [ECIES.Scope: TemporaryEncryptionKey] = [:]
+    /// The V4 (`EC_P384`) activation, when the configuration's algorithm is `EC_P384`.
+    var v4: V4ClientActivation?
 
     /// Opens the instance's stored activation, if there is one.
     /// - Parameters:
@@ -53,8 +55,13 @@ public actor ActivationService {
         self.transport = transport
         self.authenticator = authenticator
         self.clock = clock
+        // The V3.3 crypto also wraps the V4 knowledge key's halves (Argon2id, no MAC).
         self.crypto = try protocolStep { () throws(ProtocolError) in
-            try ActivationCrypto(algorithm: configuration.algorithm)
+            try ActivationCrypto(algorithm: configuration.algorithm == .ecP384 ? .legacyP256 : configuration.algorithm)
+        }
+        if configuration.algorithm == .ecP384 {
+            v4 = try Self.loadV4(configuration, storage: storage)
+            return
         }
         let names = configuration.storageNames
         guard let stateBytes = try storage.read(names.state) else {
@@ -92,23 +99,27 @@ public actor ActivationService {
         authenticator?.deleteKey(account: configuration.biometryKeyAccount)
     }
 
-    deinit { keys?.destroy() }
+    deinit {
+        keys?.destroy()
+        v4?.keys.destroy()
+    }
 
     // MARK: - State
 
     /// Whether an activation is stored on this device (in any server state).
     /// - Returns: `true` when there is one.
-    public func hasValidActivation() -> Bool { record != nil }
+    public func hasValidActivation() -> Bool { record != nil || v4 != nil }
 
     /// The stored activation's identifier.
     /// - Returns: the identifier, or `nil` without an activation.
-    public func activationIdentifier() -> String? { record?.activationId }
+    public func activationIdentifier() -> String? { record?.activationId ?? v4?.state.activationId }
 
     /// The fingerprint of the stored activation, to compare with the server's.
     /// - Returns: 8 decimal digits.
     /// - Throws: ``ActivationError/missingActivation``; ``ActivationError/protocolError(_:)``
     ///   if the stored keys cannot be used.
     public func activationFingerprint() throws(ActivationError) -> String {
+        if isV4 { return try v4Fingerprint() }
         guard let record else { throw .missingActivation }
         return try protocolStep { () throws(ProtocolError) in
             try crypto.fingerprint(
@@ -120,7 +131,7 @@ public actor ActivationService {
 
     /// Whether the activation has a biometry factor.
     /// - Returns: `true` when it has one.
-    public func hasBiometryFactor() -> Bool { record?.biometryEnabled ?? false }
+    public func hasBiometryFactor() -> Bool { record?.biometryEnabled ?? v4?.state.biometryEnabled ?? false }
 
     /// Biometry on the system and activation levels.
     /// - Returns: the status.
@@ -128,7 +139,7 @@ public actor ActivationService {
         ActivationBiometricStatus(
             systemStatus: authenticator?.systemStatus ?? .notSupported,
             biometryType: authenticator?.biometryType ?? .none,
-            isBiometricFactorConfigured: record?.biometryEnabled ?? false)
+            isBiometricFactorConfigured: record?.biometryEnabled ?? v4?.state.biometryEnabled ?? false)
     }
 
     /// Forgets the activation on this device: the state and key files are
@@ -142,6 +153,8 @@ public actor ActivationService {
         record = nil
         keys?.destroy()
         keys = nil
+        v4?.keys.destroy()
+        v4 = nil
         authenticator?.deleteKey(account: configuration.biometryKeyAccount)
         try storage.remove(names.keys)
     }
@@ -168,6 +181,10 @@ public actor ActivationService {
     public func createActivation(
         activationCode: String, name: String, password: Password, enableBiometry: Bool = false
     ) async throws(ActivationError) -> ActivationResult {
+        if isV4 {
+            return try await v4CreateActivation(
+                activationCode: activationCode, name: name, password: password, enableBiometry: enableBiometry)
+        }
         guard record == nil else { throw .invalidActivationState(reason: "an activation already exists") }
         guard password.length > 0 else { throw .protocolError(.emptyPIN) }
         let sdk = configuration.sdkConfiguration
@@ -302,6 +319,7 @@ public actor ActivationService {
     /// - Throws: the signing, network and server errors; the local activation
     ///   stays when the server did not confirm.
     public func removeActivation(authentication: ActivationAuthentication) async throws(ActivationError) {
+        if isV4 { return try await v4RemoveActivation(authentication: authentication) }
         _ = try await send(ActivationAPI.removeActivation, EmptyMessage(), authentication: authentication)
         try removeActivationLocal()
     }

@@ -112,7 +112,7 @@ public enum TokenPayload {
 
     /// The range of a string value `"name": "…"` (a value without escapes), or `nil`.
     /// Where the value starts and ends depends only on the JSON's structure.
-    static func stringValue(of name: String, in json: UnsafeRawBufferPointer) -> Range<Int>? {
+    package static func stringValue(of name: String, in json: UnsafeRawBufferPointer) -> Range<Int>? {
         let key = Array("\"\(name)\"".utf8)
         guard json.count > key.count else { return nil }
         var i = 0

@@ -67,6 +67,39 @@ package enum KMAC256 {
         }
     }
 
+    /// `KMAC256(key, prefix ‖ data, L = count, S = customization)` with a secret result:
+    /// the V4 authentication-code chain and the final shared-secret step.
+    /// - Parameters:
+    ///   - key: the key, in secure memory (4 ... 512 bytes).
+    ///   - prefix: public bytes that come first.
+    ///   - data: secret bytes that follow, in secure memory; `nil` for none.
+    ///   - customization: S, 1 ... 256 bytes.
+    ///   - count: L in bytes, 1 ... 64.
+    /// - Returns: the result, in secure memory.
+    /// - Throws: ``SecureCoreError/invalidSize(_:)`` (a size, `data` is `key`), ``SecureCoreError/destroyed``,
+    ///   memory errors.
+    package static func deriveSecret(
+        _ key: SecureBytes, prefix: [UInt8], data: SecureBytes?, customization: [UInt8], count: Int
+    ) throws(SecureCoreError) -> SecureBytes {
+        guard outputByteCountRange.contains(count) else { throw .invalidSize(count) }
+        guard keyByteCountRange.contains(key.count) else { throw .invalidSize(key.count) }
+        guard data !== key else { throw .invalidSize(key.count) }
+        let out = try SecureBytes(count: count)
+        let parts = [key, out] + (data.map { [$0] } ?? [])
+        try withHandles(parts) { (handles) throws(SecureCoreError) in
+            try withPublicBytes(prefix) { (pre, preLen) throws(SecureCoreError) in
+                try withPublicBytes(customization) { (custom, customLen) throws(SecureCoreError) in
+                    try check(
+                        spc_kmac256_secret(
+                            handles[0], pre, preLen, handles.count > 2 ? handles[2] : nil, custom, customLen,
+                            handles[1]),
+                        length: customLen)
+                }
+            }
+        }
+        return out
+    }
+
     /// The V4 KDF: `KMAC256(key, data, L = count, S = "PA4KDF:" ‖ label)`.
     /// - Parameters:
     ///   - key: the parent key, in secure memory (4 ... 512 bytes).
@@ -114,6 +147,29 @@ package enum KMAC256 {
             }
         }
         return out
+    }
+}
+
+/// HMAC-SHA384 for public tags: the `HS384` of V4 temporary-key request JWTs.
+package enum HMACSHA384 {
+    /// Tag size in bytes.
+    package static let byteCount = Int(SPC_HMAC_SHA384_BYTES)
+
+    /// `HMAC-SHA384(key, message)`.
+    /// - Parameters:
+    ///   - message: public bytes.
+    ///   - key: the key (at least one byte), in secure memory.
+    /// - Returns: the 48-byte tag.
+    /// - Throws: ``SecureCoreError/destroyed``, memory errors.
+    package static func authenticate(_ message: [UInt8], key: SecureBytes) throws(SecureCoreError) -> [UInt8] {
+        try CoreRuntime.ensureReady()
+        return try key.withHandle { (keyHandle) throws(SecureCoreError) -> [UInt8] in
+            try withPublicBytes(message) { (msg, len) throws(SecureCoreError) -> [UInt8] in
+                try makePublicBytes(count: byteCount) { (out) throws(SecureCoreError) in
+                    try check(spc_hmac_sha384(keyHandle, msg, len, out))
+                }
+            }
+        }
     }
 }
 

@@ -1,0 +1,622 @@
+import Biometry
+import Foundation
+import PowerAuthProtocol
+import SecureCore
+
+/// The protocol V4 (`EC_P384`) path of the service, taken when the configuration's algorithm is
+/// `EC_P384`: activation, status, codes (possession and knowledge), tokens, vault unlock and
+/// removal, the server-side password change and biometry add/remove, against the `/pa/v4`
+/// endpoints (`docs/protocol-v4.md`). Biometry at activation, offline codes and the other V3
+/// extras throw ``ActivationError/protocolError(_:)`` with
+/// `unsupportedAlgorithm` on this path.
+extension ActivationService {
+    var isV4: Bool { configuration.algorithm == .ecP384 }
+
+    static func v4Unsupported(_ what: String) -> ActivationError {
+        .protocolError(
+            .unsupportedAlgorithm(name: ProtocolAlgorithm.ecP384.rawValue, missing: "\(what) in the V4 client"))
+    }
+
+    /// The P-384 master key of the configuration string (key `0x02`).
+    var v4MasterPublicKey: [UInt8] {
+        get throws(ActivationError) {
+            guard let key = configuration.sdkConfiguration.keys.first(where: { $0.id == 0x02 })?.bytes else {
+                throw .wrongParameter(reason: "the configuration string has no P-384 master key (key 0x02)")
+            }
+            return key
+        }
+    }
+
+    static func loadV4(_ configuration: ActivationConfiguration, storage: any DeviceActivationStorage)
+        throws(ActivationError) -> V4ClientActivation?
+    {
+        let names = configuration.storageNames
+        guard let bytes = try storage.read(names.state) else {
+            try storage.remove(names.keys)
+            return nil
+        }
+        let state = try LocalV4State.decode(bytes, instanceId: configuration.instanceId)
+        guard let blob = try storage.readSecret(names.keys) else {
+            throw .invalidActivationData(reason: "the key file is missing")
+        }
+        let keys = try LocalV4Keys.parse(blob)
+        guard try Base64.encode(keys.keyCheck()) == state.keyCheck else {
+            keys.destroy()
+            throw .invalidActivationData(reason: "the key file does not belong to the activation state")
+        }
+        return V4ClientActivation(state: state, keys: keys)
+    }
+
+    // MARK: - Activation
+
+    func v4CreateActivation(activationCode: String, name: String, password: Password, enableBiometry: Bool)
+        async throws(ActivationError) -> ActivationResult
+    {
+        guard v4 == nil else { throw .invalidActivationState(reason: "an activation already exists") }
+        guard password.length > 0 else { throw .protocolError(.emptyPIN) }
+        guard !enableBiometry else { throw Self.v4Unsupported("biometry") }
+        let sdk = configuration.sdkConfiguration
+        let code = try protocolStep { () throws(ProtocolError) in
+            let code = try ActivationCode(parsing: activationCode)
+            try code.verifySignature(masterServerPublicKey: sdk.masterServerPublicKey)
+            return code
+        }
+        let device = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }
+        defer { device.privateKey.destroy() }
+        let (kem, shared) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        }
+        defer { kem.keyPair.privateKey.destroy() }
+        let key = try await v4TemporaryKey(activation: nil)
+        defer { key.secret.destroy() }
+        let inner = try v4Context(key, .activation, activation: nil)
+        let outer = try v4Context(key, .genericApplication, activation: nil)
+        let innerPlain = try securePlaintext(
+            V4ActivationLayer2Request(
+                sharedSecretRequest: shared, devicePublicKeys: V4PublicKeys(ecdsa: Base64.encode(device.publicKey)),
+                activationName: name))
+        defer { innerPlain.destroy() }
+        let now = Int64(clock.now().timeIntervalSince1970 * 1000)
+        let (innerRequest, innerNonce) = try protocolStep { () throws(ProtocolError) in
+            try inner.encryptRequest(innerPlain, timestampMilliseconds: now)
+        }
+        let outerPlain = try securePlaintext(V4ActivationLayer1Request(code: code.code, activationData: innerRequest))
+        defer { outerPlain.destroy() }
+        let (outerRequest, outerNonce) = try protocolStep { () throws(ProtocolError) in
+            try outer.encryptRequest(outerPlain, timestampMilliseconds: now)
+        }
+        let path = V4API.activationCreate.path
+        let answer = try await exchange(
+            path: path, body: try protocolStep { () throws(ProtocolError) in try WireCoding.encode(outerRequest) },
+            headers: [
+                V4EncryptionHeader.name: V4EncryptionHeader(applicationKey: sdk.applicationKey, activationId: nil).value
+            ],
+            authentication: nil)
+        let layer1 = try decodePlaintext(
+            try v4Open(answer, context: outer, nonce: outerNonce, path: path), V4ActivationLayer1Response.self,
+            path: path)
+        let layer2 = try decodePlaintext(
+            try v4OpenResponse(layer1.activationData, context: inner, nonce: innerNonce, path: path),
+            V4ActivationLayer2Response.self, path: path)
+        guard v4 == nil else { throw .invalidActivationState(reason: "an activation already exists") }
+        guard (try? AuthorizationHeader.validateActivationId(layer2.activationId)) != nil,
+            let server = Base64.decode(layer2.serverPublicKeys.ecdsa), server.count == 97,
+            (try? ECP384KeyPair.validate(publicKey: server)) != nil,
+            let counter = try? V4HashCounter(base64: layer2.ctrData)
+        else { throw .invalidResponse(reason: "activation/create: malformed field") }
+        let secret: SecureBytes
+        do throws(ProtocolError) {
+            secret = try V4SharedSecret.finish(kem, response: layer2.sharedSecretResponse)
+        } catch {
+            throw .invalidResponse(reason: "activation/create: the shared secret does not complete")
+        }
+        defer { secret.destroy() }
+        let tree = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        defer { tree.destroy() }
+        let newKeys = try LocalV4Keys(tree)
+        let wrapped = try v4Wrap(tree.knowledge, password: password)
+        let vaultCheck = try coreStep { () throws(SecureCoreError) in
+            try HMACSHA256.foldedTag(LocalV4Keys.keyCheckLabel, key: tree.appVault2FA)
+        }
+        let state = LocalV4State(
+            kind: LocalV4State.kind, instanceId: configuration.instanceId, activationId: layer2.activationId,
+            algorithm: ProtocolAlgorithm.ecP384.rawValue, devicePublicKey: Base64.encode(device.publicKey),
+            serverPublicKey: Base64.encode(server), counter: counter.base64, counterIndex: 0, counterHistory: [],
+            knowledgeKey: wrapped, vaultCheck: Base64.encode(vaultCheck),
+            keyCheck: Base64.encode(try newKeys.keyCheck()))
+        do {
+            let blob = try newKeys.serialized()
+            defer { blob.destroy() }
+            try storage.writeSecret(configuration.storageNames.keys, blob)
+            try storage.write(configuration.storageNames.state, state.encoded())
+        } catch {
+            try? storage.remove(configuration.storageNames.keys)
+            newKeys.destroy()
+            throw error
+        }
+        v4 = V4ClientActivation(state: state, keys: newKeys)
+        return ActivationResult(activationId: state.activationId, activationFingerprint: try v4Fingerprint())
+    }
+
+    func v4Fingerprint() throws(ActivationError) -> String {
+        guard let state = v4?.state, let device = Base64.decode(state.devicePublicKey),
+            let server = Base64.decode(state.serverPublicKey)
+        else { throw .missingActivation }
+        return try protocolStep { () throws(ProtocolError) in
+            try V4Fingerprint.compute(
+                algorithm: .ecP384, devicePublicKey: device, activationId: state.activationId, serverPublicKey: server)
+        }
+    }
+
+    // MARK: - Knowledge key
+
+    /// Wraps the 32-byte knowledge key as two 16-byte halves under Argon2id(PIN), each with its
+    /// own salt and no MAC (the V3 wrap, twice).
+    func v4Wrap(_ key: SecureBytes, password: Password) throws(ActivationError) -> [WrappedKnowledgeKey] {
+        var result: [WrappedKnowledgeKey] = []
+        for half in 0..<2 {
+            let part = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: 16) }
+            defer { part.destroy() }
+            key.withUnsafeBytes { source in
+                part.withUnsafeMutableBytes { target in
+                    target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[(16 * half)..<(16 * half + 16)]))
+                }
+            }
+            let parameters = configuration.knowledgeKeyParameters
+            result.append(
+                try protocolStep { () throws(ProtocolError) in
+                    try crypto.wrapKnowledgeKey(part, pin: password, parameters: parameters)
+                })
+        }
+        return result
+    }
+
+    func v4Unwrap(_ wrapped: [WrappedKnowledgeKey], password: Password) throws(ActivationError) -> SecureBytes {
+        let key = try coreStep { () throws(SecureCoreError) in try SecureBytes(count: 32) }
+        for (half, item) in wrapped.enumerated() {
+            let part = try protocolStep { () throws(ProtocolError) in try crypto.unwrapKnowledgeKey(item, pin: password)
+            }
+            defer { part.destroy() }
+            part.withUnsafeBytes { source in
+                key.withUnsafeMutableBytes { target in
+                    UnsafeMutableRawBufferPointer(rebasing: target[(16 * half)..<(16 * half + 16)]).copyMemory(
+                        from: source)
+                }
+            }
+        }
+        return key
+    }
+
+    // MARK: - Temporary keys and encryption
+
+    /// A fresh temporary key (`/pa/v4/keystore/create`), application scope (`activation == nil`)
+    /// or activation scope; the response's ES384 signature is checked with the master key or the
+    /// activation's server key.
+    func v4TemporaryKey(activation: V4ClientActivation?) async throws(ActivationError) -> (
+        id: String, secret: SecureBytes
+    ) {
+        let sdk = configuration.sdkConfiguration
+        let now = clock.now()
+        let (kem, shared) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        }
+        defer { kem.keyPair.privateKey.destroy() }
+        let challenge: String
+        do throws(JWTError) {
+            challenge = try V4TemporaryKeyJWT.makeChallenge()
+        } catch {
+            throw .protocolError(.jwt(error))
+        }
+        let seconds = Int64(now.timeIntervalSince1970)
+        let claims = V4TemporaryKeyRequestClaims(
+            applicationKey: sdk.applicationKey, activationId: activation?.state.activationId, challenge: challenge,
+            sharedSecretRequest: shared, iat: seconds, exp: seconds + 300)
+        let macKey: SecureBytes
+        let verifier: [UInt8]
+        if let activation {
+            macKey = try coreStep { () throws(SecureCoreError) in try activation.keys.activationTemporaryKeyMAC.copy() }
+            verifier = Base64.decode(activation.state.serverPublicKey) ?? []
+        } else {
+            macKey = try protocolStep { () throws(ProtocolError) in
+                try V4ActivationKeys.applicationTemporaryKeyMAC(applicationSecret: sdk.applicationSecret)
+            }
+            verifier = try v4MasterPublicKey
+        }
+        defer { macKey.destroy() }
+        let jwt: String
+        do throws(JWTError) {
+            jwt = try V4TemporaryKeyJWT.signRequest(claims, key: macKey)
+        } catch {
+            throw .protocolError(.jwt(error))
+        }
+        let path = V4API.keystoreCreate.path
+        let answer = try await exchange(
+            path: path,
+            body: try protocolStep { () throws(ProtocolError) in try WireCoding.encode(JWTMessage(jwt: jwt)) },
+            headers: [:], authentication: nil)
+        guard let message = try? WireCoding.decode(JWTMessage.self, answer),
+            let verified = try? V4TemporaryKeyJWT.verifyResponse(
+                message.jwt, publicKey: verifier, request: claims, now: clock.now())
+        else { throw .invalidResponse(reason: "keystore/create: the response does not verify") }
+        do throws(ProtocolError) {
+            return (
+                verified.temporaryKeyId, try V4SharedSecret.finish(kem, response: verified.sharedSecretResponse)
+            )
+        } catch {
+            throw .invalidResponse(reason: "keystore/create: the shared secret does not complete")
+        }
+    }
+
+    func v4Context(
+        _ key: (id: String, secret: SecureBytes), _ sharedInfo1: V4SharedInfo1, activation: V4ClientActivation?
+    )
+        throws(ActivationError) -> V4EncryptionContext
+    {
+        let sdk = configuration.sdkConfiguration
+        return try protocolStep { () throws(ProtocolError) in
+            try V4EncryptionContext(
+                sharedSecret: key.secret, temporaryKeyId: key.id, applicationKey: sdk.applicationKey,
+                applicationSecret: sdk.applicationSecret, sharedInfo1: sharedInfo1.rawValue,
+                scope: activation.map {
+                    .activation(activationId: $0.state.activationId, sharedInfo2Key: $0.keys.sharedInfo2)
+                } ?? .application)
+        }
+    }
+
+    func v4Open(_ answer: [UInt8], context: V4EncryptionContext, nonce: [UInt8], path: String)
+        throws(ActivationError) -> SecureBytes?
+    {
+        guard let response = try? WireCoding.decode(V4EncryptedResponse.self, answer) else {
+            throw .invalidResponse(reason: "\(path): the body is not an encrypted response")
+        }
+        return try v4OpenResponse(response, context: context, nonce: nonce, path: path)
+    }
+
+    func v4OpenResponse(_ response: V4EncryptedResponse, context: V4EncryptionContext, nonce: [UInt8], path: String)
+        throws(ActivationError) -> SecureBytes?
+    {
+        do throws(ProtocolError) {
+            return try context.decryptResponse(response, nonce: nonce)
+        } catch {
+            throw .invalidResponse(reason: "\(path): the encrypted response does not open")
+        }
+    }
+
+    /// An activation-scope encrypted call, signed when `authentication` is given (the code covers
+    /// the encrypted body).
+    func v4SendEncrypted(_ endpoint: V4API.Endpoint, plaintext: SecureBytes?, authentication: ActivationAuthentication?)
+        async throws(ActivationError) -> SecureBytes?
+    {
+        guard let activation = v4, let sharedInfo1 = endpoint.sharedInfo1 else { throw .missingActivation }
+        let key = try await v4TemporaryKey(activation: activation)
+        defer { key.secret.destroy() }
+        let context = try v4Context(key, sharedInfo1, activation: activation)
+        let now = Int64(clock.now().timeIntervalSince1970 * 1000)
+        let (request, nonce) = try protocolStep { () throws(ProtocolError) in
+            try context.encryptRequest(plaintext, timestampMilliseconds: now)
+        }
+        let body = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(request) }
+        var headers = [
+            V4EncryptionHeader.name: V4EncryptionHeader(
+                applicationKey: configuration.sdkConfiguration.applicationKey,
+                activationId: activation.state.activationId
+            ).value
+        ]
+        if let authentication {
+            headers[AuthorizationHeader.name] = try await v4Sign(endpoint, body: body, authentication: authentication)
+                .value
+        }
+        let answer = try await exchange(
+            path: endpoint.path, body: body, headers: headers, authentication: authentication)
+        return try v4Open(answer, context: context, nonce: nonce, path: endpoint.path)
+    }
+
+    /// A plain signed call; the response's `{"status":"OK"}` is checked.
+    func v4Send(_ endpoint: V4API.Endpoint, body: [UInt8], authentication: ActivationAuthentication)
+        async throws(ActivationError)
+    {
+        let header = try await v4Sign(endpoint, body: body, authentication: authentication)
+        let answer = try await exchange(
+            path: endpoint.path, body: body, headers: [AuthorizationHeader.name: header.value],
+            authentication: authentication)
+        guard let envelope = try? WireCoding.decode(ResponseEnvelope<EmptyMessage>.self, answer),
+            envelope.status.uppercased() == "OK"
+        else { throw .invalidResponse(reason: "\(endpoint.path): the body does not follow the API") }
+    }
+
+    // MARK: - Codes
+
+    /// A V4 authorization header; the counter moves (and is stored) before anything is sent.
+    func v4Sign(_ endpoint: V4API.Endpoint, body: [UInt8], authentication: ActivationAuthentication)
+        async throws(ActivationError) -> V4AuthorizationHeader
+    {
+        guard let uriIdentifier = endpoint.uriIdentifier else {
+            throw .invalidActivationState(reason: "a signed endpoint needs a resource identifier")
+        }
+        return try await v4Sign(
+            method: "POST", uriIdentifier: uriIdentifier, body: body, authentication: authentication)
+    }
+
+    func v4Sign(method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication)
+        async throws(ActivationError) -> V4AuthorizationHeader
+    {
+        guard v4 != nil else { throw .missingActivation }
+        let kind = try authentication.usableKind(now: clock.now())
+        let factorSet = authentication.factorSet
+        var biometry: SecureBytes?
+        defer { biometry?.destroy() }
+        switch kind {
+        case .biometryPrompt(let prompt):
+            biometry = try await v4BiometryKey(prompt: prompt)
+        case .biometryKey(let key, _):
+            biometry = try coreStep { () throws(SecureCoreError) in try key.copy() }
+        case .possession, .password:
+            break
+        }
+        let biometryKey = biometry
+        let nonce = try coreStep { () throws(SecureCoreError) in
+            try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
+        }
+        let secret = configuration.sdkConfiguration.applicationSecret
+        let data = try protocolStep { () throws(ProtocolError) in
+            try RequestData(method: method, uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+                .normalized(applicationSecret: secret)
+        }
+        let code = try v4Mutate { (activation) throws(ActivationError) -> String in
+            var knowledge: SecureBytes?
+            defer { knowledge?.destroy() }
+            if case .password(let password) = kind {
+                knowledge = try v4Unwrap(activation.state.knowledgeKey, password: password)
+            }
+            let counter = try activation.state.currentCounter
+            let keys = activation.keys
+            let code = try protocolStep { () throws(ProtocolError) in
+                try V4AuthenticationCode.compute(
+                    factorSet: factorSet,
+                    keys: V4FactorKeys(possession: keys.possession, knowledge: knowledge, biometry: biometryKey),
+                    counter: counter, data: data)
+            }
+            try activation.state.advanceCounter()
+            return code
+        }
+        guard let activationId = v4?.state.activationId else { throw .missingActivation }
+        let applicationKey = configuration.sdkConfiguration.applicationKey
+        return try protocolStep { () throws(ProtocolError) in
+            try V4AuthorizationHeader(
+                activationId: activationId, applicationKey: applicationKey, nonce: nonce, factorSet: factorSet,
+                authenticationCode: code)
+        }
+    }
+
+    /// Reads the stored V4 state under the storage lock, applies `change`, writes it back.
+    func v4Mutate<R>(_ change: (inout V4ClientActivation) throws(ActivationError) -> R) throws(ActivationError) -> R {
+        guard let known = v4 else { throw .missingActivation }
+        let names = configuration.storageNames
+        let instanceId = configuration.instanceId
+        return try storage.withExclusiveAccess { () throws(ActivationError) -> R in
+            guard let bytes = try storage.read(names.state) else { throw .missingActivation }
+            let current = try LocalV4State.decode(bytes, instanceId: instanceId)
+            guard current.activationId == known.state.activationId, current.keyCheck == known.state.keyCheck else {
+                throw .invalidActivationState(reason: "the stored activation was replaced")
+            }
+            var activation = V4ClientActivation(state: current, keys: known.keys)
+            let result = try change(&activation)
+            try storage.write(names.state, activation.state.encoded())
+            v4 = activation
+            return result
+        }
+    }
+
+    // MARK: - Status, tokens, vault
+
+    func v4FetchStatus() async throws(ActivationError) -> ActivationStatus {
+        guard let before = v4 else { throw .missingActivation }
+        let request = try securePlaintext(EmptyMessage())
+        defer { request.destroy() }
+        let answer = try await v4SendEncrypted(V4API.activationStatus, plaintext: request, authentication: nil)
+        let response = try decodePlaintext(answer, V4StatusResponse.self, path: V4API.activationStatus.path)
+        guard let bytes = Base64.decode(response.activationStatus) else {
+            throw .invalidResponse(reason: "activation/status: malformed field")
+        }
+        let blob: V4StatusBlob
+        do throws(ProtocolError) {
+            blob = try V4StatusBlob(opening: bytes, statusMACKey: before.keys.statusMAC)
+        } catch {
+            if case .unknownActivationState = error { throw .protocolError(error) }
+            throw .invalidResponse(reason: "activation/status: the status blob does not verify")
+        }
+        var state = ClientActivationState(blob.state)
+        if blob.state == .active { state = try v4SynchroniseCounter(blob) ? .active : .deadlock }
+        return ActivationStatus(
+            state: state, failCount: Int(blob.failedAttempts), maxFailCount: Int(blob.maxFailedAttempts),
+            blockExpirationTime: nil, counterLookAhead: Int(blob.counterLookAhead))
+    }
+
+    /// As V3: the server ahead (within the look-ahead) moves the device forward; the server behind
+    /// by less than the look-ahead is fine; anything else is a deadlock.
+    private func v4SynchroniseCounter(_ blob: V4StatusBlob) throws(ActivationError) -> Bool {
+        guard let current = v4 else { throw .missingActivation }
+        let counter = try current.state.currentCounter
+        let distance = try protocolStep { () throws(ProtocolError) in
+            try blob.serverDistance(from: counter, counterDataMACKey: current.keys.counterDataMAC)
+        }
+        if let distance {
+            if distance > 0 {
+                let target = current.state.counterIndex + UInt64(distance)
+                try v4Mutate { (a) throws(ActivationError) in
+                    while a.state.counterIndex < target { try a.state.advanceCounter() }
+                }
+            }
+            return true
+        }
+        let lookAhead = max(1, Int(blob.counterLookAhead))
+        for (index, text) in current.state.counterHistory.enumerated() where index + 1 < lookAhead {
+            let hash = try protocolStep { () throws(ProtocolError) in
+                try V4StatusBlob.counterDataHash(
+                    try V4HashCounter(base64: text), counterDataMACKey: current.keys.counterDataMAC)
+            }
+            if constantTimeEqual(hash, blob.counterDataHash) { return true }
+        }
+        return false
+    }
+
+    func v4CreateToken(authentication: ActivationAuthentication) async throws(ActivationError) -> ActivationToken {
+        let request = try securePlaintext(EmptyMessage())
+        defer { request.destroy() }
+        let answer = try await v4SendEncrypted(V4API.tokenCreate, plaintext: request, authentication: authentication)
+        guard let answer else { throw .invalidResponse(reason: "token/create: empty response") }
+        defer { answer.destroy() }
+        let tokenId: String? = answer.withUnsafeBytes { json in
+            TokenPayload.stringValue(of: "tokenId", in: json).map { String(decoding: json[$0], as: UTF8.self) }
+        }
+        guard let tokenId, (try? AuthorizationHeader.validateActivationId(tokenId)) != nil else {
+            throw .invalidResponse(reason: "token/create: no token id")
+        }
+        let secret = try protocolStep { () throws(ProtocolError) in
+            try V4SecretJSON.decodeSecret(answer, secretName: "tokenSecret", count: 32)
+        }
+        return ActivationToken(tokenId: tokenId, factorSet: authentication.factorSet, secret: secret)
+    }
+
+    func v4UnlockVault(authentication: ActivationAuthentication) async throws(ActivationError) -> SecureBytes {
+        guard authentication.factorSet != .possession else {
+            throw .wrongParameter(reason: "the vault opens with two factors")
+        }
+        let request = try securePlaintext(
+            V4VaultUnlockRequest(keyIdentifier: "KDK_APP_VAULT_2FA", reason: "FETCH_ENCRYPTION_KEY"))
+        defer { request.destroy() }
+        let answer = try await v4SendEncrypted(V4API.vaultUnlock, plaintext: request, authentication: authentication)
+        guard let answer, let current = v4 else { throw .invalidResponse(reason: "vault/unlock: empty response") }
+        defer { answer.destroy() }
+        let key = try protocolStep { () throws(ProtocolError) in
+            try V4SecretJSON.decodeSecret(answer, secretName: "vaultEncryptionKey", count: 32)
+        }
+        let check = try coreStep { () throws(SecureCoreError) in
+            try HMACSHA256.foldedTag(LocalV4Keys.keyCheckLabel, key: key)
+        }
+        guard Base64.encode(check) == current.state.vaultCheck else {
+            key.destroy()
+            throw .invalidResponse(reason: "vault/unlock: the vault key is not this activation's")
+        }
+        return key
+    }
+
+    /// The server-side password change of V4 (dynamic factor keys): `password/change` with the
+    /// current PIN gives a new knowledge key, wrapped here under the new PIN and stored; then one
+    /// `auth/validate` with the new PIN makes the server promote it, so the old PIN stops working
+    /// (an old copy of this state is then no PIN oracle). A crash before the new key is stored
+    /// leaves the old PIN working: the server drops the unused key at the next success.
+    func v4FinishPasswordChange(newPassword: Password, data: PasswordChangeData) async throws(ActivationError) {
+        defer { data.secureClear() }
+        guard let current = v4 else { throw .missingActivation }
+        guard data.activationId == current.state.activationId else {
+            throw .invalidActivationState(reason: "the change data belongs to another activation")
+        }
+        guard let old = try data.currentPassword() else {
+            throw .invalidActivationState(reason: "the change data was cleared")
+        }
+        defer { old.destroy() }
+        guard newPassword.length > 0 else { throw .protocolError(.emptyPIN) }
+        let (kem, shared) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        }
+        defer { kem.keyPair.privateKey.destroy() }
+        let request = try securePlaintext(shared)
+        defer { request.destroy() }
+        let answer = try await v4SendEncrypted(
+            V4API.passwordChange, plaintext: request, authentication: .possessionWithPassword(old))
+        let response = try decodePlaintext(answer, V4SharedSecretResponse.self, path: V4API.passwordChange.path)
+        let key: SecureBytes
+        do throws(ProtocolError) {
+            key = try V4SharedSecret.finish(kem, response: response)
+        } catch {
+            throw .invalidResponse(reason: "password/change: the shared secret does not complete")
+        }
+        defer { key.destroy() }
+        let wrapped = try v4Wrap(key, password: newPassword)
+        try v4Mutate { (a) throws(ActivationError) in a.state.knowledgeKey = wrapped }
+        try await v4Send(V4API.validate, body: Array("{}".utf8), authentication: .possessionWithPassword(newPassword))
+    }
+
+    // MARK: - Biometry
+
+    /// `biometry/add` with the PIN: the server's new biometry key goes into the authenticator
+    /// (never into the state files). When biometry was on already, the server keeps the new
+    /// key as "next" until its first use.
+    func v4AddBiometry(password: Password) async throws(ActivationError) {
+        guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
+        guard authenticator.systemStatus == .available else { throw .biometryNotAvailable(authenticator.systemStatus) }
+        guard v4 != nil else { throw .missingActivation }
+        let (kem, shared) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        }
+        defer { kem.keyPair.privateKey.destroy() }
+        let request = try securePlaintext(shared)
+        defer { request.destroy() }
+        let answer = try await v4SendEncrypted(
+            V4API.biometryAdd, plaintext: request, authentication: .possessionWithPassword(password))
+        let response = try decodePlaintext(answer, V4SharedSecretResponse.self, path: V4API.biometryAdd.path)
+        let key: SecureBytes
+        do throws(ProtocolError) {
+            key = try V4SharedSecret.finish(kem, response: response)
+        } catch {
+            throw .invalidResponse(reason: "biometry/add: the shared secret does not complete")
+        }
+        defer { key.destroy() }
+        try mapBiometry { () throws(BiometryError) in
+            try authenticator.storeKey(key, account: configuration.biometryKeyAccount)
+        }
+        let enrolled = Base64.encode(authenticator.enrolledSetFingerprint)
+        do {
+            try v4Mutate { (a) throws(ActivationError) in
+                a.state.biometryEnabled = true
+                a.state.enrolledSetFingerprint = enrolled
+            }
+        } catch {
+            authenticator.deleteKey(account: configuration.biometryKeyAccount)
+            throw error
+        }
+    }
+
+    /// `biometry/remove` (possession), then the local key and flag.
+    func v4RemoveBiometry() async throws(ActivationError) {
+        guard let current = v4 else { throw .missingActivation }
+        guard current.state.biometryEnabled == true else { throw .biometryNotConfigured }
+        try await v4Send(V4API.biometryRemove, body: Array("{}".utf8), authentication: .possession())
+        try v4Mutate { (a) throws(ActivationError) in
+            a.state.biometryEnabled = false
+            a.state.enrolledSetFingerprint = nil
+        }
+        authenticator?.deleteKey(account: configuration.biometryKeyAccount)
+    }
+
+    /// The biometry key from the authenticator, as V3.3 reads it (invalidated after an
+    /// enrolment change when so configured).
+    func v4BiometryKey(prompt: String) async throws(ActivationError) -> SecureBytes {
+        guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
+        guard let current = v4 else { throw .missingActivation }
+        guard current.state.biometryEnabled == true else { throw .biometryNotConfigured }
+        let biometric = configuration.biometricConfiguration
+        if biometric.invalidateBiometricFactorAfterChange && !biometric.allowFallbackToDevicePasscode,
+            current.state.enrolledSetFingerprint != Base64.encode(authenticator.enrolledSetFingerprint)
+        {
+            authenticator.deleteKey(account: configuration.biometryKeyAccount)
+            try v4Mutate { (a) throws(ActivationError) in
+                a.state.biometryEnabled = false
+                a.state.enrolledSetFingerprint = nil
+            }
+            throw .biometryInvalidated
+        }
+        do throws(BiometryError) {
+            return try await authenticator.evaluate(
+                prompt: prompt, account: configuration.biometryKeyAccount, configuration: biometric)
+        } catch {
+            throw ActivationError(biometry: error)
+        }
+    }
+
+    func v4RemoveActivation(authentication: ActivationAuthentication) async throws(ActivationError) {
+        try await v4Send(V4API.activationRemove, body: Array("{}".utf8), authentication: authentication)
+        try removeActivationLocal()
+    }
+}

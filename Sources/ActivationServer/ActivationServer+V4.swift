@@ -1,0 +1,631 @@
+import Foundation
+import PowerAuthProtocol
+import SecureCore
+import Synchronization
+
+/// The temporary keys of protocol V4 (`/pa/v4/keystore/create`): `KEY_TEMPORARY_SHARED_SECRET`
+/// in secure memory, its scope, its expiry, and the request nonces already used under it
+/// (the replay rule of V4 end-to-end encryption). Kept in memory, as the V3 temporary keys:
+/// a restart invalidates them and clients fetch new ones.
+public final class V4TemporaryKeyStore: Sendable {
+    /// How long a key is valid.
+    public static let lifetimeMilliseconds: Int64 = 5 * 60 * 1000
+
+    struct Entry: Sendable {
+        let secret: SecureBytes
+        let applicationKey: String
+        let activationId: String?
+        let expiresAt: Int64
+        var nonces: Set<[UInt8]>
+    }
+
+    private let entries = Mutex([String: Entry]())
+    /// Most keys held at once (as the V3 store: a flood of key requests cannot grow memory).
+    public let capacity: Int
+    /// Most nonces remembered under one key.
+    public let noncesPerKey: Int
+
+    /// Creates an empty store.
+    /// - Parameters:
+    ///   - capacity: most keys held at once.
+    ///   - noncesPerKey: most requests accepted under one key.
+    public init(capacity: Int = 4096, noncesPerKey: Int = 1024) {
+        precondition(capacity > 0 && noncesPerKey > 0, "a temporary key store needs room")
+        self.capacity = capacity
+        self.noncesPerKey = noncesPerKey
+    }
+
+    /// Keys held now.
+    public var count: Int { entries.withLock { $0.count } }
+
+    /// Stores a key after dropping expired ones; false (and the secret destroyed) when full.
+    func insert(_ id: String, _ entry: Entry, now: Int64) -> Bool {
+        let stored = entries.withLock { table -> Bool in
+            if table.count >= capacity {
+                for (key, value) in table where value.expiresAt <= now {
+                    value.secret.destroy()
+                    table[key] = nil
+                }
+            }
+            guard table.count < capacity else { return false }
+            table[id] = entry
+            return true
+        }
+        if !stored { entry.secret.destroy() }
+        return stored
+    }
+
+    func entry(_ id: String, now: Int64) -> Entry? {
+        entries.withLock { table in
+            guard let found = table[id], found.expiresAt > now else { return nil }
+            return found
+        }
+    }
+
+    /// Records a nonce; false when it was used before under this key.
+    func accept(nonce: [UInt8], for id: String) -> Bool {
+        entries.withLock { table in
+            guard var found = table[id], !found.nonces.contains(nonce), found.nonces.count < noncesPerKey else {
+                return false
+            }
+            found.nonces.insert(nonce)
+            table[id] = found
+            return true
+        }
+    }
+}
+
+/// A decrypted V4 request and what is needed to encrypt its response.
+struct V4OpenedRequest {
+    let context: V4EncryptionContext
+    let request: V4EncryptedRequest
+    let plaintext: SecureBytes?
+}
+
+extension ActivationServer {
+    /// Every V4 path.
+    static let v4Paths: Set<String> = Set(V4API.all.map(\.path))
+
+    /// Answers one V4 request (`docs/protocol-v4.md`); only for an application that serves
+    /// `EC_P384`.
+    func respondV4(to request: TransportRequest) -> TransportResponse {
+        let methods: Set<String> = request.path == V4API.validate.path ? ["GET", "POST", "PUT", "DELETE"] : ["POST"]
+        guard methods.contains(request.method) else {
+            return Self.error(405, ActivationAPI.ErrorCode.request, "method not allowed")
+        }
+        do throws(ActivationServerError) {
+            guard configuration.algorithm == .ecP384, let master = configuration.v4MasterKeyPair else {
+                throw .malformedRequest(reason: "this application serves LEGACY_P256 (protocol V3.3) only")
+            }
+            switch request.path {
+            case V4API.keystoreCreate.path:
+                return try v4CreateTemporaryKey(request, master: master)
+            case V4API.activationCreate.path:
+                return try v4CreateActivation(request)
+            case V4API.activationConfirm.path:
+                let (record, keys, _) = try v4Authenticate(
+                    request, V4API.activationConfirm, allowed: [.possessionKnowledge])
+                keys.destroy()
+                let body = try Self.v4Decode(request.body, V4ConfirmRequest.self, enveloped: true)
+                try store.update(activationId: record.activationId) { r in
+                    r.v4?.confirmationPending = false
+                    r.biometryEnabled = body.enableBiometry
+                }
+                return try Self.ok(EmptyMessage?.none)
+            case V4API.activationStatus.path:
+                return try v4Status(request)
+            case V4API.activationRemove.path:
+                let (record, keys, _) = try v4Authenticate(
+                    request, V4API.activationRemove,
+                    allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
+                keys.destroy()
+                try removeActivation(record.activationId)
+                return try Self.ok(ActivationRemoveResponse(activationId: record.activationId))
+            case V4API.validate.path:
+                let (_, keys, _) = try v4Authenticate(request, V4API.validate, allowed: nil)
+                keys.destroy()
+                return try Self.ok(EmptyMessage?.none)
+            case V4API.tokenCreate.path:
+                return try v4CreateToken(request)
+            case V4API.tokenRemove.path:
+                let (record, keys, _) = try v4Authenticate(request, V4API.tokenRemove, allowed: nil)
+                keys.destroy()
+                let body = try Self.v4Decode(request.body, V4TokenRemoveRequest.self, enveloped: false)
+                _ = try store.removeToken(tokenId: body.tokenId, activationId: record.activationId)
+                return try Self.ok(TokenRemoveResponse(tokenId: body.tokenId))
+            case V4API.passwordChange.path, V4API.biometryAdd.path:
+                return try v4RotateFactorKey(request, biometry: request.path == V4API.biometryAdd.path)
+            case V4API.upgradeStart.path:
+                return try v4StartUpgrade(request)
+            case V4API.upgradeConfirm.path:
+                let (record, keys, _) = try v4Authenticate(request, V4API.upgradeConfirm, allowed: [.possession])
+                keys.destroy()
+                try store.update(activationId: record.activationId) { r in r.v4?.upgradePending = false }
+                return try Self.ok(EmptyMessage?.none)
+            case V4API.biometryRemove.path:
+                let (record, keys, _) = try v4Authenticate(request, V4API.biometryRemove, allowed: [.possession])
+                keys.destroy()
+                try store.update(activationId: record.activationId) { r in
+                    r.biometryEnabled = false
+                    r.v4?.biometryKey = nil
+                    r.v4?.biometryNext = nil
+                    r.v4?.keyGeneration &+= 1
+                }
+                return try Self.ok(EmptyMessage?.none)
+            default:
+                return try v4UnlockVault(request)
+            }
+        } catch {
+            return Self.response(for: error, path: request.path)
+        }
+    }
+
+    // MARK: - keystore/create
+
+    func v4CreateTemporaryKey(_ request: TransportRequest, master: ECP384KeyPair) throws(ActivationServerError)
+        -> TransportResponse
+    {
+        let message = try Self.v4Decode(request.body, JWTMessage.self, enveloped: false)
+        guard let claims = try? V4TemporaryKeyJWT.requestClaims(message.jwt), claims.applicationKey == applicationKey,
+            !claims.challenge.isEmpty, claims.challenge.utf8.count <= 256
+        else { throw .temporaryKeyFailure }
+        let macKey: SecureBytes
+        let signer: ECP384KeyPair
+        if let activationId = claims.activationId {
+            // Also while the commit is pending: the device reads its status with such a key.
+            guard let record = try store.fetch(activationId: activationId),
+                [.pendingCommit, .active, .blocked].contains(record.state), let state = record.v4,
+                let secret = state.activationSecret
+            else { throw .temporaryKeyFailure }
+            let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+            defer { keys.destroy() }
+            macKey = try protocolStep { () throws(ProtocolError) in
+                try lift { () throws(SecureCoreError) in try keys.activationTemporaryKeyMAC.copy() }
+            }
+            signer = state.serverKeyPair
+        } else {
+            let secret = applicationSecret
+            macKey = try protocolStep { () throws(ProtocolError) in
+                try V4ActivationKeys.applicationTemporaryKeyMAC(applicationSecret: secret)
+            }
+            signer = master
+        }
+        defer { macKey.destroy() }
+        guard (try? V4TemporaryKeyJWT.verifyRequest(message.jwt, key: macKey)) != nil else {
+            throw .temporaryKeyFailure
+        }
+        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.respond(to: claims.sharedSecretRequest, algorithm: .ecP384)
+        }
+        let now = nowMilliseconds
+        let id = UUID().uuidString.lowercased()
+        let expires = now + V4TemporaryKeyStore.lifetimeMilliseconds
+        let stored = v4TemporaryKeys.insert(
+            id,
+            V4TemporaryKeyStore.Entry(
+                secret: secret, applicationKey: claims.applicationKey, activationId: claims.activationId,
+                expiresAt: expires, nonces: []),
+            now: now)
+        guard stored else { throw .temporaryKeyFailure }
+        let response = V4TemporaryKeyResponseClaims(
+            temporaryKeyId: id, request: claims, sharedSecretResponse: shared, issuedAtMilliseconds: now,
+            expiresAtMilliseconds: expires)
+        let json = try protocolStep { () throws(ProtocolError) -> String in
+            do throws(JWTError) {
+                return try V4TemporaryKeyJWT.signResponse(response, keyPair: signer)
+            } catch {
+                throw .jwt(error)
+            }
+        }
+        return TransportResponse(
+            statusCode: 200,
+            body: try protocolStep { () throws(ProtocolError) in try WireCoding.encode(JWTMessage(jwt: json)) })
+    }
+
+    // MARK: - Encryption
+
+    /// Opens a V4 encrypted request: the `X-PowerAuth-Encryption` header's scope, the temporary
+    /// key (this application, this scope, not expired), the timestamp window, the AEAD, then
+    /// the nonce's first use under the key.
+    func v4Open(
+        _ request: TransportRequest, body: [UInt8], sharedInfo1: V4SharedInfo1,
+        activation: (id: String, keys: V4ActivationKeys)?
+    ) throws(ActivationServerError) -> V4OpenedRequest {
+        guard let value = request.header(V4EncryptionHeader.name), let header = try? V4EncryptionHeader.parse(value),
+            header.applicationKey == applicationKey, header.activationId == activation?.id
+        else { throw .encryptionFailed }
+        let encrypted = try Self.v4Decode(body, V4EncryptedRequest.self, enveloped: false)
+        return try v4Open(encrypted, sharedInfo1: sharedInfo1, activation: activation)
+    }
+
+    func v4Open(
+        _ encrypted: V4EncryptedRequest, sharedInfo1: V4SharedInfo1, activation: (id: String, keys: V4ActivationKeys)?
+    ) throws(ActivationServerError) -> V4OpenedRequest {
+        let now = nowMilliseconds
+        guard let entry = v4TemporaryKeys.entry(encrypted.temporaryKeyId, now: now),
+            entry.applicationKey == applicationKey, entry.activationId == activation?.id
+        else { throw .encryptionFailed }
+        guard V4EncryptionContext.isFresh(timestamp: encrypted.timestamp, now: now) else { throw .requestExpired }
+        let scope: V4EncryptionScope =
+            activation.map { .activation(activationId: $0.id, sharedInfo2Key: $0.keys.sharedInfo2) } ?? .application
+        let secret = applicationSecret
+        let appKey = applicationKey
+        let context = try protocolStep { () throws(ProtocolError) in
+            try V4EncryptionContext(
+                sharedSecret: entry.secret, temporaryKeyId: encrypted.temporaryKeyId, applicationKey: appKey,
+                applicationSecret: secret, sharedInfo1: sharedInfo1.rawValue, scope: scope)
+        }
+        let plaintext: SecureBytes?
+        do throws(ProtocolError) {
+            plaintext = try context.decryptRequest(encrypted)
+        } catch {
+            throw .encryptionFailed
+        }
+        guard let nonce = Base64.decode(encrypted.nonce),
+            v4TemporaryKeys.accept(nonce: nonce, for: encrypted.temporaryKeyId)
+        else {
+            plaintext?.destroy()
+            throw .replayedRequest
+        }
+        return V4OpenedRequest(context: context, request: encrypted, plaintext: plaintext)
+    }
+
+    func v4Seal(_ body: SecureBytes?, _ opened: V4OpenedRequest) throws(ActivationServerError) -> V4EncryptedResponse {
+        let now = nowMilliseconds
+        return try protocolStep { () throws(ProtocolError) in
+            try opened.context.encryptResponse(body, to: opened.request, timestampMilliseconds: now)
+        }
+    }
+
+    static func v4Encrypted(_ response: V4EncryptedResponse) throws(ActivationServerError) -> TransportResponse {
+        TransportResponse(
+            statusCode: 200, body: try protocolStep { () throws(ProtocolError) in try WireCoding.encode(response) })
+    }
+
+    // MARK: - activation/create
+
+    func v4CreateActivation(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let outerOpened = try v4Open(request, body: request.body, sharedInfo1: .genericApplication, activation: nil)
+        defer { outerOpened.plaintext?.destroy() }
+        let outer = try Self.decodePlaintext(outerOpened.plaintext, V4ActivationLayer1Request.self)
+        guard outer.type == "CODE", let code = outer.identityAttributes["code"] else { throw .invalidActivationCode }
+        let innerOpened = try v4Open(outer.activationData, sharedInfo1: .activation, activation: nil)
+        defer { innerOpened.plaintext?.destroy() }
+        let inner = try Self.decodePlaintext(innerOpened.plaintext, V4ActivationLayer2Request.self)
+        guard let device = Base64.decode(inner.devicePublicKeys.ecdsa), device.count == 97,
+            (try? ECP384KeyPair.validate(publicKey: device)) != nil
+        else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
+        let name = inner.activationName ?? ""
+        guard name.utf8.count <= 255 else { throw .malformedRequest(reason: "activationName is too long") }
+        guard let activationId = try store.activationId(forCode: code) else { throw .invalidActivationCode }
+        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.respond(to: inner.sharedSecretRequest, algorithm: .ecP384)
+        }
+        let autoCommit = configuration.autoCommit
+        let record = try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
+            // Only once, and only an activation prepared for V4.
+            guard r.state == .created, var state = r.v4 else { throw .invalidActivationCode }
+            state.activationSecret = secret
+            state.devicePublicKey = device
+            state.confirmationPending = true
+            r.v4 = state
+            r.name = name
+            r.state = autoCommit ? .active : .pendingCommit
+            return r
+        }
+        guard let state = record.v4 else { throw .invalidActivationCode }
+        let innerResponse = V4ActivationLayer2Response(
+            activationId: record.activationId, sharedSecretResponse: shared,
+            serverPublicKeys: V4PublicKeys(ecdsa: Base64.encode(state.serverKeyPair.publicKey)),
+            ctrData: state.counter.base64)
+        let sealedInner = try v4Seal(try Self.encodePlaintext(innerResponse), innerOpened)
+        let outerResponse = V4ActivationLayer1Response(activationData: sealedInner)
+        return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(outerResponse), outerOpened))
+    }
+
+    // MARK: - activation/status
+
+    func v4Status(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        guard let value = request.header(V4EncryptionHeader.name), let header = try? V4EncryptionHeader.parse(value),
+            let activationId = header.activationId
+        else { throw .encryptionFailed }
+        let now = clock.now()
+        let record = try store.update(activationId: activationId) { r in
+            r.expireBlock(now: now)
+            return r
+        }
+        guard let state = record.v4, let secret = state.activationSecret else { throw .encryptionFailed }
+        let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        defer { keys.destroy() }
+        let opened = try v4Open(
+            request, body: request.body, sharedInfo1: .genericActivation, activation: (activationId, keys))
+        opened.plaintext?.destroy()
+        let flags =
+            (state.confirmationPending ? V4StatusBlob.flagConfirmationPending : 0)
+            | (record.biometryEnabled ? V4StatusBlob.flagBiometryEnabled : 0)
+            | (state.upgradePending ? V4StatusBlob.flagUpgradeConfirmationPending : 0)
+        let blob = try protocolStep { () throws(ProtocolError) -> [UInt8] in
+            let hash = try V4StatusBlob.counterDataHash(state.counter, counterDataMACKey: keys.counterDataMAC)
+            return try V4StatusBlob(
+                state: record.state, currentVersion: state.upgradePending ? 3 : 4, flags: flags,
+                counterByte: UInt8(truncatingIfNeeded: record.counterIndex),
+                failedAttempts: UInt8(clamping: record.failedAttempts),
+                maxFailedAttempts: UInt8(clamping: record.maxFailedAttempts),
+                counterLookAhead: UInt8(clamping: configuration.lookAhead), counterDataHash: hash
+            ).seal(statusMACKey: keys.statusMAC)
+        }
+        let response = V4StatusResponse(activationStatus: Base64.encode(blob))
+        return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
+    }
+
+    // MARK: - token/create, vault/unlock
+
+    func v4CreateToken(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        // As upstream's controller: not possession_knowledge_biometry.
+        let (record, keys, factors) = try v4Authenticate(
+            request, V4API.tokenCreate, allowed: [.possession, .possessionKnowledge, .possessionBiometry])
+        defer { keys.destroy() }
+        let opened = try v4Open(
+            request, body: request.body, sharedInfo1: .tokenCreate, activation: (record.activationId, keys))
+        opened.plaintext?.destroy()
+        guard let secret = record.v4?.activationSecret else { throw .encryptionFailed }
+        let tokenId = UUID().uuidString.lowercased()
+        try store.insertToken(
+            TokenRecord(tokenId: tokenId, activationId: record.activationId, factorSet: factors, createdAt: clock.now())
+        )
+        let plaintext = try protocolStep { () throws(ProtocolError) in
+            let tokenSecret = try Self.v4TokenSecret(activationSecret: secret, tokenId: tokenId)
+            defer { tokenSecret.destroy() }
+            return try V4SecretJSON.encode(
+                fields: [("tokenId", tokenId)], secretName: "tokenSecret", secret: tokenSecret)
+        }
+        defer { plaintext.destroy() }
+        return try Self.v4Encrypted(try v4Seal(plaintext, opened))
+    }
+
+    /// The secret of a V4 token: `KDF(KEY_ACTIVATION_SECRET, "util/token-secret", tokenId)`, 32
+    /// bytes. Upstream draws it at random and stores it; this server derives it (as its V3 path
+    /// does from the transport key) so that the store keeps no token secret. The client only
+    /// ever receives it, so the wire is the same.
+    static func v4TokenSecret(activationSecret: SecureBytes, tokenId: String) throws(ProtocolError) -> SecureBytes {
+        try V4KDF.derive(activationSecret, label: "util/token-secret", custom: Array(tokenId.utf8))
+    }
+
+    /// Verifies a V4 `X-PowerAuth-Token` for an application request (what an application
+    /// server asks): the token, its active V4 activation, the digest (constant time), the
+    /// timestamp within ±5 minutes and the nonce used once.
+    /// - Parameter value: the header value.
+    /// - Returns: the activation and the factors the token was created with.
+    /// - Throws: ``ActivationServerError/tokenInvalid``.
+    public func verifyV4Token(header value: String) throws(ActivationServerError) -> VerifiedAuthorization {
+        guard let header = try? V4TokenHeader.parse(value), let token = try store.token(tokenId: header.tokenId),
+            let record = try store.fetch(activationId: token.activationId), record.state == .active,
+            let secret = record.v4?.activationSecret
+        else { throw .tokenInvalid }
+        let valid = try? protocolStep { () throws(ProtocolError) -> Bool in
+            let tokenSecret = try Self.v4TokenSecret(activationSecret: secret, tokenId: token.tokenId)
+            defer { tokenSecret.destroy() }
+            return try V4TokenDigest.verify(
+                header.digest, tokenSecret: tokenSecret, nonce: header.nonce,
+                timestampMilliseconds: header.timestampMilliseconds)
+        }
+        guard valid == true else { throw .tokenInvalid }
+        do throws(ActivationServerError) {
+            try replayCache.accept(
+                ephemeralPublicKey: Array("v4|\(header.tokenId)".utf8), nonce: header.nonce,
+                timestamp: Int64(clamping: header.timestampMilliseconds), now: nowMilliseconds)
+        } catch {
+            throw .tokenInvalid
+        }
+        return VerifiedAuthorization(
+            activationId: record.activationId, userId: record.userId, factorSet: token.factorSet)
+    }
+
+    /// Verifies a V4 `X-PowerAuth-Authorization` of an application request and counts the
+    /// attempt (the V4 twin of ``verifyAuthorization(header:method:uriIdentifier:body:)``).
+    /// - Parameters:
+    ///   - header: the header value.
+    ///   - method: the request method.
+    ///   - uriIdentifier: the resource identifier the code covers.
+    ///   - body: the body bytes.
+    /// - Returns: who was authenticated, with which factors.
+    /// - Throws: ``ActivationServerError/authenticationFailed``.
+    public func verifyV4Authorization(header: String, method: String, uriIdentifier: String, body: [UInt8])
+        throws(ActivationServerError) -> VerifiedAuthorization
+    {
+        let request = TransportRequest(
+            method: method, path: uriIdentifier, headers: [AuthorizationHeader.name: header], body: body)
+        let endpoint = V4API.Endpoint(path: uriIdentifier, uriIdentifier: uriIdentifier, sharedInfo1: nil)
+        let (record, keys, factors) = try v4Authenticate(request, endpoint, allowed: nil)
+        keys.destroy()
+        return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factors)
+    }
+
+    func v4UnlockVault(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let (record, keys, _) = try v4Authenticate(
+            request, V4API.vaultUnlock,
+            allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
+        defer { keys.destroy() }
+        let opened = try v4Open(
+            request, body: request.body, sharedInfo1: .vaultUnlock, activation: (record.activationId, keys))
+        let body = try Self.decodePlaintext(opened.plaintext, V4VaultUnlockRequest.self)
+        opened.plaintext?.destroy()
+        guard let key = keys.vaultKey(named: body.keyIdentifier) else {
+            throw .malformedRequest(reason: "unknown keyIdentifier")
+        }
+        let plaintext = try protocolStep { () throws(ProtocolError) in
+            try V4SecretJSON.encode(fields: [], secretName: "vaultEncryptionKey", secret: key)
+        }
+        defer { plaintext.destroy() }
+        return try Self.v4Encrypted(try v4Seal(plaintext, opened))
+    }
+
+    // MARK: - Upgrade from V3.3
+
+    /// `upgrade/start`: a V3.3 code over the V4-encrypted body (application scope), then a new
+    /// activation secret by the V4 shared-secret exchange, a new P-384 server key and a fresh
+    /// `CTR_DATA` (the numeric counter continues from V3.3). The activation keeps answering V3.3
+    /// until `upgrade/confirm`; a repeated start (a lost response) replaces the pending V4 state.
+    func v4StartUpgrade(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let (record, keys, _) = try authenticate(
+            request, V4API.upgradeStart.uriIdentifier, allowed: [.possessionKnowledge])
+        keys.destroy()
+        guard record.v4 == nil || record.v4?.upgradePending == true else { throw .upgradeNotAvailable }
+        let opened = try v4Open(request, body: request.body, sharedInfo1: .upgradeStart, activation: nil)
+        let body = try Self.decodePlaintext(opened.plaintext, V4UpgradeStartRequest.self)
+        opened.plaintext?.destroy()
+        guard let device = Base64.decode(body.devicePublicKeys.ecdsa), device.count == 97,
+            (try? ECP384KeyPair.validate(publicKey: device)) != nil
+        else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
+        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.respond(to: body.sharedSecretRequest, algorithm: .ecP384)
+        }
+        var state = try V4ActivationState(algorithm: .ecP384)
+        state.activationSecret = secret
+        state.devicePublicKey = device
+        state.confirmationPending = false
+        state.upgradePending = true
+        let fresh = state
+        try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
+            guard r.state == .active, r.v4 == nil || r.v4?.upgradePending == true else {
+                throw .upgradeNotAvailable
+            }
+            r.v4 = fresh
+        }
+        let response = V4UpgradeStartResponse(
+            sharedSecretResponse: shared,
+            serverPublicKeys: V4PublicKeys(ecdsa: Base64.encode(fresh.serverKeyPair.publicKey)),
+            ctrData: fresh.counter.base64)
+        return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
+    }
+
+    // MARK: - Dynamic factor keys
+
+    /// `password/change` and `biometry/add`: authenticated with the current password, an
+    /// activation-scope shared-secret exchange whose result becomes the next knowledge key (or
+    /// the biometry key: current when biometry was off, next otherwise). The current key keeps
+    /// working until the device first uses the new one (``v4Authenticate(_:_:allowed:)`` promotes it).
+    func v4RotateFactorKey(_ request: TransportRequest, biometry: Bool) throws(ActivationServerError)
+        -> TransportResponse
+    {
+        let endpoint = biometry ? V4API.biometryAdd : V4API.passwordChange
+        let (record, keys, _) = try v4Authenticate(request, endpoint, allowed: [.possessionKnowledge])
+        defer { keys.destroy() }
+        let opened = try v4Open(
+            request, body: request.body, sharedInfo1: biometry ? .biometryAdd : .passwordChange,
+            activation: (record.activationId, keys))
+        let shared = try Self.decodePlaintext(opened.plaintext, V4SharedSecretRequest.self)
+        opened.plaintext?.destroy()
+        let (response, secret) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.respond(to: shared, algorithm: .ecP384)
+        }
+        try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
+            guard r.state == .active, var state = r.v4 else { throw .invalidState(r.state) }
+            if biometry {
+                if r.biometryEnabled {
+                    state.biometryNext = secret
+                } else {
+                    state.biometryKey = secret
+                    state.biometryNext = nil
+                    r.biometryEnabled = true
+                }
+            } else {
+                state.knowledgeNext = secret
+            }
+            state.keyGeneration &+= 1
+            r.v4 = state
+        }
+        return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
+    }
+
+    /// After an accepted code: a match with a next key promotes it to current; a match with the
+    /// current key drops a pending next key of that factor.
+    func v4SettleFactorKeys(_ activationId: String, match: V4AuthenticationCodeMatch) throws(ActivationServerError) {
+        guard match.knowledgeIndex != nil || match.biometryIndex != nil else { return }
+        try store.update(activationId: activationId) { r in
+            guard var state = r.v4 else { return }
+            var changed = false
+            if let index = match.knowledgeIndex, state.knowledgeNext != nil {
+                if index == 1 { state.knowledgeKey = state.knowledgeNext }
+                state.knowledgeNext = nil
+                changed = true
+            }
+            if let index = match.biometryIndex, state.biometryNext != nil {
+                if index == 1 { state.biometryKey = state.biometryNext }
+                state.biometryNext = nil
+                changed = true
+            }
+            if changed {
+                state.keyGeneration &+= 1
+                r.v4 = state
+            }
+        }
+    }
+
+    // MARK: - Authentication
+
+    /// Verifies a V4 authentication code over the request as received (method, the endpoint's
+    /// `uriId`, nonce, body bytes — the encrypted body for encrypted endpoints) and counts the
+    /// attempt: a possession-only failure is not counted, a success with knowledge or biometry
+    /// resets the failures, the last allowed failure blocks.
+    func v4Authenticate(_ request: TransportRequest, _ endpoint: V4API.Endpoint, allowed: Set<FactorSet>?)
+        throws(ActivationServerError) -> (ActivationRecord, V4ActivationKeys, FactorSet)
+    {
+        guard let value = request.header(AuthorizationHeader.name),
+            let header = try? V4AuthorizationHeader.parse(value),
+            header.applicationKey == applicationKey, header.factorSet.factors.first == .possession
+        else { throw .authenticationFailed }
+        if let allowed, !allowed.contains(header.factorSet) { throw .authenticationFailed }
+        let now = clock.now()
+        guard var record = try store.fetch(activationId: header.activationId) else { throw .authenticationFailed }
+        record.expireBlock(now: now)
+        guard record.state == .active, let state = record.v4, let secret = state.activationSecret else {
+            throw .authenticationFailed
+        }
+        // While an upgrade from V3.3 waits, the V4 keys only confirm it.
+        if state.upgradePending, endpoint.path != V4API.upgradeConfirm.path { throw .authenticationFailed }
+        let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        let appSecret = applicationSecret
+        let knowledge = [state.knowledgeKey ?? keys.knowledge] + (state.knowledgeNext.map { [$0] } ?? [])
+        let biometry =
+            record.biometryEnabled ? [state.biometryKey ?? keys.biometry] + (state.biometryNext.map { [$0] } ?? []) : []
+        let match = try? protocolStep { () throws(ProtocolError) -> V4AuthenticationCodeMatch? in
+            let data = try RequestData(
+                method: request.method, uriIdentifier: endpoint.uriIdentifier ?? request.path, nonce: header.nonce,
+                body: request.body
+            ).normalized(applicationSecret: appSecret)
+            return try V4AuthenticationCode.validate(
+                header.authenticationCode, factorSet: header.factorSet, format: .online, possession: keys.possession,
+                knowledgeCandidates: knowledge, biometryCandidates: biometry, counter: state.counter,
+                lookAhead: configuration.lookAhead, data: data)
+        }
+        let outcome: AttemptOutcome
+        if let found = match ?? nil {
+            outcome = .accepted(
+                codeIndex: record.counterIndex + UInt64(found.steps), nextCounter: record.counter,
+                resetsFailures: header.factorSet != .possession)
+        } else {
+            outcome = header.factorSet == .possession ? .rejectedUncounted : .rejected
+        }
+        let result = try store.recordAttempt(
+            activationId: record.activationId, outcome: outcome, now: now,
+            failureBlockDuration: configuration.failureBlockDuration)
+        guard result.accepted else {
+            keys.destroy()
+            throw .authenticationFailed
+        }
+        if let found = match ?? nil { try v4SettleFactorKeys(record.activationId, match: found) }
+        return (record, keys, header.factorSet)
+    }
+
+    /// Decodes a plain V4 body; `enveloped` also accepts `{"requestObject": …}`.
+    static func v4Decode<T: Codable & Sendable>(_ body: [UInt8], _ type: T.Type, enveloped: Bool)
+        throws(ActivationServerError) -> T
+    {
+        if let object = try? WireCoding.decode(T.self, body) { return object }
+        if enveloped, let object = try? WireCoding.decode(RequestEnvelope<T>.self, body) {
+            return object.requestObject
+        }
+        throw .malformedRequest(reason: "the body is not a \(T.self)")
+    }
+}

@@ -1,0 +1,82 @@
+import ActivationServer
+import Foundation
+import PowerAuthProtocol
+import ReferenceServer
+import SQLiteStore
+import SecureCore
+import TestSupport
+import Testing
+
+@Suite("SQLite storage of protocol V4 state (schema 3)")
+struct V4StorageTests {
+    static func reveal(_ value: SecureBytes?) -> [UInt8] { value?.withUnsafeBytes { Array($0) } ?? [] }
+
+    @Test("an activation's V4 state is sealed at rest and survives reopening; the counter moves with an attempt")
+    func v4StateRoundTrip() throws {
+        let directory = try temporaryDirectory()
+        let path = directory + "/server.sqlite"
+        let storageKey = try SecureBytes.random(count: 32)
+        let store = try SQLiteActivationStore(path: path, storageKey: storageKey)
+        _ = try store.loadOrStoreConfiguration(
+            { () throws(ActivationServerError) in try ActivationServerConfiguration.generate() },
+            restore: { (key, secret, master) throws(ActivationServerError) in
+                try ActivationServerConfiguration(restoring: key, applicationSecret: secret, masterKeyPair: master)
+            })
+        let master = try store.loadOrStoreV4MasterKey { () throws(ActivationServerError) in
+            do throws(ProtocolError) { return try ECP384KeyPair.generate() } catch { throw .protocolFailure(error) }
+        }
+        var record = ActivationRecord(
+            activationId: "4f0c1d2e-aaaa-4bbb-8ccc-000000000001", activationCode: "AAAAA-AAAAA-AAAAA-AAAAA",
+            userId: "u", serverKeyPair: try ActivationCrypto().generateKeyPair(), counter: HashCounter.random(),
+            maxFailedAttempts: 5)
+        record.v4 = try V4ActivationState(algorithm: .ecP384)
+        record.state = .active
+        try store.insert(record)
+        let fetched = try #require(try store.fetch(activationId: record.activationId)?.v4)
+        #expect(fetched.serverKeyPair.publicKey == record.v4?.serverKeyPair.publicKey)
+        #expect(fetched.activationSecret == nil && fetched.devicePublicKey == nil && fetched.confirmationPending)
+
+        let secret = try SecureBytes.random(count: 32)
+        let device = try ECP384KeyPair.generate().publicKey
+        let nextKnowledge = try SecureBytes.random(count: 32)
+        try store.update(activationId: record.activationId) { r in
+            r.v4?.activationSecret = secret
+            r.v4?.devicePublicKey = device
+            r.v4?.confirmationPending = false
+            r.v4?.knowledgeNext = nextKnowledge
+            r.v4?.keyGeneration = 7
+        }
+        let start = try #require(record.v4?.counter)
+        let result = try store.recordAttempt(
+            activationId: record.activationId,
+            outcome: .accepted(codeIndex: 2, nextCounter: record.counter, resetsFailures: true), now: Date(),
+            failureBlockDuration: nil)
+        #expect(result.accepted)
+
+        let reopened = try SQLiteActivationStore(path: path, storageKey: storageKey)
+        let again = try #require(try reopened.fetch(activationId: record.activationId))
+        let state = try #require(again.v4)
+        #expect(Self.reveal(state.activationSecret) == Self.reveal(secret))
+        #expect(state.devicePublicKey == device && !state.confirmationPending)
+        #expect(Self.reveal(state.knowledgeNext) == Self.reveal(nextKnowledge))
+        #expect(state.knowledgeKey == nil && state.biometryKey == nil && state.biometryNext == nil)
+        #expect(state.keyGeneration == 7)
+        #expect(state.counter == (try start.advanced(by: 3)))
+        #expect(again.counterIndex == 3)
+        let masterAgain = try reopened.loadOrStoreV4MasterKey { () throws(ActivationServerError) in
+            Issue.record("a stored master key was not found")
+            throw .storage(reason: "unexpected")
+        }
+        #expect(masterAgain.publicKey == master.publicKey)
+
+        // Sealed: the secret's bytes are nowhere in the file's row, and another key cannot open it.
+        let database = try SQLiteDatabase(path: path)
+        let sealed = try #require(
+            try database.query("SELECT v4_sealed FROM activation WHERE id = ?", [.text(record.activationId)]).first?[0]
+                .bytes)
+        let secretBytes = Self.reveal(secret)
+        #expect(!(0...(sealed.count - 32)).contains { Array(sealed[$0..<($0 + 32)]) == secretBytes })
+        let stranger = try SQLiteActivationStore(path: path, storageKey: try SecureBytes.random(count: 32))
+        #expect(throws: ActivationServerError.self) { try stranger.fetch(activationId: record.activationId) }
+    }
+}
