@@ -14,7 +14,7 @@ public struct ActivationConfiguration: Sendable {
     public let baseEndpointURL: String
     /// The parsed configuration string.
     public let sdkConfiguration: SDKConfiguration
-    /// The protocol algorithm; only `PowerAuthProtocol.ProtocolAlgorithm.legacyP256` is implemented.
+    /// The protocol algorithm: `LEGACY_P256` (V3.3) or `EC_P384` (V4); the hybrid suites are refused.
     public let algorithm: ProtocolAlgorithm
     /// Digits of an offline authentication-code component, 4 ... 8 (default 8).
     public let offlineAuthenticationCodeComponentLength: Int
