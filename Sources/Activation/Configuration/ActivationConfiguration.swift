@@ -130,11 +130,17 @@ public struct StorageNames: Sendable, Equatable {
     public let state: String
     /// The secret key file (possession and transport keys).
     public let keys: String
+    /// The V4 state of an upgrade from V3.3 that the server has not confirmed yet (public).
+    public let upgradeState: String
+    /// The V4 keys of that pending upgrade (secret).
+    public let upgradeKeys: String
 
     /// Derives the names from an instance id.
     /// - Parameter instanceId: a validated instance id.
     public init(instanceId: String) {
         state = "\(instanceId).activation"
         keys = "\(instanceId).keys"
+        upgradeState = "\(instanceId).upgrade-activation"
+        upgradeKeys = "\(instanceId).upgrade-keys"
     }
 }
