@@ -32,11 +32,13 @@ public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
             return "protocol V4, which ActivationCrypto (the V3.3 crypto) does not compute: use the V4 types "
                 + "(V4SharedSecret, V4ActivationKeys, ...) or ActivationService configured with EC_P384"
         case .ecP384MLL3:
-            return "the hybrid suite's wiring into the V4 flows (ML-DSA-65 master-key signatures, key ids 0x03/0x04); "
-                + "its primitives (PostQuantum) and shared secret (V4SharedSecret) are built"
+            return "the hybrid suite's wiring into the protocol V4 flows (ML-DSA-65 master-key signatures, key ids "
+                + "0x03/0x04); its ML-KEM-768 and ML-DSA-65 primitives (PostQuantum) and shared secret "
+                + "(V4SharedSecret) are built"
         case .ecP384MLL5:
-            return "the hybrid suite's wiring into the V4 flows (ML-DSA-87 master-key signatures, key ids 0x03/0x04); "
-                + "its primitives (PostQuantum) and shared secret (V4SharedSecret) are built"
+            return "the hybrid suite's wiring into the protocol V4 flows (ML-DSA-87 master-key signatures, key ids "
+                + "0x03/0x04); its ML-KEM-1024 and ML-DSA-87 primitives (PostQuantum) and shared secret "
+                + "(V4SharedSecret) are built"
         }
     }
 
