@@ -528,22 +528,25 @@ PROTOCOL_SWIFT     := $(shell find Sources/PowerAuthProtocol -name '*.swift')
 PINVAULT_SWIFT     := $(shell find Sources/PinVault -name '*.swift')
 DURABLESTORAGE_SWIFT := $(shell find Sources/DurableStorage -name '*.swift')
 BIOMETRY_SWIFT     := $(shell find Sources/Biometry -name '*.swift')
+POSTQUANTUM_SWIFT  := $(shell find Sources/PostQuantum -name '*.swift')
 FUZZ_CORE_OBJS     := $(patsubst CSecureCore/%.c,$(FUZZ_DIR)/core/%.o,$(CORE_SRCS))
 FUZZ_PROTO_OBJS    := $(patsubst CProtocolCrypto/%.c,$(FUZZ_DIR)/protocol/%.o,$(PROTO_SRCS))
+FUZZ_PQ_OBJS       := $(patsubst CPostQuantum/%.c,$(FUZZ_DIR)/pq/%.o,$(PQ_SRCS))
 # The Swift target each fuzzer's entry point lives in, and the module objects it links.
 fuzz_swift_file     = Tests/Fuzz/$(subst $(eval) ,,$(foreach w,$(subst _, ,$(1)),$(shell echo $(w) | sed 's/./\U&/')))Fuzz.swift
 FUZZ_MODULES_vault_file           := SecureCore Biometry DurableStorage PinVault
-FUZZ_MODULES_status_blob          := SecureCore PowerAuthProtocol
-FUZZ_MODULES_authorization_header := SecureCore PowerAuthProtocol
-FUZZ_MODULES_algorithm_name       := SecureCore PowerAuthProtocol
-FUZZ_MODULES_configuration_string := SecureCore PowerAuthProtocol
-FUZZ_MODULES_activation_code      := SecureCore PowerAuthProtocol
-FUZZ_MODULES_server_request       := SecureCore PowerAuthProtocol ActivationServer
+FUZZ_MODULES_status_blob          := SecureCore PostQuantum PowerAuthProtocol
+FUZZ_MODULES_authorization_header := SecureCore PostQuantum PowerAuthProtocol
+FUZZ_MODULES_algorithm_name       := SecureCore PostQuantum PowerAuthProtocol
+FUZZ_MODULES_configuration_string := SecureCore PostQuantum PowerAuthProtocol
+FUZZ_MODULES_activation_code      := SecureCore PostQuantum PowerAuthProtocol
+FUZZ_MODULES_server_request       := SecureCore PostQuantum PowerAuthProtocol ActivationServer
 
 $(FUZZ_DIR)/module.modulemap: Makefile
 	@mkdir -p $(FUZZ_DIR)
-	printf 'module CSecureCore {\n    header "%s"\n    export *\n}\nmodule CProtocolCrypto {\n    header "%s"\n    export *\n}\n' \
-	  "$(CURDIR)/CSecureCore/include/secure_core.h" "$(CURDIR)/CProtocolCrypto/include/protocol_crypto.h" > $@
+	printf 'module CSecureCore {\n    header "%s"\n    export *\n}\nmodule CProtocolCrypto {\n    header "%s"\n    export *\n}\nmodule CPostQuantum {\n    header "%s"\n    export *\n}\n' \
+	  "$(CURDIR)/CSecureCore/include/secure_core.h" "$(CURDIR)/CProtocolCrypto/include/protocol_crypto.h" \
+	  "$(CURDIR)/CPostQuantum/include/post_quantum.h" > $@
 
 $(FUZZ_DIR)/core/%.o: CSecureCore/%.c $(CORE_HDRS)
 	@mkdir -p $(FUZZ_DIR)/core
@@ -562,9 +565,9 @@ $(FUZZ_DIR)/Biometry.o: $(BIOMETRY_SWIFT) $(FUZZ_DIR)/SecureCore.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name Biometry -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/Biometry.swiftmodule $(BIOMETRY_SWIFT) -o $@
 
-# The protocol module imports only SecureCore: not Biometry, not PinVault and not the
-# client module; every fuzz target parses protocol input only.
-$(FUZZ_DIR)/PowerAuthProtocol.o: $(PROTOCOL_SWIFT) $(FUZZ_DIR)/SecureCore.o
+# The protocol module imports only SecureCore and PostQuantum: not Biometry, not PinVault and
+# not the client module; every fuzz target parses protocol input only.
+$(FUZZ_DIR)/PowerAuthProtocol.o: $(PROTOCOL_SWIFT) $(FUZZ_DIR)/SecureCore.o $(FUZZ_DIR)/PostQuantum.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name PowerAuthProtocol -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/PowerAuthProtocol.swiftmodule $(PROTOCOL_SWIFT) -o $@
 
@@ -572,6 +575,16 @@ ACTIVATIONSERVER_SWIFT := $(shell find Sources/ActivationServer -name '*.swift')
 $(FUZZ_DIR)/ActivationServer.o: $(ACTIVATIONSERVER_SWIFT) $(FUZZ_DIR)/PowerAuthProtocol.o
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name ActivationServer -wmo -c -emit-module \
 	  -emit-module-path $(FUZZ_DIR)/ActivationServer.swiftmodule $(ACTIVATIONSERVER_SWIFT) -o $@
+
+$(FUZZ_DIR)/pq/%.o: CPostQuantum/%.c $(PQ_HDRS)
+	@mkdir -p $(FUZZ_DIR)/pq
+	$(CC) $(FUZZ_CFLAGS) -ICPostQuantum/include -ICPostQuantum -fsanitize=fuzzer-no-link,address \
+	  $(shell pkg-config --cflags libsodium 2>/dev/null) -c $< -o $@
+
+# ML-KEM and ML-DSA for Swift: the protocol module's hybrid suites use them.
+$(FUZZ_DIR)/PostQuantum.o: $(POSTQUANTUM_SWIFT) $(FUZZ_DIR)/SecureCore.o
+	$(SWIFTC) $(FUZZ_SWIFTFLAGS) -module-name PostQuantum -wmo -c -emit-module \
+	  -emit-module-path $(FUZZ_DIR)/PostQuantum.swiftmodule $(POSTQUANTUM_SWIFT) -o $@
 
 # The vault's files go through the storage module, which imports no other module.
 $(FUZZ_DIR)/DurableStorage.o: $(DURABLESTORAGE_SWIFT)
@@ -599,9 +612,9 @@ $(FUZZ_DIR)/fuzz_mlkem_decaps $(FUZZ_DIR)/fuzz_mldsa_verify: $(FUZZ_DIR)/fuzz_%:
 
 .SECONDEXPANSION:
 $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_SWIFT_TARGETS)): $(FUZZ_DIR)/fuzz_%: $$(call fuzz_swift_file,$$*) \
-    $$(foreach m,$$(FUZZ_MODULES_$$*),$(FUZZ_DIR)/$$(m).o) $(FUZZ_CORE_OBJS) $(FUZZ_PROTO_OBJS)
+    $$(foreach m,$$(FUZZ_MODULES_$$*),$(FUZZ_DIR)/$$(m).o) $(FUZZ_CORE_OBJS) $(FUZZ_PROTO_OBJS) $(FUZZ_PQ_OBJS)
 	$(SWIFTC) $(FUZZ_SWIFTFLAGS) $(call fuzz_swift_file,$*) $(foreach m,$(FUZZ_MODULES_$*),$(FUZZ_DIR)/$(m).o) \
-	  $(FUZZ_CORE_OBJS) $(FUZZ_PROTO_OBJS) $(FUZZ_LINK) -o $@
+	  $(FUZZ_CORE_OBJS) $(FUZZ_PROTO_OBJS) $(FUZZ_PQ_OBJS) $(FUZZ_LINK) -o $@
 
 fuzz-build: deps $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS))
 
