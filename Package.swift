@@ -136,7 +136,7 @@ let powerAuth: [Target] = [
     // types, the authorization header, the status blob and the configuration string.
     .target(
         name: "PowerAuthProtocol",
-        dependencies: ["SecureCore"]),
+        dependencies: ["SecureCore", "PostQuantum"]),
     // The client: the activation service, its flows, local storage and configuration.
     .target(
         name: "Activation",

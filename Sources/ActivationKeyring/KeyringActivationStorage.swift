@@ -77,6 +77,10 @@ public struct KeyringActivationStorage: DeviceActivationStorage {
             (service, key) = (keychain.keychainInstanceName_Status, instanceId)
         } else if rest == "keys" {
             (service, key) = (keychain.keychainInstanceName_Possession, keychain.keychainKey_Possession)
+        } else if rest == "upgrade-activation" {
+            (service, key) = (keychain.keychainInstanceName_Status, instanceId + "-upgrade")
+        } else if rest == "upgrade-keys" {
+            (service, key) = (keychain.keychainInstanceName_Possession, keychain.keychainKey_Possession + "-upgrade")
         } else if rest.hasPrefix("token-"), rest.count > 6 {
             (service, key) = (keychain.keychainInstanceName_TokenStore, String(rest.dropFirst(6)))
         } else {

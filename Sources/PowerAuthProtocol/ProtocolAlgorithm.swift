@@ -25,7 +25,6 @@ public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
 
     /// `nil` when `ActivationCrypto` implements the algorithm; otherwise what it would need.
     public var missingPrimitives: String? {
-        let v4 = "protocol V4 (its KDF key schedule, KMAC-256 status authentication and V4 end-to-end encryption)"
         switch self {
         case .legacyP256:
             return nil
@@ -33,9 +32,13 @@ public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
             return "protocol V4, which ActivationCrypto (the V3.3 crypto) does not compute: use the V4 types "
                 + "(V4SharedSecret, V4ActivationKeys, ...) or ActivationService configured with EC_P384"
         case .ecP384MLL3:
-            return "ML-KEM-768 and ML-DSA-65, which neither libsodium nor OpenSSL 3.0 provides, and \(v4)"
+            return "the hybrid suite's wiring into the protocol V4 flows (ML-DSA-65 master-key signatures, key ids "
+                + "0x03/0x04); its ML-KEM-768 and ML-DSA-65 primitives (PostQuantum) and shared secret "
+                + "(V4SharedSecret) are built"
         case .ecP384MLL5:
-            return "ML-KEM-1024 and ML-DSA-87, which neither libsodium nor OpenSSL 3.0 provides, and \(v4)"
+            return "the hybrid suite's wiring into the protocol V4 flows (ML-DSA-87 master-key signatures, key ids "
+                + "0x03/0x04); its ML-KEM-1024 and ML-DSA-87 primitives (PostQuantum) and shared secret "
+                + "(V4SharedSecret) are built"
         }
     }
 

@@ -66,6 +66,9 @@ enum ClientCommand {
         guard
             algorithmName == ProtocolAlgorithm.legacyP256.rawValue || algorithmName == ProtocolAlgorithm.ecP384.rawValue
         else { args.usageError("--algorithm must be LEGACY_P256 or EC_P384") }
+        if sub == "upgrade", algorithmName != ProtocolAlgorithm.ecP384.rawValue {
+            args.usageError("client upgrade needs --algorithm EC_P384 (the protocol to upgrade to)")
+        }
         guard let url, !url.isEmpty else { args.usageError("--url BASE is required") }
         guard let config, !config.isEmpty else { args.usageError("--config STRING is required") }
         guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
@@ -97,6 +100,10 @@ enum ClientCommand {
         }
         let out = Output(json: json)
         do throws(ActivationError) {
+            // An upgrade a crash interrupted is settled before anything else is signed.
+            if sub != "upgrade", await service.hasPendingUpgrade() {
+                _ = try await service.resolvePendingUpgrade()
+            }
             switch sub {
             case "activate":
                 let pin = readPIN(input, format: format, command: command, needed: true)!
@@ -147,6 +154,13 @@ enum ClientCommand {
                 defer { newPIN.destroy() }
                 try await service.finishPasswordChange(newPassword: newPIN, data: data)
                 out.emit([("changed", .bool(true))])
+            case "upgrade":
+                guard let current = pin else { args.fail("upgrade needs the PIN") }
+                try await service.upgradeToV4(password: current)
+                out.emit([
+                    ("activationId", .text(await service.activationIdentifier() ?? "")), ("protocol", .text("4.0")),
+                    ("fingerprint", .text(try await service.activationFingerprint())),
+                ])
             case "vault-unlock":
                 let key = try await service.unlockVault(authentication: authentication)
                 let count = key.count

@@ -69,6 +69,7 @@ enum Help {
             ("token-create", "create a MAC token, kept in the state directory"),
             ("vault-unlock", "fetch and check the vault key with the PIN (never printed)"),
             ("change-pin", "change the PIN: checked by the server; in V4 the server rotates the knowledge key"),
+            ("upgrade", "upgrade this V3.3 activation to V4 (--algorithm EC_P384), crash-safe"),
             ("remove", "remove the activation on the server, then locally"),
             ("migrate-store", "move the activation from the state directory's files to the keyring"),
         ],
@@ -517,6 +518,33 @@ enum Help {
 
             example:
               securepin client change-pin --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 --new-pin-fd 4 3<pin 4<newpin
+            """,
+            "client upgrade": """
+            usage: securepin client upgrade --url BASE --config STRING --state DIR --algorithm EC_P384 [--pin-fd N]
+
+            Upgrades the stored V3.3 activation to protocol V4 once its server serves EC_P384
+            (--config is then the application's new configuration string, with the P-384 key):
+            upgrade/start with a V3.3 code and the PIN, the V4 state stored next to the V3.3
+            one, upgrade/confirm with a V4 code, then the V4 state replaces the V3.3 state. A
+            crash or kill at any point leaves the device working in V3.3 or V4; the next client
+            command with --algorithm EC_P384 finishes (or abandons) a half-done upgrade.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME EC_P384 (required: the protocol to upgrade to)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
+              --json           one JSON object on standard output
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client upgrade --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --algorithm EC_P384 --pin-fd 3 3<pin
             """,
             "client remove": """
             usage: securepin client remove --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]

@@ -70,7 +70,6 @@ struct V4ProtocolTests {
         #expect(Self.reveal(other) != Self.reveal(serverSecret))
 
         #expect(throws: ProtocolError.self) { try V4SharedSecret.makeRequest(algorithm: .legacyP256) }
-        #expect(throws: ProtocolError.self) { try V4SharedSecret.makeRequest(algorithm: .ecP384MLL3) }
         let renamed = V4SharedSecretRequest(algorithm: "EC_P384_ML_L3", encapsulationKeys: request.encapsulationKeys)
         #expect(throws: ProtocolError.self) { try V4SharedSecret.respond(to: renamed, algorithm: .ecP384) }
         let twoKeys = V4SharedSecretRequest(

@@ -190,7 +190,7 @@ if command -v tmux >/dev/null; then
         sleep 1
     done
     tmux -S "$sock" kill-server 2>/dev/null
-    grep -q "DEMO-EXIT=0" "$work/screen" && grep -q "All 30 steps behaved as expected" "$work/screen"
+    grep -q "DEMO-EXIT=0" "$work/screen" && grep -q "All 38 steps behaved as expected" "$work/screen"
     check "demo --interactive with PINs typed on the pad" 0 0 $?
     [[ $(grep -c '^Choose.*: ••••$' "$work/screen") == 2 ]] && ! grep '^Choose' "$work/screen" | grep -q '[0-9]'
     check "demo --interactive shows dots, never the typed digits" 0 0 $?

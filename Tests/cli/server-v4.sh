@@ -156,6 +156,41 @@ check "the default algorithm is LEGACY_P256" 0 $?
 code=$(post /pa/v4/auth/validate '{}')
 [[ $code == 400 && $(jq -r .responseObject.message "$work/body") == *LEGACY_P256* ]]
 check "a LEGACY_P256 server refuses the V4 paths, naming its algorithm" 0 $?
+
+# The upgrade: a V3.3 activation on the LEGACY_P256 server, the server restarted as EC_P384 on the
+# same database, then securepin client upgrade with the new configuration string.
+legacy_config=$(sed -n 's/^configuration: //p' "$work/legacy.out")
+L=(--url "$url" --config "$legacy_config" --state "$work/old-device")
+init=$(admin init '{"userId":"v3-user"}')
+id=$(jq -r .responseObject.activationId <<<"$init")
+"$B" client activate "${L[@]}" --code "$(jq -r .responseObject.activationCode <<<"$init")" --json \
+    --pin-fd 3 3<"$work/oldpin" >/dev/null 2>"$work/err"
+check "client activate (V3.3) on the LEGACY_P256 server" 0 $?
+admin commit "{\"activationId\":\"$id\"}" >/dev/null
+stop_server
+start_server "$work/legacy.sqlite" "$work/upgraded.out" --algorithm EC_P384
+U=(--url "$url" --config "$(sed -n 's/^configuration: //p' "$work/upgraded.out")" --state "$work/old-device")
+"$B" client upgrade "${U[@]}" --pin-fd 3 3<"$work/oldpin" >/dev/null 2>"$work/err"
+check "client upgrade without --algorithm EC_P384 is a usage error" 2 $?
+"$B" client validate "${U[@]}" --algorithm EC_P384 --json --pin-fd 3 3<"$work/oldpin" >/dev/null
+check "before the upgrade, an EC_P384 client still validates the V3.3 activation in V3.3" 0 $?
+"$B" client upgrade "${U[@]}" --algorithm EC_P384 --json --pin-fd 3 3<"$work/wrong" >/dev/null 2>"$work/err"
+check "client upgrade with a wrong PIN is refused -> 1" 1 $?
+"$B" client upgrade "${U[@]}" --algorithm EC_P384 --json --pin-fd 3 3<"$work/oldpin" >"$work/up.json" 2>"$work/err"
+check "client upgrade --algorithm EC_P384" 0 $?
+[[ $(jq -r .activationId "$work/up.json") == "$id" && $(jq -r .protocol "$work/up.json") == 4.0 ]]
+check "client upgrade: the same activation id, protocol 4.0" 0 $?
+[[ $(jq -r .responseObject.fingerprint <<<"$(admin detail "{\"activationId\":\"$id\"}")") == "$(jq -r .fingerprint "$work/up.json")" ]]
+check "the back office shows the upgraded activation's V4 fingerprint" 0 $?
+ls "$work/old-device" | grep -q upgrade
+check "no pending upgrade file is left" 1 $?
+"$B" client validate "${U[@]}" --algorithm EC_P384 --json --pin-fd 3 3<"$work/oldpin" >/dev/null
+check "after the upgrade the device validates in V4" 0 $?
+"$B" client status "${U[@]}" --algorithm EC_P384 --json >"$work/st.json"
+[[ $(jq -r .state "$work/st.json") == ACTIVE ]]
+check "after the upgrade the V4 status is ACTIVE" 0 $?
+"$B" client upgrade "${U[@]}" --algorithm EC_P384 --pin-fd 3 3<"$work/oldpin" >/dev/null 2>"$work/err"
+check "a second client upgrade is refused -> 1" 1 $?
 stop_server
 
 echo "server-v4: $passed passed, $failed failed"

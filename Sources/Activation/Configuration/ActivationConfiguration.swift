@@ -14,7 +14,7 @@ public struct ActivationConfiguration: Sendable {
     public let baseEndpointURL: String
     /// The parsed configuration string.
     public let sdkConfiguration: SDKConfiguration
-    /// The protocol algorithm; only `PowerAuthProtocol.ProtocolAlgorithm.legacyP256` is implemented.
+    /// The protocol algorithm: `LEGACY_P256` (V3.3) or `EC_P384` (V4); the hybrid suites are refused.
     public let algorithm: ProtocolAlgorithm
     /// Digits of an offline authentication-code component, 4 ... 8 (default 8).
     public let offlineAuthenticationCodeComponentLength: Int
@@ -130,11 +130,17 @@ public struct StorageNames: Sendable, Equatable {
     public let state: String
     /// The secret key file (possession and transport keys).
     public let keys: String
+    /// The V4 state of an upgrade from V3.3 that the server has not confirmed yet (public).
+    public let upgradeState: String
+    /// The V4 keys of that pending upgrade (secret).
+    public let upgradeKeys: String
 
     /// Derives the names from an instance id.
     /// - Parameter instanceId: a validated instance id.
     public init(instanceId: String) {
         state = "\(instanceId).activation"
         keys = "\(instanceId).keys"
+        upgradeState = "\(instanceId).upgrade-activation"
+        upgradeKeys = "\(instanceId).upgrade-keys"
     }
 }

@@ -10,7 +10,8 @@ import SecureCore
 /// extras throw ``ActivationError/protocolError(_:)`` with
 /// `unsupportedAlgorithm` on this path.
 extension ActivationService {
-    var isV4: Bool { configuration.algorithm == .ecP384 }
+    /// The V4 path: an `EC_P384` configuration, unless a V3.3 activation (one to upgrade) is loaded.
+    var isV4: Bool { configuration.algorithm == .ecP384 && record == nil }
 
     static func v4Unsupported(_ what: String) -> ActivationError {
         .protocolError(
@@ -33,18 +34,60 @@ extension ActivationService {
         let names = configuration.storageNames
         guard let bytes = try storage.read(names.state) else {
             try storage.remove(names.keys)
+            try storage.remove(names.upgradeState)
+            try storage.remove(names.upgradeKeys)
             return nil
         }
         let state = try LocalV4State.decode(bytes, instanceId: configuration.instanceId)
-        guard let blob = try storage.readSecret(names.keys) else {
+        let keys: LocalV4Keys
+        if let own = try loadV4Keys(names.keys, storage: storage, keyCheck: state.keyCheck) {
+            keys = own
+        } else if let upgraded = try loadV4Keys(names.upgradeKeys, storage: storage, keyCheck: state.keyCheck) {
+            // An upgrade interrupted after its V4 state became current: its keys replace the
+            // V3.3 ones (zeroed first) under the usual name.
+            keys = upgraded
+            do {
+                try storage.remove(names.keys)
+                let blob = try upgraded.serialized()
+                defer { blob.destroy() }
+                try storage.writeSecret(names.keys, blob)
+            } catch {
+                upgraded.destroy()
+                throw error
+            }
+        } else if try storage.readSecret(names.keys).map({ $0.destroy() }) == nil {
             throw .invalidActivationData(reason: "the key file is missing")
-        }
-        let keys = try LocalV4Keys.parse(blob)
-        guard try Base64.encode(keys.keyCheck()) == state.keyCheck else {
-            keys.destroy()
+        } else {
             throw .invalidActivationData(reason: "the key file does not belong to the activation state")
         }
+        // What a finished (or never begun) upgrade leaves behind.
+        do {
+            try storage.remove(names.upgradeState)
+            try storage.remove(names.upgradeKeys)
+        } catch {
+            keys.destroy()
+            throw error
+        }
         return V4ClientActivation(state: state, keys: keys)
+    }
+
+    /// The V4 keys stored under `name` when they match `keyCheck`; `nil` when absent, of
+    /// another format or another activation.
+    static func loadV4Keys(_ name: String, storage: any DeviceActivationStorage, keyCheck: String)
+        throws(ActivationError) -> LocalV4Keys?
+    {
+        guard let blob = try storage.readSecret(name) else { return nil }
+        let keys: LocalV4Keys
+        do throws(ActivationError) {
+            keys = try LocalV4Keys.parse(blob)
+        } catch {
+            return nil
+        }
+        guard try Base64.encode(keys.keyCheck()) == keyCheck else {
+            keys.destroy()
+            return nil
+        }
+        return keys
     }
 
     // MARK: - Activation

@@ -32,6 +32,11 @@ public actor ActivationService {
     var temporaryKeys: [ECIES.Scope: TemporaryEncryptionKey] = [:]
     /// The V4 (`EC_P384`) activation, when the configuration's algorithm is `EC_P384`.
     var v4: V4ClientActivation?
+    /// The V4 state of an upgrade from V3.3 the server has not confirmed yet (stored under
+    /// `StorageNames.upgradeState` and `upgradeKeys`), while ``record`` is still current.
+    var upgrade: V4ClientActivation?
+    /// Tests only: where ``upgradeToV4(password:)`` stops, as a crash there would.
+    var upgradeInterruption: UpgradeCheckpoint?
 
     /// Opens the instance's stored activation, if there is one.
     /// - Parameters:
@@ -59,11 +64,16 @@ public actor ActivationService {
         self.crypto = try protocolStep { () throws(ProtocolError) in
             try ActivationCrypto(algorithm: configuration.algorithm == .ecP384 ? .legacyP256 : configuration.algorithm)
         }
-        if configuration.algorithm == .ecP384 {
-            v4 = try Self.loadV4(configuration, storage: storage)
-            return
-        }
         let names = configuration.storageNames
+        if configuration.algorithm == .ecP384 {
+            // A V3.3 state under an EC_P384 configuration is an activation to upgrade (or being
+            // upgraded): it loads as V3.3 below, with its pending V4 state, if any.
+            let current = try storage.read(names.state)
+            if current.map(LocalV4State.isV4State) ?? true {
+                v4 = try Self.loadV4(configuration, storage: storage)
+                return
+            }
+        }
         guard let stateBytes = try storage.read(names.state) else {
             // A key file without a state file is what an interrupted create or
             // remove leaves: nothing refers to it any more.
@@ -81,6 +91,9 @@ public actor ActivationService {
         }
         record = loaded
         keys = loadedKeys
+        if configuration.algorithm == .ecP384 {
+            upgrade = try Self.loadPendingUpgrade(configuration, storage: storage, activationId: loaded.activationId)
+        }
     }
 
     /// Removes everything an instance stored (state, keys, biometry key),
@@ -96,12 +109,15 @@ public actor ActivationService {
     ) throws(ActivationError) {
         try storage.remove(configuration.storageNames.state)
         try storage.remove(configuration.storageNames.keys)
+        try storage.remove(configuration.storageNames.upgradeState)
+        try storage.remove(configuration.storageNames.upgradeKeys)
         authenticator?.deleteKey(account: configuration.biometryKeyAccount)
     }
 
     deinit {
         keys?.destroy()
         v4?.keys.destroy()
+        upgrade?.keys.destroy()
     }
 
     // MARK: - State
@@ -157,6 +173,10 @@ public actor ActivationService {
         v4 = nil
         authenticator?.deleteKey(account: configuration.biometryKeyAccount)
         try storage.remove(names.keys)
+        upgrade?.keys.destroy()
+        upgrade = nil
+        try storage.remove(names.upgradeState)
+        try storage.remove(names.upgradeKeys)
     }
 
     // MARK: - Activation

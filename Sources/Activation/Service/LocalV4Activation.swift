@@ -27,6 +27,13 @@ struct LocalV4State: Codable, Equatable {
     /// The enrolled-set fingerprint when biometry was added (to invalidate after a change).
     var enrolledSetFingerprint: String?
 
+    private struct Kind: Decodable { let kind: String? }
+
+    /// Whether a state file holds a V4 state (rather than a V3.3 one).
+    static func isV4State(_ bytes: [UInt8]) -> Bool {
+        (try? JSONDecoder().decode(Kind.self, from: Data(bytes)))?.kind == kind
+    }
+
     static func decode(_ bytes: [UInt8], instanceId: String) throws(ActivationError) -> LocalV4State {
         let state: LocalV4State
         do {

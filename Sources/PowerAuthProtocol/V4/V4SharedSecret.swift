@@ -1,7 +1,9 @@
+import PostQuantum
 import SecureCore
 
 /// The client's half of a V4 shared-secret exchange (`sharedSecretRequest`), as JSON:
-/// `{"algorithm": "EC_P384", "encapsulationKeys": [Base64 of the 97-byte P-384 key]}`.
+/// `{"algorithm": "EC_P384", "encapsulationKeys": [Base64 of the 97-byte P-384 key]}`; the hybrid
+/// suites add the ML-KEM encapsulation key as a SubjectPublicKeyInfo (`"MIIEsj…"` for ML-KEM-768).
 public struct V4SharedSecretRequest: Codable, Equatable, Sendable {
     /// The suite name (`EC_P384`).
     public let algorithm: String
@@ -19,7 +21,8 @@ public struct V4SharedSecretRequest: Codable, Equatable, Sendable {
 }
 
 /// The server's half (`sharedSecretResponse`):
-/// `{"salt": Base64 of 32 bytes, "encapsulatedKeys": [Base64 of the 97-byte DHKEM enc]}`.
+/// `{"salt": Base64 of 32 bytes, "encapsulatedKeys": [Base64 of the 97-byte DHKEM enc]}`; the
+/// hybrid suites add the raw ML-KEM ciphertext.
 public struct V4SharedSecretResponse: Codable, Equatable, Sendable {
     /// The random 32-byte salt, Base64.
     public let salt: String
@@ -37,20 +40,28 @@ public struct V4SharedSecretResponse: Codable, Equatable, Sendable {
 }
 
 /// What the client keeps between sending a ``V4SharedSecretRequest`` and reading the answer:
-/// its ephemeral DHKEM key pair (private scalar in secure memory).
+/// its ephemeral DHKEM key pair and, for a hybrid suite, its ephemeral ML-KEM key pair (private
+/// parts in secure memory).
 public struct V4SharedSecretClientContext: Sendable {
     /// The suite.
     public let algorithm: ProtocolAlgorithm
     /// The client's ephemeral P-384 key pair (the DHKEM recipient).
     public let keyPair: ECP384KeyPair
+    /// The client's ephemeral ML-KEM key pair (hybrid suites only).
+    public let mlkem: MLKEM.KeyPair?
+
+    /// Destroys the ephemeral ML-KEM decapsulation key (the P-384 scalar goes with ``keyPair``).
+    public func destroy() { mlkem?.destroy() }
 }
 
-/// The final V4 shared-secret derivation (`powerauth-v4.md` §2) for `EC_P384`:
+/// The final V4 shared-secret derivation (`powerauth-v4.md` §2) for `EC_P384` and the hybrid
+/// suites `EC_P384_ML_L3` (+ ML-KEM-768) and `EC_P384_ML_L5` (+ ML-KEM-1024):
 ///
 /// ```
-/// ss     = DHKEM(P-384, HKDF-SHA384) secret, as an HPKE export (48 bytes, see DHKEMP384)
-/// info   = LV("shared-secret/EC_P384") ‖ LV("4.0")
-/// X      = u32be(1) ‖ LV(ss) ‖ info
+/// ss_1   = DHKEM(P-384, HKDF-SHA384) secret, as an HPKE export (48 bytes, see DHKEMP384)
+/// ss_2   = ML-KEM shared secret (32 bytes; hybrid suites only)
+/// info   = LV("shared-secret/" + SUITE) ‖ LV("4.0")
+/// X      = u32be(1) ‖ LV(ss_1) [‖ LV(ss_2)] ‖ info
 /// SECRET = KMAC256(key = salt (32 bytes), data = X, L = 32, S = "KDF")
 /// ```
 ///
@@ -122,7 +133,7 @@ public enum V4SharedSecret {
 
     /// The client starts an exchange: a fresh ephemeral key pair and the request that carries
     /// its public key.
-    /// - Parameter algorithm: the suite; only ``ProtocolAlgorithm/ecP384`` is implemented.
+    /// - Parameter algorithm: a V4 suite: ``ProtocolAlgorithm/ecP384`` or a hybrid one.
     /// - Returns: the context to keep and the request to send.
     /// - Throws: ``ProtocolError/unsupportedAlgorithm(name:missing:)``, ``ProtocolError/core(_:)``.
     public static func makeRequest(algorithm: ProtocolAlgorithm) throws(ProtocolError) -> (
@@ -130,9 +141,16 @@ public enum V4SharedSecret {
     ) {
         try requireV4(algorithm)
         let pair = try ECP384KeyPair.generate()
+        var keys = [Base64.encode(pair.publicKey)]
+        var mlkem: MLKEM.KeyPair?
+        if let set = mlkemParameterSet(algorithm) {
+            let generated = try postQuantum { () throws(PostQuantumError) in try MLKEM.KeyPair.generate(set) }
+            keys.append(Base64.encode(generated.encapsulationKeyInfo))
+            mlkem = generated
+        }
         return (
-            V4SharedSecretClientContext(algorithm: algorithm, keyPair: pair),
-            V4SharedSecretRequest(algorithm: algorithm.rawValue, encapsulationKeys: [Base64.encode(pair.publicKey)])
+            V4SharedSecretClientContext(algorithm: algorithm, keyPair: pair, mlkem: mlkem),
+            V4SharedSecretRequest(algorithm: algorithm.rawValue, encapsulationKeys: keys)
         )
     }
 
@@ -152,21 +170,38 @@ public enum V4SharedSecret {
         guard request.algorithm == algorithm.rawValue else {
             throw .malformedMessage(reason: "sharedSecretRequest names another algorithm")
         }
-        guard request.encapsulationKeys.count == 1 else {
-            throw .malformedMessage(reason: "sharedSecretRequest must carry one encapsulation key")
+        let set = mlkemParameterSet(algorithm)
+        let count = set == nil ? 1 : 2
+        guard request.encapsulationKeys.count == count else {
+            throw .malformedMessage(reason: "sharedSecretRequest must carry \(count) encapsulation key(s)")
         }
         let key = try Base64.decode(request.encapsulationKeys[0], field: "encapsulationKeys")
         guard key.count == P384KeyPairSizes.publicKey else {
             throw .invalidLength(field: "encapsulationKeys", expected: P384KeyPairSizes.publicKey, actual: key.count)
         }
+        // Every input is checked before anything is encapsulated.
+        var mlkemKey: [UInt8]?
+        if let set {
+            let info = try Base64.decode(request.encapsulationKeys[1], field: "encapsulationKeys")
+            mlkemKey = try postQuantum { () throws(PostQuantumError) in
+                try MLKEM.encapsulationKey(set, fromPublicKeyInfo: info)
+            }
+        }
         let (encapsulation, kemSecret) = try DHKEMP384.encapsulate(to: key)
         defer { kemSecret.destroy() }
+        var secrets = [kemSecret]
+        var encapsulated = [Base64.encode(encapsulation)]
+        if let set, let mlkemKey {
+            let (ciphertext, shared) = try postQuantum { () throws(PostQuantumError) in
+                try MLKEM.encapsulate(set, to: mlkemKey)
+            }
+            secrets.append(shared)
+            encapsulated.append(Base64.encode(ciphertext))
+        }
+        defer { for secret in secrets.dropFirst() { secret.destroy() } }
         let salt = try lift { () throws(SecureCoreError) in try SecureRandom.bytes(count: saltByteCount) }
-        let secret = try combine(kemSecrets: [kemSecret], salt: salt, algorithm: algorithm)
-        return (
-            V4SharedSecretResponse(salt: Base64.encode(salt), encapsulatedKeys: [Base64.encode(encapsulation)]),
-            secret
-        )
+        let secret = try combine(kemSecrets: secrets, salt: salt, algorithm: algorithm)
+        return (V4SharedSecretResponse(salt: Base64.encode(salt), encapsulatedKeys: encapsulated), secret)
     }
 
     /// The client finishes an exchange with the server's response.
@@ -180,19 +215,55 @@ public enum V4SharedSecret {
     public static func finish(_ context: V4SharedSecretClientContext, response: V4SharedSecretResponse)
         throws(ProtocolError) -> SecureBytes
     {
-        guard response.encapsulatedKeys.count == 1 else {
-            throw .malformedMessage(reason: "sharedSecretResponse must carry one encapsulated key")
+        let set = mlkemParameterSet(context.algorithm)
+        let count = set == nil ? 1 : 2
+        guard response.encapsulatedKeys.count == count else {
+            throw .malformedMessage(reason: "sharedSecretResponse must carry \(count) encapsulated key(s)")
         }
         let salt = try Base64.decode(response.salt, field: "salt", count: saltByteCount)
         let encapsulation = try Base64.decode(
             response.encapsulatedKeys[0], field: "encapsulatedKeys", count: DHKEMP384.encapsulationByteCount)
+        var ciphertext: [UInt8]?
+        if let set {
+            ciphertext = try Base64.decode(
+                response.encapsulatedKeys[1], field: "encapsulatedKeys", count: set.ciphertextByteCount)
+        }
         let kemSecret = try DHKEMP384.decapsulate(encapsulation, keyPair: context.keyPair)
         defer { kemSecret.destroy() }
-        return try combine(kemSecrets: [kemSecret], salt: salt, algorithm: context.algorithm)
+        var secrets = [kemSecret]
+        if let ciphertext {
+            guard let mlkem = context.mlkem else { throw .malformedMessage(reason: "no ML-KEM key for a hybrid suite") }
+            secrets.append(try postQuantum { () throws(PostQuantumError) in try mlkem.decapsulate(ciphertext) })
+        }
+        defer { for secret in secrets.dropFirst() { secret.destroy() } }
+        return try combine(kemSecrets: secrets, salt: salt, algorithm: context.algorithm)
+    }
+
+    /// The ML-KEM parameter set of a hybrid suite; `nil` for `EC_P384`.
+    static func mlkemParameterSet(_ algorithm: ProtocolAlgorithm) -> MLKEM.ParameterSet? {
+        switch algorithm {
+        case .ecP384MLL3: .mlkem768
+        case .ecP384MLL5: .mlkem1024
+        case .ecP384, .legacyP256: nil
+        }
+    }
+
+    /// Runs a post-quantum step and reports its error as a protocol error.
+    static func postQuantum<R>(_ body: () throws(PostQuantumError) -> R) throws(ProtocolError) -> R {
+        do throws(PostQuantumError) {
+            return try body()
+        } catch {
+            switch error {
+            case .invalidSize(let expected, let actual):
+                throw .invalidLength(field: "encapsulationKeys", expected: expected, actual: actual)
+            case .invalidKey, .malformedPublicKeyInfo: throw .invalidKey(field: "encapsulationKeys")
+            case .secureMemory(let core): throw .core(core)
+            }
+        }
     }
 
     static func requireV4(_ algorithm: ProtocolAlgorithm) throws(ProtocolError) {
-        guard algorithm == .ecP384 else {
+        guard algorithm != .legacyP256 else {
             throw .unsupportedAlgorithm(
                 name: algorithm.rawValue,
                 missing: algorithm.missingPrimitives ?? "protocol V4 (this is a protocol V3.3 algorithm)")

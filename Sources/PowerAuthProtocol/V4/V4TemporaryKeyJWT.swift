@@ -1,4 +1,5 @@
 import Foundation
+import PostQuantum
 import SecureCore
 
 /// The claims of a V4 temporary-key request (`POST /pa/v4/keystore/create`).
@@ -92,7 +93,8 @@ public struct V4TemporaryKeyResponseClaims: Codable, Equatable, Sendable {
 
 /// A JWS in JSON general serialization with one `ES384` signature, the V4 temporary-key
 /// response: `{"payload": B64URL(claims), "signatures": [{"protected": B64URL({"alg":"ES384"}),
-/// "signature": B64URL(r ‖ s)}]}`. Hybrid suites add an ML-DSA signature; not implemented.
+/// "signature": B64URL(r ‖ s)}]}`. The hybrid suites add a second entry, `{"alg":"ML-DSA-65"}` or
+/// `{"alg":"ML-DSA-87"}` over the same signing input; a hybrid response is valid only when both are.
 struct V4GeneralJWS: Codable, Equatable {
     struct Signature: Codable, Equatable {
         let protected: String
@@ -196,6 +198,20 @@ public enum V4TemporaryKeyJWT {
     public static func signResponse(_ claims: V4TemporaryKeyResponseClaims, keyPair: ECP384KeyPair) throws(JWTError)
         -> String
     {
+        try signResponse(claims, keyPair: keyPair, postQuantum: nil)
+    }
+
+    /// As ``signResponse(_:keyPair:)``, adding for a hybrid suite the ML-DSA signature of the master
+    /// key's post-quantum half (`{"alg":"ML-DSA-65"}` or `{"alg":"ML-DSA-87"}`, hedged, empty context).
+    /// - Parameters:
+    ///   - claims: the claims.
+    ///   - keyPair: the P-384 key pair.
+    ///   - postQuantum: the ML-DSA key pair of a hybrid suite, or `nil`.
+    /// - Returns: the JWS JSON text.
+    /// - Throws: ``JWTError/malformed(reason:)``, ``JWTError/core(_:)``.
+    public static func signResponse(
+        _ claims: V4TemporaryKeyResponseClaims, keyPair: ECP384KeyPair, postQuantum: MLDSA.KeyPair?
+    ) throws(JWTError) -> String {
         let protected = Base64URL.encode(Array(responseHeader.utf8))
         let payload = Base64URL.encode(try encode(claims))
         let signature: [UInt8]
@@ -204,10 +220,24 @@ public enum V4TemporaryKeyJWT {
         } catch {
             throw .core(.internalFailure(status: -1))
         }
-        let jws = V4GeneralJWS(
-            payload: payload,
-            signatures: [V4GeneralJWS.Signature(protected: protected, signature: Base64URL.encode(signature))])
+        var signatures = [V4GeneralJWS.Signature(protected: protected, signature: Base64URL.encode(signature))]
+        if let postQuantum {
+            let header = Base64URL.encode(Array(#"{"alg":"\#(algorithmName(postQuantum.parameterSet))"}"#.utf8))
+            let input = Array("\(header).\(payload)".utf8)
+            do throws(PostQuantumError) {
+                signatures.append(
+                    V4GeneralJWS.Signature(protected: header, signature: Base64URL.encode(try postQuantum.sign(input))))
+            } catch {
+                throw .core(.internalFailure(status: -1))
+            }
+        }
+        let jws = V4GeneralJWS(payload: payload, signatures: signatures)
         return String(decoding: try encode(jws), as: UTF8.self)
+    }
+
+    /// The JWS `alg` of an ML-DSA parameter set.
+    public static func algorithmName(_ set: MLDSA.ParameterSet) -> String {
+        set == .mldsa65 ? "ML-DSA-65" : "ML-DSA-87"
     }
 
     /// Verifies the `ES384` signature of a JWS JSON serialization and returns the payload
@@ -218,25 +248,57 @@ public enum V4TemporaryKeyJWT {
     /// - Returns: the payload JSON.
     /// - Throws: ``JWTError/malformed(reason:)``, ``JWTError/unsupportedAlgorithm(_:)``, ``JWTError/signatureInvalid``.
     public static func verifyResponseSignature(_ json: String, publicKey: [UInt8]) throws(JWTError) -> [UInt8] {
+        try verifyResponseSignature(json, publicKey: publicKey, postQuantum: nil)
+    }
+
+    /// Verifies a response's signatures and returns the payload bytes. Without `postQuantum`
+    /// exactly one `ES384` signature is accepted (`EC_P384`); with it exactly two, `ES384` and the
+    /// parameter set's ML-DSA, and both must verify (a hybrid signature is only as strong as
+    /// both halves together: neither alone is accepted).
+    /// - Parameters:
+    ///   - json: the JWS JSON text.
+    ///   - publicKey: the signer's P-384 public key.
+    ///   - postQuantum: the signer's raw ML-DSA public key and its parameter set, for a hybrid suite.
+    /// - Returns: the payload JSON.
+    /// - Throws: ``JWTError/malformed(reason:)``, ``JWTError/unsupportedAlgorithm(_:)``, ``JWTError/signatureInvalid``.
+    public static func verifyResponseSignature(
+        _ json: String, publicKey: [UInt8], postQuantum: (publicKey: [UInt8], parameterSet: MLDSA.ParameterSet)?
+    ) throws(JWTError) -> [UInt8] {
         guard json.utf8.count <= 1 << 16 else { throw .malformed(reason: "the response is too long") }
         let jws = try decode(V4GeneralJWS.self, Array(json.utf8))
-        guard jws.signatures.count == 1 else { throw .unsupportedAlgorithm("signatures: \(jws.signatures.count)") }
-        let entry = jws.signatures[0]
-        guard let header = Base64URL.decode(entry.protected),
-            let object = try? JSONSerialization.jsonObject(with: Data(header)) as? [String: Any],
-            let algorithm = object["alg"] as? String
-        else { throw .malformed(reason: "protected header") }
-        guard algorithm == "ES384" else { throw .unsupportedAlgorithm(ProtocolError.echo(algorithm)) }
-        guard let payload = Base64URL.decode(jws.payload) else { throw .malformed(reason: "payload encoding") }
-        guard let signature = Base64URL.decode(entry.signature) else { throw .malformed(reason: "signature encoding") }
-        let valid: Bool
-        do throws(ProtocolError) {
-            valid = try ECP384KeyPair.verify(
-                signature: signature, message: Array("\(entry.protected).\(jws.payload)".utf8), publicKey: publicKey)
-        } catch {
-            throw .signatureInvalid
+        let expected = ["ES384"] + (postQuantum.map { [algorithmName($0.parameterSet)] } ?? [])
+        guard jws.signatures.count == expected.count else {
+            throw .unsupportedAlgorithm("signatures: \(jws.signatures.count)")
         }
-        guard valid else { throw .signatureInvalid }
+        guard let payload = Base64URL.decode(jws.payload) else { throw .malformed(reason: "payload encoding") }
+        var seen: Set<String> = []
+        for entry in jws.signatures {
+            guard let header = Base64URL.decode(entry.protected),
+                let object = try? JSONSerialization.jsonObject(with: Data(header)) as? [String: Any],
+                let algorithm = object["alg"] as? String
+            else { throw .malformed(reason: "protected header") }
+            guard expected.contains(algorithm), seen.insert(algorithm).inserted else {
+                throw .unsupportedAlgorithm(ProtocolError.echo(algorithm))
+            }
+            guard let signature = Base64URL.decode(entry.signature) else {
+                throw .malformed(reason: "signature encoding")
+            }
+            let input = Array("\(entry.protected).\(jws.payload)".utf8)
+            let valid: Bool
+            if algorithm == "ES384" {
+                do throws(ProtocolError) {
+                    valid = try ECP384KeyPair.verify(signature: signature, message: input, publicKey: publicKey)
+                } catch {
+                    throw .signatureInvalid
+                }
+            } else if let postQuantum {
+                valid = MLDSA.isValid(
+                    signature: signature, of: input, publicKey: postQuantum.publicKey, postQuantum.parameterSet)
+            } else {
+                valid = false
+            }
+            guard valid else { throw .signatureInvalid }
+        }
         return payload
     }
 

@@ -1,0 +1,297 @@
+import Foundation
+import PowerAuthProtocol
+import SecureCore
+
+/// How ``ActivationService/resolvePendingUpgrade()`` ended an upgrade it found half-finished.
+public enum ActivationUpgradeOutcome: Sendable, Equatable {
+    /// The server confirmed the V4 state: the device now speaks V4.
+    case upgraded
+    /// The server never confirmed this V4 state and still accepts the V3.3 one: the pending V4
+    /// state was discarded and the activation stays V3.3 (``ActivationService/upgradeToV4(password:)``
+    /// starts again).
+    case abandoned
+}
+
+/// The durable steps of ``ActivationService/upgradeToV4(password:)``, after each of which a
+/// test can stop the upgrade as a crash would (`docs/protocol-v4.md`, "The client's upgrade").
+enum UpgradeCheckpoint: Sendable, Equatable {
+    /// `upgrade/start` answered; nothing stored.
+    case started
+    /// The pending V4 keys are stored.
+    case pendingKeysStored
+    /// The pending V4 state is stored (the device is "locally pending").
+    case pendingStateStored
+    /// `upgrade/confirm` answered OK; nothing switched yet.
+    case confirmed
+    /// The V4 state replaced the V3.3 state.
+    case stateSwitched
+    /// The V4 keys replaced the V3.3 keys.
+    case keysSwitched
+}
+
+/// The client side of the upgrade from V3.3 to V4 (`EC_P384`): a state machine whose every
+/// step is one atomic storage write, so a crash leaves a device that works in V3.3 (before the
+/// server confirmed) or in V4 (after), and the next service over the same storage finishes or
+/// abandons the upgrade without a new activation.
+extension ActivationService {
+    /// Whether a V4 state waits for the server's confirmation (a crash interrupted
+    /// ``upgradeToV4(password:)``); ``resolvePendingUpgrade()`` settles it.
+    /// - Returns: `true` when one waits.
+    public func hasPendingUpgrade() -> Bool { upgrade != nil }
+
+    /// Upgrades the stored V3.3 activation to protocol V4 (`EC_P384`): `upgrade/start` (a V3.3
+    /// code with the PIN over a V4-encrypted body) gives a new activation secret, whose keys are
+    /// stored next to the V3.3 state; `upgrade/confirm` (a V4 code) makes the server switch;
+    /// then the V4 state becomes current and the V3.3 state is removed. A pending upgrade found
+    /// at the start is resolved first.
+    /// - Parameter password: the PIN (the V4 knowledge key is wrapped under it).
+    /// - Throws: ``ActivationError/wrongParameter(reason:)`` unless the configuration is
+    ///   `EC_P384`, ``ActivationError/invalidActivationState(reason:)`` when the activation is
+    ///   V4 already, ``ActivationError/missingActivation``, ``ActivationError/protocolError(_:)``
+    ///   with `unsupportedAlgorithm` for an activation with biometry (not upgraded here) or
+    ///   `emptyPIN`, ``ActivationError/authentication`` for a wrong PIN (counted), the network
+    ///   and server errors, ``ActivationError/invalidResponse(reason:)``,
+    ///   ``ActivationError/storage(operation:errno:)``, ``ActivationError/core(_:)``.
+    public func upgradeToV4(password: Password) async throws(ActivationError) {
+        guard configuration.algorithm == .ecP384 else {
+            throw .wrongParameter(reason: "the upgrade to V4 needs an EC_P384 configuration")
+        }
+        if upgrade != nil, try await resolvePendingUpgrade() == .upgraded { return }
+        guard v4 == nil else { throw .invalidActivationState(reason: "the activation speaks V4 already") }
+        guard let current = record else { throw .missingActivation }
+        guard current.biometryEnabled != true else { throw Self.v4Unsupported("the upgrade with biometry on") }
+        guard password.length > 0 else { throw .protocolError(.emptyPIN) }
+        let pending = try await v4StartUpgrade(current, password: password)
+        try interrupt(at: .started, pending.keys)
+        let names = configuration.storageNames
+        do {
+            let blob = try pending.keys.serialized()
+            defer { blob.destroy() }
+            try storage.writeSecret(names.upgradeKeys, blob)
+            try interrupt(at: .pendingKeysStored)
+            try storage.write(names.upgradeState, pending.state.encoded())
+        } catch {
+            pending.keys.destroy()
+            throw error
+        }
+        upgrade = pending
+        try interrupt(at: .pendingStateStored)
+        guard try await v4ConfirmUpgrade() == .upgraded else { throw .authentication }
+    }
+
+    /// Settles an upgrade a crash interrupted: sends `upgrade/confirm` again with the pending V4
+    /// state (the server accepts a repeated confirmation). Accepted: the V4 state becomes
+    /// current. Refused while the V3.3 status still opens: the server never confirmed this
+    /// state, which is discarded. Refused otherwise, or a network error: nothing changes.
+    /// - Returns: the outcome, or `nil` when no upgrade was pending.
+    /// - Throws: ``ActivationError/authentication`` when the server refuses both versions, the
+    ///   network and server errors, ``ActivationError/storage(operation:errno:)``,
+    ///   ``ActivationError/protocolError(_:)``, ``ActivationError/core(_:)``.
+    public func resolvePendingUpgrade() async throws(ActivationError) -> ActivationUpgradeOutcome? {
+        guard upgrade != nil else { return nil }
+        return try await v4ConfirmUpgrade()
+    }
+
+    /// Loads the pending V4 state of a V3.3 activation, if there is one; a key file without its
+    /// state (a crash between the two writes) is removed.
+    static func loadPendingUpgrade(
+        _ configuration: ActivationConfiguration, storage: any DeviceActivationStorage, activationId: String
+    ) throws(ActivationError) -> V4ClientActivation? {
+        let names = configuration.storageNames
+        guard let bytes = try storage.read(names.upgradeState) else {
+            try storage.remove(names.upgradeKeys)
+            return nil
+        }
+        let state = try LocalV4State.decode(bytes, instanceId: configuration.instanceId)
+        guard state.activationId == activationId else {
+            throw .invalidActivationData(reason: "the pending upgrade belongs to another activation")
+        }
+        guard let keys = try loadV4Keys(names.upgradeKeys, storage: storage, keyCheck: state.keyCheck) else {
+            throw .invalidActivationData(reason: "the pending upgrade's key file is missing or does not match")
+        }
+        return V4ClientActivation(state: state, keys: keys)
+    }
+
+    /// Tests only: makes the next ``upgradeToV4(password:)`` stop after `checkpoint`, leaving
+    /// storage as a crash there would (this instance is then not to be used again).
+    /// - Parameter checkpoint: the step, or `nil` for none.
+    func interruptUpgrade(after checkpoint: UpgradeCheckpoint?) { upgradeInterruption = checkpoint }
+
+    private func interrupt(at checkpoint: UpgradeCheckpoint, _ discard: LocalV4Keys? = nil) throws(ActivationError) {
+        guard upgradeInterruption == checkpoint else { return }
+        discard?.destroy()
+        throw .cancelled
+    }
+
+    /// `upgrade/start`: the application-scope V4 encryption of `{sharedSecretRequest,
+    /// devicePublicKeys}` under a V3.3 `possession_knowledge` code; the answer's secret gives the
+    /// V4 key tree, kept in memory only (the caller stores it).
+    private func v4StartUpgrade(_ current: LocalActivationRecord, password: Password)
+        async throws(ActivationError) -> V4ClientActivation
+    {
+        let endpoint = V4API.upgradeStart
+        guard let uriIdentifier = endpoint.uriIdentifier else { throw .missingActivation }
+        let device = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }
+        defer { device.privateKey.destroy() }
+        let (kem, shared) = try protocolStep { () throws(ProtocolError) in
+            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        }
+        defer { kem.keyPair.privateKey.destroy() }
+        let key = try await v4TemporaryKey(activation: nil)
+        defer { key.secret.destroy() }
+        let context = try v4Context(key, .upgradeStart, activation: nil)
+        let plain = try securePlaintext(
+            V4UpgradeStartRequest(
+                sharedSecretRequest: shared, devicePublicKeys: V4PublicKeys(ecdsa: Base64.encode(device.publicKey))))
+        defer { plain.destroy() }
+        let now = Int64(clock.now().timeIntervalSince1970 * 1000)
+        let (request, nonce) = try protocolStep { () throws(ProtocolError) in
+            try context.encryptRequest(plain, timestampMilliseconds: now)
+        }
+        let body = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(request) }
+        let authentication = ActivationAuthentication.possessionWithPassword(password)
+        let header = try await signRequest(
+            method: "POST", uriIdentifier: uriIdentifier, body: body, authentication: authentication)
+        let applicationKey = configuration.sdkConfiguration.applicationKey
+        let answer = try await exchange(
+            path: endpoint.path, body: body,
+            headers: [
+                AuthorizationHeader.name: header.value,
+                V4EncryptionHeader.name: V4EncryptionHeader(applicationKey: applicationKey, activationId: nil).value,
+            ], authentication: authentication)
+        let response = try decodePlaintext(
+            try v4Open(answer, context: context, nonce: nonce, path: endpoint.path), V4UpgradeStartResponse.self,
+            path: endpoint.path)
+        guard let server = Base64.decode(response.serverPublicKeys.ecdsa), server.count == 97,
+            (try? ECP384KeyPair.validate(publicKey: server)) != nil,
+            let counter = try? V4HashCounter(base64: response.ctrData)
+        else { throw .invalidResponse(reason: "upgrade/start: malformed field") }
+        let secret: SecureBytes
+        do throws(ProtocolError) {
+            secret = try V4SharedSecret.finish(kem, response: response.sharedSecretResponse)
+        } catch {
+            throw .invalidResponse(reason: "upgrade/start: the shared secret does not complete")
+        }
+        defer { secret.destroy() }
+        let tree = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        defer { tree.destroy() }
+        let newKeys = try LocalV4Keys(tree)
+        do {
+            let wrapped = try v4Wrap(tree.knowledge, password: password)
+            let vaultCheck = try coreStep { () throws(SecureCoreError) in
+                try HMACSHA256.foldedTag(LocalV4Keys.keyCheckLabel, key: tree.appVault2FA)
+            }
+            let state = LocalV4State(
+                kind: LocalV4State.kind, instanceId: configuration.instanceId, activationId: current.activationId,
+                algorithm: ProtocolAlgorithm.ecP384.rawValue, devicePublicKey: Base64.encode(device.publicKey),
+                serverPublicKey: Base64.encode(server), counter: counter.base64, counterIndex: 0,
+                counterHistory: [], knowledgeKey: wrapped, vaultCheck: Base64.encode(vaultCheck),
+                keyCheck: Base64.encode(try newKeys.keyCheck()))
+            return V4ClientActivation(state: state, keys: newKeys)
+        } catch {
+            newKeys.destroy()
+            throw error
+        }
+    }
+
+    /// `upgrade/confirm` with the pending state (its counter moves and is stored first), then
+    /// the switch; a refusal is checked against the V3.3 status before anything is discarded.
+    private func v4ConfirmUpgrade() async throws(ActivationError) -> ActivationUpgradeOutcome {
+        let endpoint = V4API.upgradeConfirm
+        let body = Array("{}".utf8)
+        let header = try v4UpgradeConfirmHeader(body: body)
+        do throws(ActivationError) {
+            let answer = try await exchange(
+                path: endpoint.path, body: body, headers: [AuthorizationHeader.name: header.value],
+                authentication: nil)
+            guard let envelope = try? WireCoding.decode(ResponseEnvelope<EmptyMessage>.self, answer),
+                envelope.status.uppercased() == "OK"
+            else { throw .invalidResponse(reason: "\(endpoint.path): the body does not follow the API") }
+        } catch {
+            guard case .authentication = error else { throw error }
+            // The server does not know this V4 state. If it still answers V3.3 under our keys it
+            // never confirmed one: discard ours. Otherwise keep it and report.
+            _ = try await fetchActivationStatus()
+            try discardPendingUpgrade()
+            return .abandoned
+        }
+        try interrupt(at: .confirmed)
+        try switchToUpgradedState()
+        return .upgraded
+    }
+
+    /// A V4 `possession` code for `upgrade/confirm` from the pending state, whose counter moves
+    /// and is stored (under the storage lock) before the code leaves.
+    private func v4UpgradeConfirmHeader(body: [UInt8]) throws(ActivationError) -> V4AuthorizationHeader {
+        guard let known = upgrade, let uriIdentifier = V4API.upgradeConfirm.uriIdentifier else {
+            throw .missingActivation
+        }
+        let nonce = try coreStep { () throws(SecureCoreError) in
+            try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
+        }
+        let secret = configuration.sdkConfiguration.applicationSecret
+        let data = try protocolStep { () throws(ProtocolError) in
+            try RequestData(method: "POST", uriIdentifier: uriIdentifier, nonce: nonce, body: body)
+                .normalized(applicationSecret: secret)
+        }
+        let names = configuration.storageNames
+        let instanceId = configuration.instanceId
+        let (code, state) = try storage.withExclusiveAccess { () throws(ActivationError) -> (String, LocalV4State) in
+            guard let bytes = try storage.read(names.upgradeState) else { throw .missingActivation }
+            var state = try LocalV4State.decode(bytes, instanceId: instanceId)
+            guard state.activationId == known.state.activationId, state.keyCheck == known.state.keyCheck else {
+                throw .invalidActivationState(reason: "the pending upgrade was replaced")
+            }
+            let counter = try state.currentCounter
+            let code = try protocolStep { () throws(ProtocolError) in
+                try V4AuthenticationCode.compute(
+                    factorSet: .possession, keys: V4FactorKeys(possession: known.keys.possession, knowledge: nil),
+                    counter: counter, data: data)
+            }
+            try state.advanceCounter()
+            try storage.write(names.upgradeState, state.encoded())
+            return (code, state)
+        }
+        upgrade = V4ClientActivation(state: state, keys: known.keys)
+        let applicationKey = configuration.sdkConfiguration.applicationKey
+        return try protocolStep { () throws(ProtocolError) in
+            try V4AuthorizationHeader(
+                activationId: state.activationId, applicationKey: applicationKey, nonce: nonce,
+                factorSet: .possession, authenticationCode: code)
+        }
+    }
+
+    /// After the server confirmed: the V4 state replaces the V3.3 state (from here on the next
+    /// service loads V4 and takes the keys from the pending key file), the V3.3 keys are zeroed
+    /// and replaced by the V4 keys, then the pending files go.
+    private func switchToUpgradedState() throws(ActivationError) {
+        guard let pending = upgrade else { throw .missingActivation }
+        let names = configuration.storageNames
+        try storage.withExclusiveAccess { () throws(ActivationError) in
+            try storage.write(names.state, pending.state.encoded())
+            try interrupt(at: .stateSwitched)
+            try storage.remove(names.keys)
+            let blob = try pending.keys.serialized()
+            defer { blob.destroy() }
+            try storage.writeSecret(names.keys, blob)
+            try interrupt(at: .keysSwitched)
+            try storage.remove(names.upgradeState)
+            try storage.remove(names.upgradeKeys)
+        }
+        keys?.destroy()
+        keys = nil
+        record = nil
+        temporaryKeys = [:]
+        v4 = pending
+        upgrade = nil
+    }
+
+    /// Forgets a pending V4 state the server never confirmed (state first, then its keys).
+    private func discardPendingUpgrade() throws(ActivationError) {
+        let names = configuration.storageNames
+        try storage.remove(names.upgradeState)
+        try storage.remove(names.upgradeKeys)
+        upgrade?.keys.destroy()
+        upgrade = nil
+    }
+}

@@ -1,0 +1,176 @@
+import ActivationTestSupport
+import Foundation
+import PowerAuthProtocol
+import SecureCore
+import Testing
+
+@testable import Activation
+@testable import ActivationServer
+
+@Suite("ActivationService.upgradeToV4: V3.3 to V4, and a crash after each durable step")
+struct V4UpgradeServiceTests {
+    /// A V3.3 activation made while the application served `LEGACY_P256`, then the same
+    /// application and store serving `EC_P384`, and the device's `EC_P384` configuration.
+    struct Setup {
+        let server: ActivationServer
+        let configuration: ActivationConfiguration
+        let directory: String
+        let storage: FileActivationStorage
+        let activationId: String
+        let pinCode: Password
+
+        init() async throws {
+            let store = InMemoryServerActivationStore()
+            let legacyConfiguration = try ActivationServerConfiguration.generate(autoCommit: true)
+            let legacy = try ActivationServer(configuration: legacyConfiguration, store: store)
+            directory = temporaryDirectory()
+            storage = try FileActivationStorage(directory: directory)
+            let v3 = try ActivationService(
+                configuration: try ActivationConfiguration(
+                    instanceId: "upgrade", baseEndpointURL: "https://bank.example",
+                    configuration: try legacyConfiguration.configurationString(), knowledgeKeyParameters: .testing),
+                storage: storage, transport: InProcessTransport(server: legacy))
+            let prepared = try legacy.initActivation(userId: "grace")
+            pinCode = try pin("1357")
+            activationId = try await v3.createActivation(
+                activationCode: prepared.activationCode, name: "old phone", password: pinCode
+            ).activationId
+            try await v3.validatePassword(pinCode)
+            var v4Configuration = legacyConfiguration
+            try v4Configuration.serve(.ecP384)
+            server = try ActivationServer(configuration: v4Configuration, store: store)
+            configuration = try ActivationConfiguration(
+                instanceId: "upgrade", baseEndpointURL: "https://bank.example",
+                configuration: try v4Configuration.configurationString(), algorithm: "EC_P384",
+                knowledgeKeyParameters: .testing)
+        }
+
+        /// A fresh service over `storage` (what a restarted process builds).
+        func service(_ storage: FileActivationStorage? = nil) throws -> ActivationService {
+            try ActivationService(
+                configuration: configuration, storage: storage ?? self.storage,
+                transport: InProcessTransport(server: server))
+        }
+
+        /// Runs the upgrade, stopped after `checkpoint` as a crash there would stop it.
+        func upgrade(interruptedAfter checkpoint: UpgradeCheckpoint) async throws {
+            let service = try service()
+            await service.interruptUpgrade(after: checkpoint)
+            await #expect(throws: ActivationError.cancelled) { try await service.upgradeToV4(password: pinCode) }
+        }
+
+        var names: StorageNames { configuration.storageNames }
+
+        func stored(_ name: String) throws -> Bool { try storage.read(name) != nil }
+
+        /// The device speaks V4 only: the state file is V4, no upgrade file is left, the
+        /// PIN checks out in V4, the status is active in V4 terms.
+        func expectV4(_ service: ActivationService) async throws {
+            #expect(LocalV4State.isV4State(try #require(try storage.read(names.state))))
+            #expect(try !stored(names.upgradeState) && !stored(names.upgradeKeys))
+            #expect(await !service.hasPendingUpgrade())
+            #expect(await service.activationIdentifier() == activationId)
+            try await service.validatePassword(pinCode)
+            #expect(try await service.fetchActivationStatus().state == .active)
+            #expect(try server.activationDetail(activationId).failedAttempts == 0)
+            #expect(
+                try server.activationDetail(activationId).fingerprint == (try await service.activationFingerprint()))
+        }
+
+        /// The device still speaks V3.3: the state file is V3.3 and the PIN checks out in V3.3.
+        func expectV3(_ service: ActivationService) async throws {
+            #expect(!LocalV4State.isV4State(try #require(try storage.read(names.state))))
+            #expect(await service.activationIdentifier() == activationId)
+            try await service.validatePassword(pinCode)
+            #expect(try await service.fetchActivationStatus().state == .active)
+        }
+    }
+
+    @Test("the happy path: V3.3 works before, V4 after, the V3.3 state is gone and a restart loads V4")
+    func happyPath() async throws {
+        let setup = try await Setup()
+        let service = try setup.service()
+        try await setup.expectV3(service)
+        try await service.upgradeToV4(password: setup.pinCode)
+        try await setup.expectV4(service)
+        try await setup.expectV4(try setup.service())
+        await #expect(throws: ActivationError.invalidActivationState(reason: "the activation speaks V4 already")) {
+            try await service.upgradeToV4(password: setup.pinCode)
+        }
+    }
+
+    @Test("a wrong PIN starts nothing: counted by the server, nothing stored, V3.3 keeps working")
+    func wrongPIN() async throws {
+        let setup = try await Setup()
+        let service = try setup.service()
+        await #expect(throws: ActivationError.authentication) {
+            try await service.upgradeToV4(password: try pin("0000"))
+        }
+        #expect(try setup.server.activationDetail(setup.activationId).failedAttempts == 1)
+        #expect(try !setup.stored(setup.names.upgradeState) && !setup.stored(setup.names.upgradeKeys))
+        try await setup.expectV3(try setup.service())
+    }
+
+    @Test(
+        "a crash before the V4 state is stored: V3.3 works on restart, nothing pends, a new upgrade succeeds",
+        arguments: [UpgradeCheckpoint.started, .pendingKeysStored])
+    func crashBeforePendingState(_ checkpoint: UpgradeCheckpoint) async throws {
+        let setup = try await Setup()
+        try await setup.upgrade(interruptedAfter: checkpoint)
+        #expect(try setup.stored(setup.names.upgradeKeys) == (checkpoint == .pendingKeysStored))
+        let restarted = try setup.service()
+        #expect(await !restarted.hasPendingUpgrade())
+        #expect(try !setup.stored(setup.names.upgradeKeys))
+        try await setup.expectV3(restarted)
+        try await restarted.upgradeToV4(password: setup.pinCode)
+        try await setup.expectV4(restarted)
+    }
+
+    @Test(
+        "a crash with the V4 state stored, before or after the server confirmed: the restart resolves it to V4",
+        arguments: [UpgradeCheckpoint.pendingStateStored, .confirmed])
+    func crashWhilePending(_ checkpoint: UpgradeCheckpoint) async throws {
+        let setup = try await Setup()
+        try await setup.upgrade(interruptedAfter: checkpoint)
+        #expect(try setup.stored(setup.names.upgradeState) && setup.stored(setup.names.upgradeKeys))
+        let restarted = try setup.service()
+        #expect(await restarted.hasPendingUpgrade())
+        #expect(try await restarted.resolvePendingUpgrade() == .upgraded)
+        #expect(try await restarted.resolvePendingUpgrade() == nil)
+        try await setup.expectV4(restarted)
+        try await setup.expectV4(try setup.service())
+    }
+
+    @Test(
+        "a crash during the local switch: the restart finishes it without the server",
+        arguments: [UpgradeCheckpoint.stateSwitched, .keysSwitched])
+    func crashDuringSwitch(_ checkpoint: UpgradeCheckpoint) async throws {
+        let setup = try await Setup()
+        try await setup.upgrade(interruptedAfter: checkpoint)
+        let restarted = try setup.service()
+        #expect(try await restarted.resolvePendingUpgrade() == nil)
+        try await setup.expectV4(restarted)
+    }
+
+    @Test("a pending V4 state the server replaced is abandoned: V3.3 keeps working, a new upgrade succeeds")
+    func abandoned() async throws {
+        let setup = try await Setup()
+        // A copy of the device, taken before the upgrade, starts an upgrade of its own later.
+        let copy = temporaryDirectory()
+        try FileManager.default.copyItem(atPath: setup.directory, toPath: copy)
+        try await setup.upgrade(interruptedAfter: .pendingStateStored)
+        let other = try setup.service(try FileActivationStorage(directory: copy))
+        // The copy's counter is behind the server's by the first start: one refused check moves it.
+        await #expect(throws: ActivationError.authentication) { try await other.validatePassword(setup.pinCode) }
+        await other.interruptUpgrade(after: .started)
+        await #expect(throws: ActivationError.cancelled) { try await other.upgradeToV4(password: setup.pinCode) }
+
+        let restarted = try setup.service()
+        #expect(await restarted.hasPendingUpgrade())
+        #expect(try await restarted.resolvePendingUpgrade() == .abandoned)
+        #expect(try !setup.stored(setup.names.upgradeState) && !setup.stored(setup.names.upgradeKeys))
+        try await setup.expectV3(restarted)
+        try await restarted.upgradeToV4(password: setup.pinCode)
+        try await setup.expectV4(restarted)
+    }
+}
