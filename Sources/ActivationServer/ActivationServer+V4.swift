@@ -6,7 +6,10 @@ import Synchronization
 /// The temporary keys of protocol V4 (`/pa/v4/keystore/create`): `KEY_TEMPORARY_SHARED_SECRET`
 /// in secure memory, its scope, its expiry, and the request nonces already used under it
 /// (the replay rule of V4 end-to-end encryption). Kept in memory, as the V3 temporary keys:
-/// a restart invalidates them and clients fetch new ones.
+/// a restart invalidates them and clients fetch new ones. Given a ``SharedEphemeralState``
+/// (several server processes on one database) the keys live there instead, sealed, and a nonce
+/// is accepted once across every instance (a replay record that lives as long as the key), so
+/// any instance serves a request encrypted under a key another issued.
 public final class V4TemporaryKeyStore: Sendable {
     /// How long a key is valid.
     public static let lifetimeMilliseconds: Int64 = 5 * 60 * 1000
@@ -20,26 +23,38 @@ public final class V4TemporaryKeyStore: Sendable {
     }
 
     private let entries = Mutex([String: Entry]())
-    /// Most keys held at once (as the V3 store: a flood of key requests cannot grow memory).
+    private let shared: (any SharedEphemeralState)?
+    /// Most keys held at once in process memory (as the V3 store: a flood of key requests cannot
+    /// grow memory).
     public let capacity: Int
-    /// Most nonces remembered under one key.
+    /// Most nonces remembered under one key in process memory.
     public let noncesPerKey: Int
 
     /// Creates an empty store.
     /// - Parameters:
-    ///   - capacity: most keys held at once.
-    ///   - noncesPerKey: most requests accepted under one key.
-    public init(capacity: Int = 4096, noncesPerKey: Int = 1024) {
+    ///   - capacity: most keys held at once (in process memory).
+    ///   - noncesPerKey: most requests accepted under one key (in process memory).
+    ///   - shared: where the keys and their used nonces live instead of process memory, or `nil`.
+    public init(capacity: Int = 4096, noncesPerKey: Int = 1024, shared: (any SharedEphemeralState)? = nil) {
         precondition(capacity > 0 && noncesPerKey > 0, "a temporary key store needs room")
         self.capacity = capacity
         self.noncesPerKey = noncesPerKey
+        self.shared = shared
     }
 
-    /// Keys held now.
+    /// Keys held in process memory now (with a shared store: none, they are in the store).
     public var count: Int { entries.withLock { $0.count } }
 
     /// Stores a key after dropping expired ones; false (and the secret destroyed) when full.
-    func insert(_ id: String, _ entry: Entry, now: Int64) -> Bool {
+    func insert(_ id: String, _ entry: Entry, now: Int64) throws(ActivationServerError) -> Bool {
+        if let shared {
+            defer { entry.secret.destroy() }
+            try shared.storeV4TemporaryKey(
+                SharedV4TemporaryKey(
+                    temporaryKeyId: id, secret: entry.secret, applicationKey: entry.applicationKey,
+                    activationId: entry.activationId, expiresAtMilliseconds: entry.expiresAt))
+            return true
+        }
         let stored = entries.withLock { table -> Bool in
             if table.count >= capacity {
                 for (key, value) in table where value.expiresAt <= now {
@@ -55,16 +70,29 @@ public final class V4TemporaryKeyStore: Sendable {
         return stored
     }
 
-    func entry(_ id: String, now: Int64) -> Entry? {
-        entries.withLock { table in
+    func entry(_ id: String, now: Int64) throws(ActivationServerError) -> Entry? {
+        if let shared {
+            guard let key = try shared.v4TemporaryKey(id, now: now), key.expiresAtMilliseconds > now else {
+                return nil
+            }
+            return Entry(
+                secret: key.secret, applicationKey: key.applicationKey, activationId: key.activationId,
+                expiresAt: key.expiresAtMilliseconds, nonces: [])
+        }
+        return entries.withLock { table in
             guard let found = table[id], found.expiresAt > now else { return nil }
             return found
         }
     }
 
     /// Records a nonce; false when it was used before under this key.
-    func accept(nonce: [UInt8], for id: String) -> Bool {
-        entries.withLock { table in
+    func accept(nonce: [UInt8], for entry: Entry, id: String, now: Int64) throws(ActivationServerError) -> Bool {
+        if let shared {
+            // Its own domain beside the V3 (length-prefixed ephemeral key, nonce) pairs.
+            let key = Array("V4|".utf8) + Array(id.utf8) + [0] + nonce
+            return try shared.acceptOnce(replayKey: key, forgetAt: entry.expiresAt, now: now)
+        }
+        return entries.withLock { table in
             guard var found = table[id], !found.nonces.contains(nonce), found.nonces.count < noncesPerKey else {
                 return false
             }
@@ -200,7 +228,7 @@ extension ActivationServer {
         let now = nowMilliseconds
         let id = UUID().uuidString.lowercased()
         let expires = now + V4TemporaryKeyStore.lifetimeMilliseconds
-        let stored = v4TemporaryKeys.insert(
+        let stored = try v4TemporaryKeys.insert(
             id,
             V4TemporaryKeyStore.Entry(
                 secret: secret, applicationKey: claims.applicationKey, activationId: claims.activationId,
@@ -242,7 +270,7 @@ extension ActivationServer {
         _ encrypted: V4EncryptedRequest, sharedInfo1: V4SharedInfo1, activation: (id: String, keys: V4ActivationKeys)?
     ) throws(ActivationServerError) -> V4OpenedRequest {
         let now = nowMilliseconds
-        guard let entry = v4TemporaryKeys.entry(encrypted.temporaryKeyId, now: now),
+        guard let entry = try v4TemporaryKeys.entry(encrypted.temporaryKeyId, now: now),
             entry.applicationKey == applicationKey, entry.activationId == activation?.id
         else { throw .encryptionFailed }
         guard V4EncryptionContext.isFresh(timestamp: encrypted.timestamp, now: now) else { throw .requestExpired }
@@ -261,9 +289,17 @@ extension ActivationServer {
         } catch {
             throw .encryptionFailed
         }
-        guard let nonce = Base64.decode(encrypted.nonce),
-            v4TemporaryKeys.accept(nonce: nonce, for: encrypted.temporaryKeyId)
-        else {
+        let accepted: Bool
+        do throws(ActivationServerError) {
+            accepted =
+                try Base64.decode(encrypted.nonce).map { (nonce) throws(ActivationServerError) in
+                    try v4TemporaryKeys.accept(nonce: nonce, for: entry, id: encrypted.temporaryKeyId, now: now)
+                } ?? false
+        } catch {
+            plaintext?.destroy()
+            throw error
+        }
+        guard accepted else {
             plaintext?.destroy()
             throw .replayedRequest
         }

@@ -45,7 +45,7 @@ public final class ActivationServer: Sendable {
         self.applicationSecret = Base64.encode(configuration.applicationSecret)
         self.temporaryKeys = TemporaryKeyStore(shared: store.sharedEphemeralState)
         self.replayCache = ECIESReplayCache(shared: store.sharedEphemeralState)
-        self.v4TemporaryKeys = V4TemporaryKeyStore()
+        self.v4TemporaryKeys = V4TemporaryKeyStore(shared: store.sharedEphemeralState)
     }
 
     // MARK: - Back office

@@ -1,4 +1,5 @@
 import PowerAuthProtocol
+import SecureCore
 
 /// Where a server keeps its temporary ECIES keys and replay records when several server
 /// processes serve the same activations (a database all of them reach): any instance can then
@@ -34,6 +35,50 @@ public protocol SharedEphemeralState: Sendable {
     /// - Returns: `true` the first time, `false` for a key still remembered.
     /// - Throws: ``ActivationServerError/storage(reason:)``, ``ActivationServerError/unavailable(reason:)``.
     func acceptOnce(replayKey: [UInt8], forgetAt: Int64, now: Int64) throws(ActivationServerError) -> Bool
+    /// Stores a freshly agreed protocol V4 temporary key (`KEY_TEMPORARY_SHARED_SECRET` sealed by
+    /// the implementation); ``removeExpired(now:)`` forgets it after its expiry.
+    /// - Parameter key: the secret and what it is bound to.
+    /// - Throws: ``ActivationServerError/storage(reason:)``, ``ActivationServerError/unavailable(reason:)``.
+    func storeV4TemporaryKey(_ key: SharedV4TemporaryKey) throws(ActivationServerError)
+    /// The protocol V4 temporary key with that identifier, if it exists and has not expired.
+    /// - Parameters:
+    ///   - temporaryKeyId: the identifier.
+    ///   - now: the current time, ms since 1970.
+    /// - Returns: the key, its secret in fresh secure memory, or `nil`.
+    /// - Throws: ``ActivationServerError/storage(reason:)``, ``ActivationServerError/unavailable(reason:)``.
+    func v4TemporaryKey(_ temporaryKeyId: String, now: Int64) throws(ActivationServerError) -> SharedV4TemporaryKey?
+}
+
+/// A protocol V4 temporary key as ``SharedEphemeralState`` keeps it.
+public struct SharedV4TemporaryKey: Sendable {
+    /// The identifier (UUID).
+    public let temporaryKeyId: String
+    /// `KEY_TEMPORARY_SHARED_SECRET`.
+    public let secret: SecureBytes
+    /// The application it serves.
+    public let applicationKey: String
+    /// The activation it serves, `nil` in application scope.
+    public let activationId: String?
+    /// Expiry, ms since 1970.
+    public let expiresAtMilliseconds: Int64
+
+    /// Creates the value.
+    /// - Parameters:
+    ///   - temporaryKeyId: the identifier.
+    ///   - secret: the shared secret.
+    ///   - applicationKey: the application.
+    ///   - activationId: the activation, or `nil`.
+    ///   - expiresAtMilliseconds: the expiry.
+    public init(
+        temporaryKeyId: String, secret: SecureBytes, applicationKey: String, activationId: String?,
+        expiresAtMilliseconds: Int64
+    ) {
+        self.temporaryKeyId = temporaryKeyId
+        self.secret = secret
+        self.applicationKey = applicationKey
+        self.activationId = activationId
+        self.expiresAtMilliseconds = expiresAtMilliseconds
+    }
 }
 
 /// A temporary key as ``SharedEphemeralState`` keeps it.

@@ -96,6 +96,23 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             at double precision NOT NULL,
             outcome text NOT NULL);
         """,
+        // 3: protocol V4 (EC_P384), as SQLite's step 3: an activation's V4 state is one sealed blob, the V4
+        // master key pair is sealed beside the V3 one; V4 temporary keys are shared like the V3 ones.
+        """
+        ALTER TABLE activation ADD COLUMN v4_nonce bytea;
+        ALTER TABLE activation ADD COLUMN v4_sealed bytea;
+        ALTER TABLE server_configuration ADD COLUMN v4_master_public_key bytea;
+        ALTER TABLE server_configuration ADD COLUMN v4_master_private_nonce bytea;
+        ALTER TABLE server_configuration ADD COLUMN v4_master_private_sealed bytea;
+        CREATE TABLE v4_temporary_key(
+            id text PRIMARY KEY,
+            application_key text NOT NULL,
+            activation_id text,
+            secret_nonce bytea NOT NULL,
+            secret_sealed bytea NOT NULL,
+            expires_at bigint NOT NULL);
+        CREATE INDEX v4_temporary_key_expiry ON v4_temporary_key(expires_at);
+        """,
     ]
 
     /// The schema version this code writes.
@@ -183,6 +200,57 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         }
     }
 
+    /// Loads the stored protocol V4 master key pair, or stores `make()`'s on first use (sealed
+    /// under the storage key, as the V3 master key), under the configuration's advisory lock so
+    /// that instances starting together agree on one.
+    /// - Parameter make: creates a fresh pair.
+    /// - Returns: the pair in force.
+    /// - Throws: ``ReferenceServerError``.
+    public func loadOrStoreV4MasterKey(_ make: () throws(ActivationServerError) -> ECP384KeyPair)
+        throws(ReferenceServerError) -> ECP384KeyPair
+    {
+        let label = Array("SecurePIN server V4 master key v1".utf8)
+        var failure: ReferenceServerError?
+        do throws(PostgresError) {
+            return try pool.transaction { (c) throws(PostgresError) -> ECP384KeyPair in
+                do throws(ReferenceServerError) {
+                    try sql { () throws(PostgresError) in try c.execute("SELECT pg_advisory_xact_lock(7291004)") }
+                    let rows = try sql { () throws(PostgresError) in
+                        try c.query(
+                            """
+                            SELECT v4_master_private_nonce, v4_master_private_sealed FROM server_configuration
+                            WHERE id = 1
+                            """)
+                    }
+                    guard let row = rows.first else { throw .corruptRecord(reason: "no server configuration") }
+                    if let nonce = row[0].bytes, let sealed = row[1].bytes {
+                        let privateKey = try open(nonce: nonce, sealed: sealed, label: label)
+                        do throws(ProtocolError) {
+                            return try ECP384KeyPair(privateKey: privateKey)
+                        } catch {
+                            throw .corruptRecord(reason: "the V4 master key")
+                        }
+                    }
+                    let fresh = try lift(make)
+                    let box = try seal(fresh.privateKey, label: label)
+                    try sql { () throws(PostgresError) in
+                        try c.query(
+                            """
+                            UPDATE server_configuration SET v4_master_public_key = $1, v4_master_private_nonce = $2,
+                            v4_master_private_sealed = $3 WHERE id = 1
+                            """, [.bytes(fresh.publicKey), .bytes(box.nonce), .bytes(box.ciphertext)])
+                    }
+                    return fresh
+                } catch {
+                    failure = error
+                    throw .aborted(reason: "V4 master key")
+                }
+            }
+        } catch {
+            throw failure ?? .storage(reason: Self.describe(error))
+        }
+    }
+
     // MARK: - ServerActivationStore
 
     /// Temporary keys and replay records, in the database.
@@ -197,20 +265,21 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         } catch {
             throw .storage(reason: "sealing the server key failed")
         }
+        let v4 = try v4Values(record)
         try run { () throws(PostgresError) in
             try pool.withConnection { (c) throws(PostgresError) in
                 try c.query(
                     """
                     INSERT INTO activation(id, code, user_id, name, state, server_public_key, server_private_nonce,
                     server_private_sealed, device_public_key, counter, counter_index, failed_attempts,
-                    max_failed_attempts, blocked_until, biometry_enabled)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                    max_failed_attempts, blocked_until, biometry_enabled, v4_nonce, v4_sealed)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
                     """,
                     [
                         .text(record.activationId), .text(record.activationCode), .text(record.userId),
                         .text(record.name), .integer(Int64(record.state.rawValue)),
                         .bytes(record.serverKeyPair.publicKey), .bytes(box.nonce), .bytes(box.ciphertext),
-                    ] + Self.mutableValues(record).dropFirst(2))
+                    ] + Self.mutableValues(record).dropFirst(2) + v4)
             }
         }
     }
@@ -242,8 +311,12 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         try inTransaction { (c) throws(ActivationServerError) -> R in
             var record = try lockedRecord(activationId, on: c)
             let before = Self.mutableValues(record)
+            let beforeV4 = record.v4?.changeMarker
             let result = try body(&record)
-            if Self.mutableValues(record) != before { try write(record, on: c) }
+            // A change that changes nothing (a status read that expires no block) writes nothing.
+            if Self.mutableValues(record) != before || record.v4?.changeMarker != beforeV4 {
+                try write(record, on: c)
+            }
             return result
         }
     }
@@ -417,9 +490,63 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         try run { () throws(PostgresError) in
             try pool.withConnection { (c) throws(PostgresError) in
                 try c.query("DELETE FROM temporary_key WHERE expires_at <= $1", [.integer(now)])
+                try c.query("DELETE FROM v4_temporary_key WHERE expires_at <= $1", [.integer(now)])
                 try c.query("DELETE FROM ecies_replay WHERE forget_at < $1", [.integer(now)])
             }
         }
+    }
+
+    static func v4TemporaryKeyLabel(_ id: String) -> [UInt8] {
+        Array("SecurePIN V4 temporary key v1|".utf8) + Array(id.utf8)
+    }
+
+    func storeV4TemporaryKey(_ key: SharedV4TemporaryKey) throws(ActivationServerError) {
+        let box: AEAD.SealedBox
+        do throws(ReferenceServerError) {
+            box = try seal(key.secret, label: Self.v4TemporaryKeyLabel(key.temporaryKeyId))
+        } catch {
+            throw .storage(reason: "sealing a V4 temporary key failed")
+        }
+        sweepNow(Int64(Date().timeIntervalSince1970 * 1000))
+        try run { () throws(PostgresError) in
+            try pool.withConnection { (c) throws(PostgresError) in
+                try c.query(
+                    """
+                    INSERT INTO v4_temporary_key(id, application_key, activation_id, secret_nonce, secret_sealed,
+                    expires_at) VALUES ($1, $2, $3, $4, $5, $6)
+                    """,
+                    [
+                        .text(key.temporaryKeyId), .text(key.applicationKey),
+                        key.activationId.map { .text($0) } ?? .null, .bytes(box.nonce), .bytes(box.ciphertext),
+                        .integer(key.expiresAtMilliseconds),
+                    ])
+            }
+        }
+    }
+
+    func v4TemporaryKey(_ id: String, now: Int64) throws(ActivationServerError) -> SharedV4TemporaryKey? {
+        let rows = try run { () throws(PostgresError) in
+            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
+                try c.query(
+                    """
+                    SELECT application_key, activation_id, secret_nonce, secret_sealed, expires_at
+                    FROM v4_temporary_key WHERE id = $1 AND expires_at > $2
+                    """, [.text(id), .integer(now)])
+            }
+        }
+        guard let row = rows.first else { return nil }
+        guard let application = row[0].string, let nonce = row[2].bytes, let sealed = row[3].bytes,
+            let expires = row[4].int64
+        else { throw .storage(reason: "a V4 temporary key row does not parse") }
+        let secret: SecureBytes
+        do throws(ReferenceServerError) {
+            secret = try open(nonce: nonce, sealed: sealed, label: Self.v4TemporaryKeyLabel(id))
+        } catch {
+            throw .storage(reason: "a sealed V4 temporary key does not open under this key file")
+        }
+        return SharedV4TemporaryKey(
+            temporaryKeyId: id, secret: secret, applicationKey: application, activationId: row[1].string,
+            expiresAtMilliseconds: expires)
     }
 
     /// Every ``sweepInterval``-th call deletes what expired before `now` (a failure is left to the next sweep).
@@ -449,7 +576,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
     static let selectRecord = """
         SELECT id, code, user_id, name, state, server_public_key, server_private_nonce, server_private_sealed,
         device_public_key, counter, counter_index, failed_attempts, max_failed_attempts, blocked_until,
-        biometry_enabled FROM activation WHERE id = $1
+        biometry_enabled, v4_nonce, v4_sealed FROM activation WHERE id = $1
         """
 
     /// name, state, device key, counter, index, failures, limit, block end, biometry.
@@ -473,14 +600,31 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         return try decodeRecord(row)
     }
 
+    /// The row and its V4 blob in one statement (a V3.3 record keeps its null V4 columns).
     private func write(_ r: ActivationRecord, on c: PostgresConnection) throws(ActivationServerError) {
+        let v4 = try v4Values(r)
         try run { () throws(PostgresError) in
             try c.query(
                 """
                 UPDATE activation SET name = $1, state = $2, device_public_key = $3, counter = $4, counter_index = $5,
-                failed_attempts = $6, max_failed_attempts = $7, blocked_until = $8, biometry_enabled = $9
+                failed_attempts = $6, max_failed_attempts = $7, blocked_until = $8, biometry_enabled = $9,
+                v4_nonce = COALESCE($11::bytea, v4_nonce), v4_sealed = COALESCE($12::bytea, v4_sealed)
                 WHERE id = $10
-                """, Self.mutableValues(r) + [.text(r.activationId)])
+                """, Self.mutableValues(r) + [.text(r.activationId)] + v4)
+        }
+    }
+
+    /// The record's V4 state sealed as SQLite seals it (`V4StateCoding`, same label): nonce and
+    /// ciphertext, or two nulls for a V3.3 record.
+    private func v4Values(_ r: ActivationRecord) throws(ActivationServerError) -> [PostgresValue] {
+        guard let state = r.v4 else { return [.null, .null] }
+        do throws(ReferenceServerError) {
+            let plain = try V4StateCoding.encode(state)
+            defer { plain.destroy() }
+            let box = try seal(plain, label: SQLiteActivationStore.v4Label(r.activationId))
+            return [.bytes(box.nonce), .bytes(box.ciphertext)]
+        } catch {
+            throw .storage(reason: "sealing the V4 state failed")
         }
     }
 
@@ -509,6 +653,15 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         record.failedAttempts = Int(failures)
         record.blockedUntil = row[13].double.map { Date(timeIntervalSince1970: $0) }
         record.biometryEnabled = biometry
+        if let v4Nonce = row[15].bytes, let v4Sealed = row[16].bytes {
+            do throws(ReferenceServerError) {
+                let plain = try open(nonce: v4Nonce, sealed: v4Sealed, label: SQLiteActivationStore.v4Label(id))
+                defer { plain.destroy() }
+                record.v4 = try V4StateCoding.decode(plain)
+            } catch {
+                throw .storage(reason: "the V4 state does not open under this key file")
+            }
+        }
         return record
     }
 
@@ -630,5 +783,13 @@ struct PostgresEphemeralState: SharedEphemeralState {
 
     func acceptOnce(replayKey: [UInt8], forgetAt: Int64, now: Int64) throws(ActivationServerError) -> Bool {
         try store.acceptOnce(replayKey: replayKey, forgetAt: forgetAt, now: now)
+    }
+
+    func storeV4TemporaryKey(_ key: SharedV4TemporaryKey) throws(ActivationServerError) {
+        try store.storeV4TemporaryKey(key)
+    }
+
+    func v4TemporaryKey(_ temporaryKeyId: String, now: Int64) throws(ActivationServerError) -> SharedV4TemporaryKey? {
+        try store.v4TemporaryKey(temporaryKeyId, now: now)
     }
 }

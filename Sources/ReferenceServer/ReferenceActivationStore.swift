@@ -30,24 +30,10 @@ public protocol ReferenceActivationStore: ServerActivationStore {
     /// - Throws: `ActivationServer.ActivationServerError.storage(reason:)`.
     func auditTrail(activationId: String) throws(ActivationServerError) -> [AuditEntry]
     /// Loads the stored protocol V4 master key pair (`EC_P384`), or stores `make()`'s on first
-    /// use. A store that cannot keep V4 state refuses: activations of an `EC_P384` application
-    /// would otherwise lose their V4 keys.
+    /// use (exactly once, however many processes start at the same time).
     /// - Parameter make: creates a fresh pair.
     /// - Returns: the pair in force.
     /// - Throws: ``ReferenceServerError``.
     func loadOrStoreV4MasterKey(_ make: () throws(ActivationServerError) -> ECP384KeyPair)
         throws(ReferenceServerError) -> ECP384KeyPair
-}
-
-extension ReferenceActivationStore {
-    /// The default: this store keeps no protocol V4 state (only `SQLiteActivationStore` does).
-    /// - Parameter make: not called.
-    /// - Returns: never.
-    /// - Throws: ``ReferenceServerError/invalidConfiguration(reason:)``.
-    public func loadOrStoreV4MasterKey(_ make: () throws(ActivationServerError) -> ECP384KeyPair)
-        throws(ReferenceServerError) -> ECP384KeyPair
-    {
-        throw .invalidConfiguration(
-            reason: "EC_P384 (protocol V4) needs the SQLite store: this store does not keep V4 state yet")
-    }
 }

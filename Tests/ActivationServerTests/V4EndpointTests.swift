@@ -280,14 +280,16 @@ struct V4EndpointTests {
                 secret: try SecureBytes.random(count: 32), applicationKey: "a", activationId: nil, expiresAt: expiresAt,
                 nonces: [])
         }
-        #expect(store.insert("k1", try entry(expiresAt: 100), now: 0))
-        #expect(store.insert("k2", try entry(expiresAt: 1_000), now: 0))
-        #expect(!store.insert("k3", try entry(expiresAt: 1_000), now: 50))
-        #expect(store.insert("k3", try entry(expiresAt: 1_000), now: 100))
+        #expect(try store.insert("k1", try entry(expiresAt: 100), now: 0))
+        #expect(try store.insert("k2", try entry(expiresAt: 1_000), now: 0))
+        #expect(try !store.insert("k3", try entry(expiresAt: 1_000), now: 50))
+        #expect(try store.insert("k3", try entry(expiresAt: 1_000), now: 100))
         #expect(store.count == 2)
-        #expect(store.entry("k1", now: 100) == nil)
-        #expect(store.accept(nonce: [1], for: "k2") && store.accept(nonce: [2], for: "k2"))
-        #expect(!store.accept(nonce: [1], for: "k2"))
-        #expect(!store.accept(nonce: [3], for: "k2"))
+        #expect(try store.entry("k1", now: 100) == nil)
+        let k2 = try #require(try store.entry("k2", now: 100))
+        #expect(try store.accept(nonce: [1], for: k2, id: "k2", now: 100))
+        #expect(try store.accept(nonce: [2], for: k2, id: "k2", now: 100))
+        #expect(try !store.accept(nonce: [1], for: k2, id: "k2", now: 100))
+        #expect(try !store.accept(nonce: [3], for: k2, id: "k2", now: 100))
     }
 }

@@ -59,7 +59,7 @@ struct PostgresStorageTests {
         #expect(try Self.query(dsn, "SELECT max(version) FROM schema_version").first?[0].int64 == Int64(newer))
     }
 
-    @Test("four processes' stores opening one empty database at once: one schema, one configuration")
+    @Test("four processes' stores opening one empty database at once: one schema, one configuration, one V4 key")
     func concurrentFirstStart() async throws {
         let dsn = try StoreBackend.freshPostgresDatabase()
         let key = try SecureBytes.random(count: 32)
@@ -73,7 +73,13 @@ struct PostgresStorageTests {
                             try ActivationServerConfiguration(
                                 restoring: key, applicationSecret: secret, masterKeyPair: master)
                         })
-                    return try configuration.configurationString()
+                    // The V4 master key too: one pair, whichever store asks first.
+                    let v4 = try store.loadOrStoreV4MasterKey { () throws(ActivationServerError) in
+                        do throws(ProtocolError) { return try ECP384KeyPair.generate() } catch {
+                            throw .protocolFailure(error)
+                        }
+                    }
+                    return try configuration.configurationString() + Data(v4.publicKey).base64EncodedString()
                 }
             }
             return try await group.reduce(into: [String]()) { $0.append($1) }

@@ -3,17 +3,20 @@ import ActivationHTTP
 import ActivationServer
 import ActivationTestSupport
 import Foundation
+import PostgresStore
 import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
 import TestSupport
 import Testing
 
-@Suite("Protocol V4 (EC_P384) over HTTP against the SQLite reference server")
+@Suite("Protocol V4 (EC_P384) over HTTP against the reference server, on each store")
 struct V4HTTPTests {
-    @Test("activate, status, validate, a counted wrong PIN; a restart keeps the V4 keys, counter and master key")
-    func lifecycleAcrossRestart() async throws {
-        let first = try InProcessServer(algorithm: .ecP384)
+    @Test(
+        "activate, status, validate, a counted wrong PIN; a restart keeps the V4 keys, counter and master key",
+        arguments: StoreBackend.available)
+    func lifecycleAcrossRestart(backend: StoreBackend) async throws {
+        let first = try InProcessServer(backend: backend, algorithm: .ecP384)
         let configuration = first.server.activationServer.configuration
         let configurationString = try first.server.configurationString()
         let transport = try HTTPActivationTransport(
@@ -36,7 +39,7 @@ struct V4HTTPTests {
         #expect(status.state == .active && status.failedAttempts == 1 && !status.isConfirmationPending)
         first.server.stop()
 
-        let second = try InProcessServer(directory: first.directory, algorithm: .ecP384)
+        let second = try InProcessServer(store: first.store, algorithm: .ecP384)
         #expect(try second.server.configurationString() == configurationString)
         let again = try V4TestDevice(
             configuration: second.server.activationServer.configuration,
@@ -64,5 +67,70 @@ struct V4HTTPTests {
         #expect(response.statusCode == 400)
         #expect(String(decoding: response.body, as: UTF8.self).contains("LEGACY_P256"))
         s.server.stop()
+    }
+
+    @Test(
+        "two securepin server EC_P384 processes on one PostgreSQL database: a V4 key from one opens a request at the other",
+        .enabled(if: StoreBackend.clusterConnectionString != nil, StoreBackend.skipReason))
+    func twoInstancesShareV4Keys() async throws {
+        let directory = try ReferenceServerTests.temporaryDirectory()
+        let store = try TestStore(.postgres, directory: directory)
+        let token = try AdminToken.random()
+        try AdminToken.store(token, to: directory + "/admin.token")
+        let instances = try (0..<2).map { _ in
+            try childServer(
+                store: store, tokenFile: directory + "/admin.token", extraArguments: ["--algorithm", "EC_P384"])
+        }
+        defer { for instance in instances { instance.kill9() } }
+        #expect(instances[0].configuration == instances[1].configuration)
+        // The device's view of the application: the configuration both instances agreed on, read back.
+        let reader = try PostgresActivationStore(
+            connectionString: try #require(store.connectionString),
+            storageKey: try ServerKeyFile.load(at: directory + "/server.sqlite.key"))
+        var configuration = try reader.loadOrStoreConfiguration(
+            { () throws(ActivationServerError) in throw .storage(reason: "no stored configuration") },
+            restore: { (key, secret, master) throws(ActivationServerError) in
+                try ActivationServerConfiguration(restoring: key, applicationSecret: secret, masterKeyPair: master)
+            })
+        let master = try reader.loadOrStoreV4MasterKey { () throws(ActivationServerError) in
+            throw .storage(reason: "no stored V4 master key")
+        }
+        try configuration.serve(.ecP384, masterKeyPair: master)
+        let devices = try instances.map { instance in
+            try V4TestDevice(
+                configuration: configuration,
+                transport: try HTTPActivationTransport(
+                    baseEndpointURL: instance.baseURL, client: ActivationClientConfiguration()))
+        }
+        let office = try BackOfficeClient(baseURL: URL(string: instances[1].baseURL)!, token: token)
+        let prepared = try await office.initActivation(userId: "two-instances")
+        #expect(try await devices[0].activate(code: prepared.activationCode).statusCode == 200)
+        try await office.commit(devices[0].activationId)
+        devices[1].activationId = devices[0].activationId
+        devices[1].keys = devices[0].keys
+        devices[1].serverPublicKey = devices[0].serverPublicKey
+
+        // A status request encrypted under a key instance 0 issued, sent to instance 1.
+        let key = try await devices[0].temporaryKey(activation: true)
+        let context = try devices[0].context(key, .genericActivation, activation: true)
+        let (request, nonce) = try context.encryptRequest(
+            try V4TestDevice.secure(Array("{}".utf8)), timestampMilliseconds: devices[0].now)
+        let body = try WireCoding.encode(request)
+        let header = [
+            V4EncryptionHeader.name: V4EncryptionHeader(
+                applicationKey: devices[0].applicationKey, activationId: devices[0].activationId
+            ).value
+        ]
+        let answered = await devices[1].send(V4API.activationStatus.path, headers: header, body: body)
+        #expect(answered.statusCode == 200)
+        let plain = try context.decryptResponse(
+            try WireCoding.decode(V4EncryptedResponse.self, answered.body), nonce: nonce)
+        let status = try WireCoding.decode(V4StatusResponse.self, V4TestDevice.reveal(plain))
+        let blob = try #require(Data(base64Encoded: status.activationStatus).map { [UInt8]($0) })
+        let keys = try #require(devices[0].keys)
+        #expect(try V4StatusBlob(opening: blob, statusMACKey: keys.statusMAC).state == .active)
+        // The same request again, to the instance that issued the key: its nonce was used.
+        let replayed = await devices[0].send(V4API.activationStatus.path, headers: header, body: body)
+        #expect(replayed.statusCode != 200)
     }
 }

@@ -1,5 +1,6 @@
 import ActivationServer
 import Foundation
+import PostgresStore
 import PowerAuthProtocol
 import ReferenceServer
 import SQLiteStore
@@ -7,16 +8,46 @@ import SecureCore
 import TestSupport
 import Testing
 
-@Suite("SQLite storage of protocol V4 state (schema 3)")
+@Suite("Storage of protocol V4 state (SQLite schema 3, PostgreSQL schema 3)")
 struct V4StorageTests {
     static func reveal(_ value: SecureBytes?) -> [UInt8] { value?.withUnsafeBytes { Array($0) } ?? [] }
 
-    @Test("an activation's V4 state is sealed at rest and survives reopening; the counter moves with an attempt")
-    func v4StateRoundTrip() throws {
-        let directory = try temporaryDirectory()
-        let path = directory + "/server.sqlite"
+    /// One backend's database: opened (again) under a storage key, and its raw `v4_sealed` column.
+    struct Database {
+        let backend: StoreBackend
+        let path: String
+        let connectionString: SecureBytes?
+
+        init(_ backend: StoreBackend) throws {
+            self.backend = backend
+            path = try temporaryDirectory() + "/server.sqlite"
+            connectionString = backend == .postgres ? try StoreBackend.freshPostgresDatabase() : nil
+        }
+
+        func open(_ storageKey: SecureBytes) throws -> any ReferenceActivationStore {
+            guard let connectionString else { return try SQLiteActivationStore(path: path, storageKey: storageKey) }
+            return try PostgresActivationStore(connectionString: connectionString, storageKey: storageKey)
+        }
+
+        func sealedV4(_ activationId: String) throws -> [UInt8]? {
+            guard let connectionString else {
+                return try SQLiteDatabase(path: path).query(
+                    "SELECT v4_sealed FROM activation WHERE id = ?", [.text(activationId)]
+                ).first?[0].bytes
+            }
+            return try PostgresPool(connectionString: connectionString).withConnection { (c) throws(PostgresError) in
+                try c.query("SELECT v4_sealed FROM activation WHERE id = $1", [.text(activationId)]).first?[0].bytes
+            }
+        }
+    }
+
+    @Test(
+        "an activation's V4 state is sealed at rest and survives reopening; the counter moves with an attempt",
+        arguments: StoreBackend.available)
+    func v4StateRoundTrip(backend: StoreBackend) throws {
+        let database = try Database(backend)
         let storageKey = try SecureBytes.random(count: 32)
-        let store = try SQLiteActivationStore(path: path, storageKey: storageKey)
+        let store = try database.open(storageKey)
         _ = try store.loadOrStoreConfiguration(
             { () throws(ActivationServerError) in try ActivationServerConfiguration.generate() },
             restore: { (key, secret, master) throws(ActivationServerError) in
@@ -53,7 +84,7 @@ struct V4StorageTests {
             failureBlockDuration: nil)
         #expect(result.accepted)
 
-        let reopened = try SQLiteActivationStore(path: path, storageKey: storageKey)
+        let reopened = try database.open(storageKey)
         let again = try #require(try reopened.fetch(activationId: record.activationId))
         let state = try #require(again.v4)
         #expect(Self.reveal(state.activationSecret) == Self.reveal(secret))
@@ -70,13 +101,10 @@ struct V4StorageTests {
         #expect(masterAgain.publicKey == master.publicKey)
 
         // Sealed: the secret's bytes are nowhere in the file's row, and another key cannot open it.
-        let database = try SQLiteDatabase(path: path)
-        let sealed = try #require(
-            try database.query("SELECT v4_sealed FROM activation WHERE id = ?", [.text(record.activationId)]).first?[0]
-                .bytes)
+        let sealed = try #require(try database.sealedV4(record.activationId))
         let secretBytes = Self.reveal(secret)
         #expect(!(0...(sealed.count - 32)).contains { Array(sealed[$0..<($0 + 32)]) == secretBytes })
-        let stranger = try SQLiteActivationStore(path: path, storageKey: try SecureBytes.random(count: 32))
+        let stranger = try database.open(try SecureBytes.random(count: 32))
         #expect(throws: ActivationServerError.self) { try stranger.fetch(activationId: record.activationId) }
     }
 }
