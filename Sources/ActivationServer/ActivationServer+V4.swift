@@ -429,7 +429,8 @@ extension ActivationServer {
 
     /// Verifies a V4 `X-PowerAuth-Token` for an application request (what an application
     /// server asks): the token, its active V4 activation, the digest (constant time), the
-    /// timestamp within ±5 minutes and the nonce used once.
+    /// timestamp within ±60 s of the server clock (the replay cache's window; upstream allows ±5
+    /// minutes, `docs/protocol-v4.md`) and the nonce used once.
     /// - Parameter value: the header value.
     /// - Returns: the activation and the factors the token was created with.
     /// - Throws: ``ActivationServerError/tokenInvalid``.

@@ -507,6 +507,35 @@ extension SQLiteActivationStore {
         throws(ReferenceServerError) -> ECP384KeyPair
     {
         let label = Array("SecurePIN server V4 master key v1".utf8)
+        if let stored = try storedV4MasterKey(label: label) { return stored }
+        let fresh: ECP384KeyPair
+        do throws(ActivationServerError) {
+            fresh = try make()
+        } catch {
+            throw .activationServer(error)
+        }
+        let box = try seal(fresh.privateKey, label: label)
+        let changed: Int
+        do throws(SQLiteError) {
+            // Only where no key is stored yet: a second process starting on the same file at the
+            // same moment keeps the first one's key instead of replacing it under its feet.
+            changed = try database.run(
+                """
+                UPDATE server_configuration SET v4_master_public_key = ?, v4_master_private_nonce = ?,
+                v4_master_private_sealed = ? WHERE id = 1 AND v4_master_private_sealed IS NULL
+                """, [.blob(fresh.publicKey), .blob(box.nonce), .blob(box.ciphertext)])
+        } catch {
+            throw .storage(reason: "\(error)")
+        }
+        if changed == 1 { return fresh }
+        guard let stored = try storedV4MasterKey(label: label) else {
+            throw .corruptRecord(reason: "the V4 master key")
+        }
+        return stored
+    }
+
+    /// The stored V4 master key, or `nil` when none is stored yet.
+    private func storedV4MasterKey(label: [UInt8]) throws(ReferenceServerError) -> ECP384KeyPair? {
         let rows: [SQLiteRow]
         do throws(SQLiteError) {
             rows = try database.query(
@@ -515,31 +544,13 @@ extension SQLiteActivationStore {
             throw .storage(reason: "\(error)")
         }
         guard let row = rows.first else { throw .corruptRecord(reason: "no server configuration") }
-        if let nonce = row[0].bytes, let sealed = row[1].bytes {
-            let privateKey = try open(nonce: nonce, sealed: sealed, label: label)
-            do throws(ProtocolError) {
-                return try ECP384KeyPair(privateKey: privateKey)
-            } catch {
-                throw .corruptRecord(reason: "the V4 master key")
-            }
-        }
-        let fresh: ECP384KeyPair
-        do throws(ActivationServerError) {
-            fresh = try make()
+        guard let nonce = row[0].bytes, let sealed = row[1].bytes else { return nil }
+        let privateKey = try open(nonce: nonce, sealed: sealed, label: label)
+        do throws(ProtocolError) {
+            return try ECP384KeyPair(privateKey: privateKey)
         } catch {
-            throw .activationServer(error)
+            throw .corruptRecord(reason: "the V4 master key")
         }
-        let box = try seal(fresh.privateKey, label: label)
-        do throws(SQLiteError) {
-            _ = try database.run(
-                """
-                UPDATE server_configuration SET v4_master_public_key = ?, v4_master_private_nonce = ?,
-                v4_master_private_sealed = ? WHERE id = 1
-                """, [.blob(fresh.publicKey), .blob(box.nonce), .blob(box.ciphertext)])
-        } catch {
-            throw .storage(reason: "\(error)")
-        }
-        return fresh
     }
 }
 

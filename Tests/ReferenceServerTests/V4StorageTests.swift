@@ -42,6 +42,41 @@ struct V4StorageTests {
     }
 
     @Test(
+        "SQLite: two stores on one file that both find no V4 master key keep the first one stored, not their own",
+        arguments: [StoreBackend.sqlite])
+    func v4MasterKeyFirstStoreWins(backend: StoreBackend) throws {
+        let database = try Database(backend)
+        let storageKey = try SecureBytes.random(count: 32)
+        let first = try database.open(storageKey)
+        let second = try database.open(storageKey)
+        _ = try first.loadOrStoreConfiguration(
+            { () throws(ActivationServerError) in try ActivationServerConfiguration.generate() },
+            restore: { (key, secret, master) throws(ActivationServerError) in
+                try ActivationServerConfiguration(restoring: key, applicationSecret: secret, masterKeyPair: master)
+            })
+        func generate() throws(ActivationServerError) -> ECP384KeyPair {
+            do throws(ProtocolError) { return try ECP384KeyPair.generate() } catch { throw .protocolFailure(error) }
+        }
+        // The second store finds none and generates; before it writes, the first stores its own. (On
+        // PostgreSQL this interleaving cannot happen: the key is made under an advisory lock, and
+        // `PostgresStorageTests.concurrentFirstStart` shows four stores agreeing on one key.)
+        var firstKey: ECP384KeyPair?
+        let kept = try second.loadOrStoreV4MasterKey { () throws(ActivationServerError) in
+            do throws(ReferenceServerError) {
+                firstKey = try first.loadOrStoreV4MasterKey { () throws(ActivationServerError) in try generate() }
+            } catch {
+                throw .storage(reason: "\(error)")
+            }
+            return try generate()
+        }
+        #expect(kept.publicKey == firstKey?.publicKey)
+        let again = try database.open(storageKey).loadOrStoreV4MasterKey { () throws(ActivationServerError) in
+            try generate()
+        }
+        #expect(again.publicKey == firstKey?.publicKey)
+    }
+
+    @Test(
         "an activation's V4 state is sealed at rest and survives reopening; the counter moves with an attempt",
         arguments: StoreBackend.available)
     func v4StateRoundTrip(backend: StoreBackend) throws {
