@@ -162,18 +162,9 @@ extension ActivationService {
         let response = try decodePlaintext(
             try v4Open(answer, context: context, nonce: nonce, path: endpoint.path), V4UpgradeStartResponse.self,
             path: endpoint.path)
-        guard let server = Base64.decode(response.serverPublicKeys.ecdsa), server.count == 97,
-            (try? ECP384KeyPair.validate(publicKey: server)) != nil,
-            let counter = try? V4HashCounter(base64: response.ctrData)
-        else { throw .invalidResponse(reason: "upgrade/start: malformed field") }
-        let secret: SecureBytes
-        do throws(ProtocolError) {
-            secret = try V4SharedSecret.finish(kem, response: response.sharedSecretResponse)
-        } catch {
-            throw .invalidResponse(reason: "upgrade/start: the shared secret does not complete")
-        }
-        defer { secret.destroy() }
-        let tree = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        let (server, counter, tree) = try v4CompleteExchange(
+            kem, response: response.sharedSecretResponse, serverKey: response.serverPublicKeys.ecdsa,
+            ctrData: response.ctrData, step: "upgrade/start")
         defer { tree.destroy() }
         let newKeys = try LocalV4Keys(tree)
         do {

@@ -28,6 +28,27 @@ extension ActivationService {
         }
     }
 
+    /// The common end of `activation/create` and `upgrade/start`: the server's P-384 key (97 bytes, on
+    /// the curve), its `CTR_DATA`, and the key tree of the completed shared secret.
+    func v4CompleteExchange(
+        _ kem: V4SharedSecretClientContext, response: V4SharedSecretResponse, serverKey: String, ctrData: String,
+        step: String
+    ) throws(ActivationError) -> (server: [UInt8], counter: V4HashCounter, tree: V4ActivationKeys) {
+        guard let server = Base64.decode(serverKey), server.count == 97,
+            (try? ECP384KeyPair.validate(publicKey: server)) != nil,
+            let counter = try? V4HashCounter(base64: ctrData)
+        else { throw .invalidResponse(reason: "\(step): malformed field") }
+        let secret: SecureBytes
+        do throws(ProtocolError) {
+            secret = try V4SharedSecret.finish(kem, response: response)
+        } catch {
+            throw .invalidResponse(reason: "\(step): the shared secret does not complete")
+        }
+        defer { secret.destroy() }
+        let tree = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        return (server, counter, tree)
+    }
+
     static func loadV4(_ configuration: ActivationConfiguration, storage: any DeviceActivationStorage)
         throws(ActivationError) -> V4ClientActivation?
     {
@@ -142,19 +163,12 @@ extension ActivationService {
             try v4OpenResponse(layer1.activationData, context: inner, nonce: innerNonce, path: path),
             V4ActivationLayer2Response.self, path: path)
         guard v4 == nil else { throw .invalidActivationState(reason: "an activation already exists") }
-        guard (try? AuthorizationHeader.validateActivationId(layer2.activationId)) != nil,
-            let server = Base64.decode(layer2.serverPublicKeys.ecdsa), server.count == 97,
-            (try? ECP384KeyPair.validate(publicKey: server)) != nil,
-            let counter = try? V4HashCounter(base64: layer2.ctrData)
-        else { throw .invalidResponse(reason: "activation/create: malformed field") }
-        let secret: SecureBytes
-        do throws(ProtocolError) {
-            secret = try V4SharedSecret.finish(kem, response: layer2.sharedSecretResponse)
-        } catch {
-            throw .invalidResponse(reason: "activation/create: the shared secret does not complete")
+        guard (try? AuthorizationHeader.validateActivationId(layer2.activationId)) != nil else {
+            throw .invalidResponse(reason: "activation/create: malformed field")
         }
-        defer { secret.destroy() }
-        let tree = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        let (server, counter, tree) = try v4CompleteExchange(
+            kem, response: layer2.sharedSecretResponse, serverKey: layer2.serverPublicKeys.ecdsa,
+            ctrData: layer2.ctrData, step: "activation/create")
         defer { tree.destroy() }
         let newKeys = try LocalV4Keys(tree)
         let wrapped = try v4Wrap(tree.knowledge, password: password)
