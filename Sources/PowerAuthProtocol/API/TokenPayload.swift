@@ -21,34 +21,7 @@ public enum TokenPayload {
         guard secret.count == secretByteCount else {
             throw .invalidLength(field: "tokenSecret", expected: secretByteCount, actual: secret.count)
         }
-        let prefix = Array("{\"tokenId\":\"\(tokenId)\",\"tokenSecret\":\"".utf8)
-        let suffix = Array("\"}".utf8)
-        let encodedCount = 24
-        let out = try lift { () throws(SecureCoreError) in
-            try SecureBytes(count: prefix.count + encodedCount + suffix.count)
-        }
-        secret.withUnsafeBytes { source in
-            out.withUnsafeMutableBytes { target in
-                for (i, byte) in prefix.enumerated() { target[i] = byte }
-                var position = prefix.count
-                var index = 0
-                while index < source.count {
-                    let b0 = source[index]
-                    let b1 = index + 1 < source.count ? source[index + 1] : 0
-                    let b2 = index + 2 < source.count ? source[index + 2] : 0
-                    let sextets = [b0 >> 2, (b0 & 0x03) << 4 | b1 >> 4, (b1 & 0x0F) << 2 | b2 >> 6, b2 & 0x3F]
-                    let emitted = index + 2 < source.count ? 4 : (index + 1 < source.count ? 3 : 2)
-                    for j in 0..<4 {
-                        target[position + j] =
-                            j < emitted ? ConstantTimeEncoding.base64Character(sextets[j]) : UInt8(ascii: "=")
-                    }
-                    position += 4
-                    index += 3
-                }
-                for (i, byte) in suffix.enumerated() { target[position + i] = byte }
-            }
-        }
-        return out
+        return try V4SecretJSON.encode(fields: [("tokenId", tokenId)], secretName: "tokenSecret", secret: secret)
     }
 
     /// Reads `tokenId` and `tokenSecret` from the decrypted response.

@@ -288,7 +288,7 @@ public struct V4AuthorizationHeader: Sendable, Equatable {
 
 /// A JSON object with one secret string member, written into secure memory:
 /// `{"name1":"value1",…,"secretName":"<Base64 of the secret>"}` (public values must need no
-/// escaping). For `token/create` (`tokenId`, `tokenSecret`) and `vault/unlock`
+/// escaping). For `token/create` (`tokenId`, `tokenSecret`; V3.3 through `TokenPayload` too) and `vault/unlock`
 /// (`vaultEncryptionKey`) responses.
 public enum V4SecretJSON {
     /// Writes the object.
