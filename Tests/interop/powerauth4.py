@@ -677,7 +677,7 @@ def selftest(d):
 
     # ES384 JWS JSON (the only ES384 signatures in any vector source) and the HMAC request JWS
     ok = total = 0
-    jv = _load(os.path.join(d, "extracted"), "TemporaryKeyTest_JWS_Vectors.json")
+    jv = _load(d, "TemporaryKeyTest_JWS_Vectors.json")
     for c in jv["cases"]:
         if "signingKey" in c:
             total += 1
@@ -694,7 +694,7 @@ def selftest(d):
                 ok += 1
             except (ValueError, KeyError):
                 pass
-    report("extracted/TemporaryKeyTest_JWS_Vectors.json (HMAC request JWS, ES384 of the response JWS)", ok, total)
+    report("TemporaryKeyTest_JWS_Vectors.json (HMAC request JWS, ES384 of the response JWS)", ok, total)
 
     # No vector exists for the final shared secret, auth codes, status blob or fingerprint:
     # a round trip shows only self-consistency (README, "Where we had to guess").
