@@ -589,6 +589,33 @@ def scenario(a):
             got = obj.get("vaultEncryptionKey") or (obj.get("responseObject") or {}).get("vaultEncryptionKey")
             ck.check("vault/unlock %s: the key equals our KDF of KDK_VAULT" % kid, got is not None and pa.b64d(got) == mine,
                      repr(sorted(obj)))
+    # replay of a whole accepted signed + encrypted request (same body, same authorization header)
+    e = c.e2ee("activation", pa.SH1["vault_unlock"])
+    body = dumps(e.encrypt_request(dumps({"keyIdentifier": "KDK_APP_VAULT_2FA", "reason": "FETCH_ENCRYPTION_KEY"})))
+    h = c.auth("possession_knowledge", "/pa/vault/unlock", body)
+    if c.signed_enc_header:
+        h.update(c.encryption_header("activation"))
+    r1 = c.post("/pa/v4/vault/unlock", body, h)
+    r2 = c.post("/pa/v4/vault/unlock", body, h)
+    ck.check("vault/unlock replayed verbatim: the first answered, the replay refused 4xx", r1.ok() and refused_cleanly(r2),
+             "%r / %r" % (r1, r2))
+    e, _, r = c.signed_encrypted("/pa/v4/vault/unlock", "/pa/vault/unlock", pa.SH1["vault_unlock"], "possession_knowledge",
+                                 dumps({"keyIdentifier": "KEK_DEVICE_PRIVATE", "reason": "FETCH_ENCRYPTION_KEY"}),
+                                 mutate=tamper)
+    ck.check("vault/unlock with a broken E2EE body and a right code refused 4xx", refused_cleanly(r), repr(r))
+    e, _, r = c.signed_encrypted("/pa/v4/vault/unlock", "/pa/vault/unlock", pa.SH1["vault_unlock"], "possession_knowledge",
+                                 dumps({"keyIdentifier": "KEK_DEVICE_PRIVATE", "reason": "FETCH_ENCRYPTION_KEY"}),
+                                 mutate=old)
+    ck.check("vault/unlock sealed 10 minutes ago, right code: refused 4xx", refused_cleanly(r), repr(r))
+    e, _, r = c.signed_encrypted("/pa/v4/vault/unlock", "/pa/vault/unlock", pa.SH1["vault_unlock"], "possession_knowledge",
+                                 dumps({"keyIdentifier": "NO_SUCH_KEY", "reason": "FETCH_ENCRYPTION_KEY"}))
+    ck.check("vault/unlock of an unknown keyIdentifier refused 4xx", refused_cleanly(r), repr(r))
+    st = ck.run("activation/status after the refused vault requests", lambda: c.read_status())
+    if st:
+        ck.check("refused E2EE bodies and replays under a right code count no failure", st[0]["failedAttempts"] == 0, repr(st[0]))
+    r = c.validate("possession_knowledge")
+    ck.check("auth/validate after the refused requests: the client's counter is still inside the look-ahead window",
+             r.ok(), repr(r))
     e, _, r = c.signed_encrypted("/pa/v4/vault/unlock", "/pa/vault/unlock", pa.SH1["vault_unlock"], "possession",
                                  dumps({"keyIdentifier": "KEK_DEVICE_PRIVATE", "reason": "FETCH_ENCRYPTION_KEY"}))
     ck.check("vault/unlock with a possession-only code refused 401 (2FA)", r.status == 401 and refused_cleanly(r), repr(r))
@@ -635,6 +662,8 @@ def scenario(a):
     ck.check("back office: REMOVED after activation/remove", d.get("state") == "REMOVED", repr(d))
     r = c.validate("possession_knowledge")
     ck.check("auth/validate on a removed activation: 401", r.status == 401, repr(r))
+
+    print("note - decrypted response keys seen: %s" % json.dumps(c.last_shapes, sort_keys=True))
 
     # ---- blocking ------------------------------------------------------------------------------------
     b = Client(a.url, a.config)
