@@ -56,6 +56,7 @@ enum Help {
             ("change-pin", "replace the PIN (the current one is counted like an unlock)"),
             ("status", "failures, throttle and PIN format, without a PIN"),
             ("destroy", "wipe and remove the vault"),
+            ("migrate-store", "put the vault's pepper in the keyring (the files stay; crash-safe)"),
         ],
         "kdf": [
             ("hash", "Argon2id of standard input (like Debian's argon2 tool)"),
@@ -187,8 +188,13 @@ enum Help {
             options:
               --vault DIR          the vault directory: created 0700, or an existing empty one of
                                    yours with mode 0700 (its mode is never changed)
-              --store S            files (the default); keyring is refused for now: a vault
-                                   keeps its sealed secret and its record in DIR only
+              --store S            auto (default) or files: the files in DIR alone; keyring: the
+                                   files in DIR and a pepper in the Secret Service, which the PIN
+                                   slot and the failure record need (a copy of DIR alone cannot
+                                   be guessed offline; a backup of DIR alone no longer restores)
+              --keychain-vault NAME  the pepper item's service attribute (default
+                                   io.securepin.VaultPepper; its key is the vault's identifier)
+              --access-group G     the pepper item's access-group attribute (default: private)
               --pin-fd N           read the PIN from descriptor N (one line) instead of the terminal
               --complexity C       the PIN format, recorded in the vault and applied at every
                                    unlock and PIN change: digits-4, digits-6, digits-4-8 (default)
@@ -226,8 +232,11 @@ enum Help {
 
             options:
               --vault DIR       the vault directory
-              --store S         files (the default); keyring is refused for now: a vault
-                                keeps its sealed secret and its record in DIR only
+              --store S         auto (default): where the vault keeps its pepper (the
+                                Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                                (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
               --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
               --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
@@ -243,8 +252,11 @@ enum Help {
 
             options:
               --vault DIR      the vault directory
-              --store S        files (the default); keyring is refused for now: a vault
-                               keeps its sealed secret and its record in DIR only
+              --store S        auto (default): where the vault keeps its pepper (the
+                               Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                               (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
               --pin-fd N       read the current PIN from descriptor N
               --new-pin-fd N   read the new PIN from descriptor N (else typed twice on the terminal)
               --reject-weak    refuse a weak new PIN (default: warn and go on)
@@ -264,8 +276,11 @@ enum Help {
 
             options:
               --vault DIR     the vault directory
-              --store S       files (the default); keyring is refused for now: a vault
-                              keeps its sealed secret and its record in DIR only
+              --store S       auto (default): where the vault keeps its pepper (the
+                              Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                              (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
               --json          one JSON object (snake_case keys)
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault (its lockout counter is read from it)
@@ -285,8 +300,11 @@ enum Help {
 
             options:
               --vault DIR     the vault directory
-              --store S       files (the default); keyring is refused for now: a vault
-                              keeps its sealed secret and its record in DIR only
+              --store S       auto (default): where the vault keeps its pepper (the
+                              Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                              (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
               --yes           do not ask (needed when standard input is not a terminal)
               --pin-fd N      prove the PIN (read from descriptor N) and remove the server record
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
@@ -294,6 +312,29 @@ enum Help {
 
             example:
               securepin vault destroy --vault ~/.myvault --yes
+            """,
+            "vault migrate-store": """
+            usage: securepin vault migrate-store --vault DIR [--pin-fd N] [--keychain-vault NAME] [--access-group G]
+
+            Moves a software vault to --store keyring: a new random pepper is stored in the Secret
+            Service and read back, then the vault's PIN slot is rewritten under it (a PIN change to
+            the same PIN: counted like an unlock, crash-safe) and the old key half is destroyed in
+            place. The files stay in DIR. A crash leaves a vault that opens from its files alone or
+            with the keyring's pepper; never one that needs a pepper the keyring lacks. Exit 0 moved
+            (or already there), 3 when the keyring is locked, 1 without a Secret Service.
+
+            options:
+              --vault DIR      the vault directory
+              --store S        auto (default) or keyring: the destination (files is refused)
+              --keychain-vault NAME  the pepper item's service attribute
+                               (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --bind B         software: refuse (exit 2) a vault bound otherwise
+              --tcti STRING    the TPM (a TPM-bound vault is refused: its TPM counts already)
+
+            example:
+              securepin vault migrate-store --vault ~/.myvault
             """,
             "kdf hash": """
             usage: securepin kdf hash --salt-hex HEX -t N -k KiB [-p N] [-l BYTES] [--encoded] [--allow-empty]

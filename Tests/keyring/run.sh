@@ -10,7 +10,10 @@
 #      client biometry-add, a possession_biometry signature, biometry-remove; refused on files;
 #   5. the keychain names given on the command line (--keychain-* NAME, --possession-key,
 #      --biometry-key): secret-tool search finds the items under them and nothing under the seed's;
-#   6. the login collection locked: the CLI and the Swift store give the typed "locked" error.
+#   6. securepin vault --store keyring: the files in the vault directory, a pepper in the keyring;
+#      a copy of the directory without the keyring does not open; destroy removes both; vault
+#      migrate-store moves a file vault, and the old vault file no longer opens;
+#   7. the login collection locked: the CLI and the Swift store give the typed "locked" error.
 # The daemon, the server and the bus are stopped on exit, whatever happens.
 # Usage: Tests/keyring/run.sh BUILD_DIR PATH/TO/securepin   (make test-keyring)
 set -uo pipefail
@@ -314,7 +317,85 @@ check "client status with the seed's names does not see it -> 2" 2 $?
 "$B" client status "${N[@]}" --keychain-status "" >/dev/null 2>"$work/err"
 check "an empty keychain name is refused -> 2" 2 $?
 
-# 6. The collection locked: a typed error, never "no activation".
+# 6. The vault: its files in DIR (the key file destroyed in place is the promised erasure), its
+# pepper in the keyring (the PIN slot and the failure record need it).
+P=io.securepin.VaultPepper
+KDF=(-t 2 -k 19456)
+nobus() { env -u DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR=/nonexistent "$@"; }
+printf 'vault-secret-42' | "$B" vault init --vault "$work/vk" --store keyring "${KDF[@]}" --pin-fd 3 \
+    3<"$work/pin" >"$work/vinit.out"
+check "vault init --store keyring" 0 $?
+vid=$(sed -n 's/.*its pepper in the keyring: service .*, key \([0-9a-f]*\))$/\1/p' "$work/vinit.out")
+[[ ${#vid} == 32 ]]
+check "vault init names the pepper item's key, the vault's identifier ($vid)" 0 $?
+search service "$P" key "$vid" instance securepin-vault >"$work/vault.items"
+[[ $(grep -cx "attribute.service = $P" "$work/vault.items") == 1 ]]
+check "secret-tool search: one pepper item under $P, key = the vault's identifier" 0 $?
+echo "secret-tool search service $P key $vid (secret lines left out):"
+cat "$work/vault.items"
+[[ $("$B" vault unlock --vault "$work/vk" --pin-fd 3 3<"$work/pin") == vault-secret-42 ]]
+check "vault unlock (--store auto finds the pepper in the keyring)" 0 $?
+"$B" vault status --vault "$work/vk" --json >"$work/vst.json"
+[[ $(jq -r .store "$work/vst.json") == keyring && $(jq -r .keyring_item "$work/vst.json") == "$P $vid" ]]
+check "vault status --json: store keyring, the item" 0 $?
+"$B" vault unlock --vault "$work/vk" --store files --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "vault unlock --store files of a keyring vault -> 2" 2 $?
+grep -q "keeps its pepper in the keyring" "$work/err"
+check "vault unlock --store files: says the pepper is in the keyring" 0 $?
+python3 - "$work/vk" "$vid" <<'PY'
+import base64, os, subprocess, sys
+directory, vid = sys.argv[1], sys.argv[2]
+pepper = subprocess.run(["secret-tool", "lookup", "service", "io.securepin.VaultPepper", "key", vid,
+                         "instance", "securepin-vault"], capture_output=True, check=True).stdout
+assert len(pepper) == 32, "the pepper item is not 32 bytes"
+forms = [pepper, pepper.hex().encode(), base64.b64encode(pepper), base64.b64encode(pepper).rstrip(b"=")]
+for name in os.listdir(directory):
+    data = open(os.path.join(directory, name), "rb").read()
+    assert not any(f in data for f in forms), f"the pepper is in {name}"
+PY
+check "the pepper (raw, hex or base64) is in no file of the vault directory" 0 $?
+cp -a "$work/vk" "$work/vk-copy"
+nobus "$B" vault unlock --vault "$work/vk-copy" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "a copy of the directory without the keyring does not open -> 1" 1 $?
+"$B" vault unlock --vault "$work/vk-copy" --keychain-vault other.Service --pin-fd 3 3<"$work/pin" \
+    >/dev/null 2>"$work/err"
+check "a keyring without its pepper item does not open it -> 2" 2 $?
+grep -q "holds no pepper for the vault" "$work/err"
+check "vault unlock: the keyring holds no pepper for it" 0 $?
+printf '8642' >"$work/newpin"
+"$B" vault change-pin --vault "$work/vk" --pin-fd 3 --new-pin-fd 4 3<"$work/pin" 4<"$work/newpin" >/dev/null
+check "vault change-pin of a keyring vault" 0 $?
+[[ $("$B" vault unlock --vault "$work/vk" --pin-fd 3 3<"$work/newpin") == vault-secret-42 ]]
+check "vault unlock with the new PIN" 0 $?
+"$B" vault destroy --vault "$work/vk" --yes >"$work/vdestroy.out"
+check "vault destroy of a keyring vault" 0 $?
+grep -q "removed from the keyring: the pepper (service $P, key $vid)" "$work/vdestroy.out" &&
+    [[ ! -e $work/vk && -z $(search service "$P" key "$vid") ]]
+check "vault destroy: the files and the pepper item are gone" 0 $?
+
+printf 'moved-secret' | "$B" vault init --vault "$work/vm" --store files "${KDF[@]}" --pin-fd 3 3<"$work/pin" \
+    >/dev/null
+check "vault init --store files" 0 $?
+cp "$work/vm/vault" "$work/vm-old-vault"
+"$B" vault migrate-store --vault "$work/vm" --pin-fd 3 3<"$work/pin" >"$work/vmig.out"
+check "vault migrate-store" 0 $?
+mid=$(sed -n 's/.*key \([0-9a-f]\{32\}\))$/\1/p' "$work/vmig.out")
+[[ -n $(search service "$P" key "$mid") ]]
+check "vault migrate-store: the pepper item is in the keyring ($mid)" 0 $?
+[[ $("$B" vault unlock --vault "$work/vm" --pin-fd 3 3<"$work/pin") == moved-secret ]]
+check "vault unlock after migrate-store" 0 $?
+nobus "$B" vault unlock --vault "$work/vm" --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+check "after migrate-store the directory alone does not open -> 1" 1 $?
+cp -a "$work/vm" "$work/vm-rolled-back"
+cp "$work/vm-old-vault" "$work/vm-rolled-back/vault"
+nobus "$B" vault unlock --vault "$work/vm-rolled-back" --store files --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+check "the vault file from before migrate-store no longer opens (its key half destroyed) -> 2" 2 $?
+"$B" vault migrate-store --vault "$work/vm" --pin-fd 3 3<"$work/pin" >"$work/vmig.out"
+check "vault migrate-store again -> 0" 0 $?
+grep -q "^already in the keyring" "$work/vmig.out"
+check "vault migrate-store again: already in the keyring" 0 $?
+
+# 7. The collection locked: a typed error, never "no activation".
 secrets Lock "array:objpath:$collection" >/dev/null
 check "the login collection is locked" 0 $?
 "$B" client status "${C[@]}" --store keyring >/dev/null 2>"$work/err"
@@ -325,6 +406,20 @@ check "client status: the keyring is locked (not 'no activation')" 0 $?
 check "client status (auto) on a locked keyring -> 3" 3 $?
 "$B" client biometry-add "${C[@]}" --store keyring --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
 check "client biometry-add on a locked keyring -> 3" 3 $?
+"$B" vault unlock --vault "$work/vm" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "vault unlock of a keyring vault on a locked keyring -> 3" 3 $?
+grep -q "is locked: unlock it" "$work/err"
+check "vault unlock: the keyring is locked" 0 $?
+printf 'x' | "$B" vault init --vault "$work/vl" --store keyring "${KDF[@]}" --pin-fd 3 3<"$work/pin" \
+    >/dev/null 2>&1
+check "vault init --store keyring on a locked keyring -> 3" 3 $?
+[[ ! -e $work/vl ]]
+check "vault init on a locked keyring: no directory created" 0 $?
+printf 'y' | "$B" vault init --vault "$work/vl2" --store files "${KDF[@]}" --pin-fd 3 3<"$work/pin" >/dev/null
+"$B" vault migrate-store --vault "$work/vl2" --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+check "vault migrate-store on a locked keyring -> 3" 3 $?
+[[ $("$B" vault unlock --vault "$work/vl2" --pin-fd 3 3<"$work/pin") == y ]]
+check "vault migrate-store on a locked keyring: the vault still opens from its files" 0 $?
 "$B" client validate "${N[@]}" --factors possession_biometry >/dev/null 2>"$work/err"
 check "client validate --factors possession_biometry on a locked keyring -> 3" 3 $?
 grep -q "is locked: unlock it" "$work/err"
