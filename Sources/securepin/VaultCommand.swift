@@ -456,7 +456,11 @@ enum VaultCommand {
             enforcer =
                 "the server at \(s.serverLocation ?? "?") (counts every OPRF evaluation, blocks at its maximum)"
         case .software:
-            enforcer = "this vault's failure record (software; a copy of the directory can be guessed offline)"
+            enforcer =
+                peppered == nil
+                ? "this vault's failure record (software; a copy of the directory can be guessed offline)"
+                : "this vault's failure record (software; a copy of the directory can be guessed offline only "
+                    + "with the keyring's pepper)"
         }
         let format = PinFormat(s.pinFormat)
         if json {
