@@ -49,6 +49,8 @@ extension VaultCommand {
     struct PepperItem {
         let keyring: KeyringVaultPepper
         let id: String
+        /// False when the keyring holds no item for the vault (destroy only).
+        var found = true
     }
 
     static func parseStore(_ args: inout Arguments) -> StoreOptions {
@@ -62,18 +64,19 @@ extension VaultCommand {
     }
 
     /// Puts the keyring's pepper into `options` when the vault keeps one there.
-    /// - Parameter damagedIsFiles: a vault whose file cannot be read is treated as one without a
-    ///   pepper (destroy must still work on it).
+    /// - Parameter forDestroy: destroy must work on any vault: one whose file cannot be read is
+    ///   treated as one without a pepper, and one whose pepper the keyring lacks (an interrupted
+    ///   init) is destroyed without it.
     /// - Returns: the item, or nil for a vault without a pepper.
     static func attachPepper(
         _ directory: String, _ options: inout PinVault.Options, store: StoreOptions, args: Arguments,
-        damagedIsFiles: Bool = false
+        forDestroy: Bool = false
     ) throws -> PepperItem? {
         let probe = PinVault(directory: directory, options: options)
         guard probe.exists else { return nil }
         let needs: Bool
         do throws(VaultError) { needs = try probe.requiresPepper() } catch {
-            if damagedIsFiles { return nil }
+            if forDestroy { return nil }
             throw error
         }
         guard needs else {
@@ -92,6 +95,7 @@ extension VaultCommand {
             throw KeyringFailure(error: error, note: "nothing was changed")
         }
         guard let pepper else {
+            if forDestroy { return PepperItem(keyring: keyring, id: id, found: false) }
             args.fail(
                 "the keyring holds no pepper for the vault at \(directory) (service \(keyring.service), key \(id); "
                     + "another --keychain-vault or --access-group, or an interrupted vault init): "

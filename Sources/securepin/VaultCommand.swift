@@ -242,7 +242,7 @@ enum VaultCommand {
         // Only a missing vault stops here: a damaged one (say, a destroy interrupted after its key
         // file was overwritten) must still be destroyable.
         guard PinVault(directory: directory, options: options).exists else { throw VaultError.notFound }
-        let peppered = try attachPepper(directory, &options, store: store, args: args, damagedIsFiles: true)
+        let peppered = try attachPepper(directory, &options, store: store, args: args, forDestroy: true)
         defer { options.pepper?.destroy() }
         let vault = PinVault(directory: directory, options: options)
         // The PIN's format, and whether a server keeps a record, when the vault can still be read.
@@ -275,7 +275,9 @@ enum VaultCommand {
         }
         print("vault destroyed: \(directory)")
         print("overwritten in place and removed: \(report.removedFiles.joined(separator: ", "))")
-        if let peppered {
+        if let peppered, !peppered.found {
+            print("no pepper in the keyring for this vault (service \(peppered.keyring.service), key \(peppered.id))")
+        } else if let peppered {
             // The key file's destroyed halves are the erasure; the item goes as one more.
             do throws(ActivationError) { try peppered.keyring.remove(vaultId: peppered.id) } catch {
                 throw KeyringFailure(error: error, note: "the vault's files were destroyed; its pepper item remains")

@@ -362,6 +362,11 @@ check "a copy of the directory without the keyring does not open -> 1" 1 $?
 check "a keyring without its pepper item does not open it -> 2" 2 $?
 grep -q "holds no pepper for the vault" "$work/err"
 check "vault unlock: the keyring holds no pepper for it" 0 $?
+"$B" vault destroy --vault "$work/vk-copy" --keychain-vault other.Service --yes >"$work/vdestroy.out"
+check "a vault whose pepper the keyring lacks (an interrupted init) is still destroyed" 0 $?
+grep -q "^no pepper in the keyring for this vault" "$work/vdestroy.out" && [[ ! -e $work/vk-copy ]] &&
+    [[ -n $(search service "$P" key "$vid") ]]
+check "vault destroy without the item: the files gone, the original's item untouched" 0 $?
 printf '8642' >"$work/newpin"
 "$B" vault change-pin --vault "$work/vk" --pin-fd 3 --new-pin-fd 4 3<"$work/pin" 4<"$work/newpin" >/dev/null
 check "vault change-pin of a keyring vault" 0 $?
