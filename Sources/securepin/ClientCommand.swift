@@ -67,6 +67,9 @@ enum ClientCommand {
         if sub == "upgrade", algorithmName != ProtocolAlgorithm.ecP384.rawValue {
             args.usageError("client upgrade needs --algorithm EC_P384 (the protocol to upgrade to)")
         }
+        if sub == "confirm", algorithmName == ProtocolAlgorithm.legacyP256.rawValue {
+            args.usageError("client confirm needs a V4 --algorithm (protocol V3.3 has no activation/confirm)")
+        }
         guard let url, !url.isEmpty else { args.usageError("--url BASE is required") }
         guard let config, !config.isEmpty else { args.usageError("--config STRING is required") }
         guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
@@ -151,6 +154,13 @@ enum ClientCommand {
                 ? .possessionWithBiometry(prompt: "sign with the keyring's biometry key")
                 : pin.map { .possessionWithPassword($0) } ?? .possession()
             switch sub {
+            case "confirm":
+                guard let current = pin else { args.fail("confirm needs the PIN") }
+                try await service.confirmActivation(password: current)
+                out.emit([
+                    ("activationId", .text(await service.activationIdentifier() ?? "")), ("confirmed", .bool(true)),
+                    ("biometry", .bool(await service.hasBiometryFactor())),
+                ])
             case "validate":
                 try await service.validateSignature(authentication: authentication)
                 out.emit([("accepted", .bool(true)), ("factors", .text(authentication.factorSet.rawValue))])
