@@ -128,6 +128,12 @@ extension ActivationServer {
             switch request.path {
             case V4API.keystoreCreate.path:
                 return try v4CreateTemporaryKey(request, master: master)
+            case V4API.serverStatus.path:
+                return try v4ServerStatus(request)
+            case V4API.userInfo.path:
+                return try v4UserInfo(request)
+            case V4API.activationDetail.path:
+                return try v4ActivationDetail(request)
             case V4API.activationCreate.path:
                 return try v4CreateActivation(request)
             case V4API.activationConfirm.path:
@@ -158,7 +164,7 @@ extension ActivationServer {
             case V4API.tokenRemove.path:
                 let (record, keys, _) = try v4Authenticate(request, V4API.tokenRemove, allowed: nil)
                 keys.destroy()
-                let body = try Self.v4Decode(request.body, V4TokenRemoveRequest.self, enveloped: false)
+                let body = try Self.v4Decode(request.body, V4TokenRemoveRequest.self, enveloped: true)
                 _ = try store.removeToken(tokenId: body.tokenId, activationId: record.activationId)
                 return try Self.ok(TokenRemoveResponse(tokenId: body.tokenId))
             case V4API.passwordChange.path, V4API.biometryAdd.path:
@@ -193,7 +199,8 @@ extension ActivationServer {
     func v4CreateTemporaryKey(_ request: TransportRequest, master: ECP384KeyPair) throws(ActivationServerError)
         -> TransportResponse
     {
-        let message = try Self.v4Decode(request.body, JWTMessage.self, enveloped: false)
+        // Upstream wraps both ways (`ObjectRequest<TemporaryKeyRequest>`); the bare `{"jwt"}` is accepted too.
+        let message = try Self.v4Decode(request.body, JWTMessage.self, enveloped: true)
         guard let claims = try? V4TemporaryKeyJWT.requestClaims(message.jwt), claims.applicationKey == applicationKey,
             !claims.challenge.isEmpty, claims.challenge.utf8.count <= 256
         else { throw .temporaryKeyFailure }
@@ -245,9 +252,7 @@ extension ActivationServer {
                 throw .jwt(error)
             }
         }
-        return TransportResponse(
-            statusCode: 200,
-            body: try protocolStep { () throws(ProtocolError) in try WireCoding.encode(JWTMessage(jwt: json)) })
+        return try Self.ok(JWTMessage(jwt: json))
     }
 
     // MARK: - Encryption
@@ -255,13 +260,19 @@ extension ActivationServer {
     /// Opens a V4 encrypted request: the `X-PowerAuth-Encryption` header's scope, the temporary
     /// key (this application, this scope, not expired), the timestamp window, the AEAD, then
     /// the nonce's first use under the key.
+    /// A signed request (`signed`) may leave the header out, as upstream's SDK does (its
+    /// authorization header names the application and the activation); when present it must match.
     func v4Open(
         _ request: TransportRequest, body: [UInt8], sharedInfo1: V4SharedInfo1,
-        activation: (id: String, keys: V4ActivationKeys)?
+        activation: (id: String, keys: V4ActivationKeys)?, signed: Bool = false
     ) throws(ActivationServerError) -> V4OpenedRequest {
-        guard let value = request.header(V4EncryptionHeader.name), let header = try? V4EncryptionHeader.parse(value),
-            header.applicationKey == applicationKey, header.activationId == activation?.id
-        else { throw .encryptionFailed }
+        if let value = request.header(V4EncryptionHeader.name) {
+            guard let header = try? V4EncryptionHeader.parse(value), header.applicationKey == applicationKey,
+                header.activationId == activation?.id
+            else { throw .encryptionFailed }
+        } else if !signed {
+            throw .encryptionFailed
+        }
         let encrypted = try Self.v4Decode(body, V4EncryptedRequest.self, enveloped: false)
         return try v4Open(encrypted, sharedInfo1: sharedInfo1, activation: activation)
     }
@@ -394,6 +405,68 @@ extension ActivationServer {
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
     }
 
+    // MARK: - status, user/info, activation/detail
+
+    /// `/pa/v4/status`: the clock, the server's name and version, and the algorithms served to the
+    /// application named in the optional request object (none for another application).
+    func v4ServerStatus(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        var algorithms = [configuration.algorithm.rawValue]
+        if !request.body.isEmpty {
+            let body = try Self.v4Decode(request.body, V4ServerStatusRequest.self, enveloped: true)
+            if let key = body.applicationKey, key != applicationKey { algorithms = [] }
+        }
+        return try Self.ok(
+            ServerStatusResponse(
+                serverTime: nowMilliseconds, application: configuration.serverApplication,
+                supportedAlgorithms: algorithms))
+    }
+
+    /// The active V4 activation named by the `X-PowerAuth-Encryption` header, with its keys.
+    func v4HeaderActivation(_ request: TransportRequest) throws(ActivationServerError) -> (
+        ActivationRecord, V4ActivationKeys
+    ) {
+        guard let value = request.header(V4EncryptionHeader.name), let header = try? V4EncryptionHeader.parse(value),
+            let activationId = header.activationId, let record = try store.fetch(activationId: activationId),
+            record.state == .active, let state = record.v4, !state.upgradePending, let secret = state.activationSecret
+        else { throw .encryptionFailed }
+        let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        return (record, keys)
+    }
+
+    /// `/pa/v4/user/info`: the user's claims (`sub`, `jti`, `iat`), the bare map encrypted in
+    /// activation scope as upstream's `UserInfoProvider` answer.
+    func v4UserInfo(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let (record, keys) = try v4HeaderActivation(request)
+        defer { keys.destroy() }
+        let opened = try v4Open(
+            request, body: request.body, sharedInfo1: .genericActivation, activation: (record.activationId, keys))
+        opened.plaintext?.destroy()
+        let claims = UserInfoResponse(
+            sub: record.userId, jti: UUID().uuidString.lowercased(), iat: nowMilliseconds / 1000)
+        return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(claims), opened))
+    }
+
+    /// `/pa/v4/activation/detail`: a V4 MAC token with two factors (`possession_knowledge` or
+    /// `possession_biometry`), then the activation-scope body; the answer is the encrypted
+    /// `{"status":"OK","responseObject":{activationId, activationName}}` as in V3.3.
+    func v4ActivationDetail(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        guard let value = request.header(TokenHeader.name) else { throw .tokenInvalid }
+        let verified = try verifyV4Token(header: value)
+        guard [.possessionKnowledge, .possessionBiometry].contains(verified.factorSet),
+            let record = try store.fetch(activationId: verified.activationId), let state = record.v4,
+            let secret = state.activationSecret
+        else { throw .tokenInvalid }
+        let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        defer { keys.destroy() }
+        let opened = try v4Open(
+            request, body: request.body, sharedInfo1: .genericActivation, activation: (record.activationId, keys),
+            signed: true)
+        opened.plaintext?.destroy()
+        let detail = ActivationDetailResponse(activationId: record.activationId, activationName: record.name)
+        return try Self.v4Encrypted(
+            try v4Seal(try Self.encodePlaintext(ResponseEnvelope(responseObject: detail)), opened))
+    }
+
     // MARK: - token/create, vault/unlock
 
     func v4CreateToken(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
@@ -402,7 +475,8 @@ extension ActivationServer {
             request, V4API.tokenCreate, allowed: [.possession, .possessionKnowledge, .possessionBiometry])
         defer { keys.destroy() }
         let opened = try v4Open(
-            request, body: request.body, sharedInfo1: .tokenCreate, activation: (record.activationId, keys))
+            request, body: request.body, sharedInfo1: .tokenCreate, activation: (record.activationId, keys),
+            signed: true)
         opened.plaintext?.destroy()
         guard let secret = record.v4?.activationSecret else { throw .encryptionFailed }
         let tokenId = UUID().uuidString.lowercased()
@@ -484,7 +558,8 @@ extension ActivationServer {
             allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
         defer { keys.destroy() }
         let opened = try v4Open(
-            request, body: request.body, sharedInfo1: .vaultUnlock, activation: (record.activationId, keys))
+            request, body: request.body, sharedInfo1: .vaultUnlock, activation: (record.activationId, keys),
+            signed: true)
         let body = try Self.decodePlaintext(opened.plaintext, V4VaultUnlockRequest.self)
         opened.plaintext?.destroy()
         guard let key = keys.vaultKey(named: body.keyIdentifier) else {
@@ -551,7 +626,7 @@ extension ActivationServer {
         defer { keys.destroy() }
         let opened = try v4Open(
             request, body: request.body, sharedInfo1: biometry ? .biometryAdd : .passwordChange,
-            activation: (record.activationId, keys))
+            activation: (record.activationId, keys), signed: true)
         let shared = try Self.decodePlaintext(opened.plaintext, V4SharedSecretRequest.self)
         opened.plaintext?.destroy()
         let (response, secret) = try protocolStep { () throws(ProtocolError) in

@@ -64,9 +64,11 @@ package final class V4TestDevice {
             ? try Self.require(keys, "keys").activationTemporaryKeyMAC
             : try V4ActivationKeys.applicationTemporaryKeyMAC(applicationSecret: applicationSecret)
         let jwt = try V4TemporaryKeyJWT.signRequest(claims, key: macKey)
+        // The bare `{"jwt"}` request the server also accepts (the client sends upstream's wrapped one).
         let response = await send(V4API.keystoreCreate.path, body: try WireCoding.encode(JWTMessage(jwt: jwt)))
         guard response.statusCode == 200 else { throw Failure(what: "keystore/create: HTTP \(response.statusCode)") }
-        let message = try WireCoding.decode(JWTMessage.self, response.body)
+        let message = try Self.require(
+            try WireCoding.decode(ResponseEnvelope<JWTMessage>.self, response.body).responseObject, "responseObject")
         let verified = try V4TemporaryKeyJWT.verifyResponse(
             message.jwt, publicKey: activation ? serverPublicKey : masterPublicKey, request: claims, now: Date())
         return (verified.temporaryKeyId, try V4SharedSecret.finish(context, response: verified.sharedSecretResponse))

@@ -311,11 +311,16 @@ extension ActivationService {
             throw .protocolError(.jwt(error))
         }
         let path = V4API.keystoreCreate.path
+        // `ObjectRequest<TemporaryKeyRequest>` / `ObjectResponse<TemporaryKeyResponse>` as upstream; a
+        // bare `{"jwt"}` answer is read too.
         let answer = try await exchange(
             path: path,
-            body: try protocolStep { () throws(ProtocolError) in try WireCoding.encode(JWTMessage(jwt: jwt)) },
+            body: try protocolStep { () throws(ProtocolError) in
+                try WireCoding.encode(RequestEnvelope(requestObject: JWTMessage(jwt: jwt)))
+            },
             headers: [:], authentication: nil)
-        guard let message = try? WireCoding.decode(JWTMessage.self, answer),
+        let wrapped = (try? WireCoding.decode(ResponseEnvelope<JWTMessage>.self, answer))?.responseObject
+        guard let message = wrapped ?? (try? WireCoding.decode(JWTMessage.self, answer)),
             let verified = try? V4TemporaryKeyJWT.verifyResponse(
                 message.jwt, publicKey: verifier, request: claims, now: clock.now())
         else { throw .invalidResponse(reason: "keystore/create: the response does not verify") }
@@ -377,15 +382,18 @@ extension ActivationService {
             try context.encryptRequest(plaintext, timestampMilliseconds: now)
         }
         let body = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(request) }
-        var headers = [
-            V4EncryptionHeader.name: V4EncryptionHeader(
-                applicationKey: configuration.sdkConfiguration.applicationKey,
-                activationId: activation.state.activationId
-            ).value
-        ]
+        // As upstream's SDK: the encryption header goes with unsigned requests only (a signed one
+        // names the application and the activation in its authorization header).
+        var headers: [String: String] = [:]
         if let authentication {
             headers[AuthorizationHeader.name] = try await v4Sign(endpoint, body: body, authentication: authentication)
                 .value
+        } else {
+            headers[V4EncryptionHeader.name] =
+                V4EncryptionHeader(
+                    applicationKey: configuration.sdkConfiguration.applicationKey,
+                    activationId: activation.state.activationId
+                ).value
         }
         let answer = try await exchange(
             path: endpoint.path, body: body, headers: headers, authentication: authentication)
