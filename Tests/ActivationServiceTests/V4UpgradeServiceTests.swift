@@ -28,7 +28,8 @@ struct V4UpgradeServiceTests {
             let v3 = try ActivationService(
                 configuration: try ActivationConfiguration(
                     instanceId: "upgrade", baseEndpointURL: "https://bank.example",
-                    configuration: try legacyConfiguration.configurationString(), knowledgeKeyParameters: .testing),
+                    configuration: try legacyConfiguration.configurationString(), algorithm: "LEGACY_P256",
+                    knowledgeKeyParameters: .testing),
                 storage: storage, transport: InProcessTransport(server: legacy))
             let prepared = try legacy.initActivation(userId: "grace")
             pinCode = try pin("1357")

@@ -13,7 +13,7 @@ func activate(
 ) async throws -> String {
     let configuration = try ActivationConfiguration(
         instanceId: "com.example.bank", baseEndpointURL: "https://bank.example/enrollment-server",
-        configuration: configurationString)  // the string the server prints; public
+        configuration: configurationString, algorithm: "LEGACY_P256")  // the string the server prints; public
     let service = try ActivationService(
         configuration: configuration, storage: try FileActivationStorage(directory: storageDirectory),
         transport: transport, authenticator: nil)

@@ -44,6 +44,7 @@ struct Device {
     init(baseURL: String, configurationString: String, directory: String) throws {
         configuration = try ActivationConfiguration(
             instanceId: "com.example.http", baseEndpointURL: baseURL, configuration: configurationString,
+            algorithm: "LEGACY_P256",
             clientConfiguration: ActivationClientConfiguration(requestTimeout: .seconds(30)),
             knowledgeKeyParameters: .testing)
         transport = try HTTPActivationTransport(configuration: configuration)
