@@ -236,8 +236,11 @@ extension ActivationServer {
         guard (try? V4TemporaryKeyJWT.verifyRequest(message.jwt, key: macKey)) != nil else {
             throw .temporaryKeyFailure
         }
-        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: claims.sharedSecretRequest, algorithm: suite)
+        let (shared, secret): (V4SharedSecretResponse, SecureBytes)
+        do throws(ActivationServerError) {
+            (shared, secret) = try Self.v4Respond(to: claims.sharedSecretRequest, suite: suite)
+        } catch {
+            throw .temporaryKeyFailure
         }
         let now = nowMilliseconds
         let id = UUID().uuidString.lowercased()
@@ -349,9 +352,7 @@ extension ActivationServer {
         guard name.utf8.count <= 255 else { throw .malformedRequest(reason: "activationName is too long") }
         guard let activationId = try store.activationId(forCode: code) else { throw .invalidActivationCode }
         let suite = configuration.algorithm
-        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: inner.sharedSecretRequest, algorithm: suite)
-        }
+        let (shared, secret) = try Self.v4Respond(to: inner.sharedSecretRequest, suite: suite)
         let autoCommit = configuration.autoCommit
         let record = try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
             // Only once, and only an activation prepared for V4 with the suite served now.
@@ -371,6 +372,19 @@ extension ActivationServer {
         let sealedInner = try v4Seal(try Self.encodePlaintext(innerResponse), innerOpened)
         let outerResponse = V4ActivationLayer1Response(activationData: sealedInner)
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(outerResponse), outerOpened))
+    }
+
+    /// The server's half of a shared-secret exchange in `suite`; a request of another suite, or
+    /// one whose keys do not parse, is the client's error (400), not the server's.
+    static func v4Respond(to request: V4SharedSecretRequest, suite: ProtocolAlgorithm)
+        throws(ActivationServerError) -> (V4SharedSecretResponse, SecureBytes)
+    {
+        do throws(ProtocolError) {
+            return try V4SharedSecret.respond(to: request, algorithm: suite)
+        } catch {
+            if case .core = error { throw .protocolFailure(error) }
+            throw .malformedRequest(reason: "the shared-secret request is not a valid \(suite.rawValue) request")
+        }
     }
 
     /// The server's public signing keys of an activation: P-384, and the ML-DSA key's
@@ -539,9 +553,7 @@ extension ActivationServer {
             (try? ECP384KeyPair.validate(publicKey: device)) != nil
         else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
         let suite = configuration.algorithm
-        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: body.sharedSecretRequest, algorithm: suite)
-        }
+        let (shared, secret) = try Self.v4Respond(to: body.sharedSecretRequest, suite: suite)
         var state = try V4ActivationState(algorithm: suite)
         state.activationSecret = secret
         state.devicePublicKey = device
@@ -578,9 +590,7 @@ extension ActivationServer {
         let shared = try Self.decodePlaintext(opened.plaintext, V4SharedSecretRequest.self)
         opened.plaintext?.destroy()
         guard let suite = record.v4?.algorithm else { throw .invalidState(record.state) }
-        let (response, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: shared, algorithm: suite)
-        }
+        let (response, secret) = try Self.v4Respond(to: shared, suite: suite)
         try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
             guard r.state == .active, var state = r.v4 else { throw .invalidState(r.state) }
             if biometry {

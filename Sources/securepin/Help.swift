@@ -38,7 +38,7 @@ enum Help {
     static let commands: [(name: String, summary: String)] = [
         ("demo", "the end-to-end story, one line per step"),
         ("server", "the reference activation server over HTTP"),
-        ("client", "a PowerAuth client (V3.3, or V4 with --algorithm EC_P384): activate, status, validate, ..."),
+        ("client", "a PowerAuth client (V3.3, or V4 incl. the hybrid suites): activate, status, validate, ..."),
         ("doctor", "what protection this machine gives to secrets"),
         ("kdf", "Argon2id: hash standard input, calibrate the cost"),
         ("vault", "a secret sealed under a PIN"),
@@ -69,7 +69,7 @@ enum Help {
             ("token-create", "create a MAC token, kept in the state directory"),
             ("vault-unlock", "fetch and check the vault key with the PIN (never printed)"),
             ("change-pin", "change the PIN: checked by the server; in V4 the server rotates the knowledge key"),
-            ("upgrade", "upgrade this V3.3 activation to V4 (--algorithm EC_P384), crash-safe"),
+            ("upgrade", "upgrade this V3.3 activation to V4 (a V4 --algorithm), crash-safe"),
             ("remove", "remove the activation on the server, then locally"),
             ("migrate-store", "move the activation from the state directory's files to the keyring"),
         ],
@@ -349,8 +349,10 @@ enum Help {
                                     instead of standard error; SIGHUP reopens it
               --ready-file PATH     write the port to PATH once listening (removed at stop);
                                     with NOTIFY_SOCKET set, READY=1 goes to systemd too
-              --algorithm NAME      LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol
-                                    V4: new activations use the /pa/v4 endpoints)
+              --algorithm NAME      LEGACY_P256 (protocol V3.3, default), EC_P384 (protocol V4:
+                                    new activations use the /pa/v4 endpoints), or the hybrid
+                                    post-quantum EC_P384_ML_L3 / EC_P384_ML_L5 (V4 with ML-KEM
+                                    and ML-DSA; the ML-DSA master key is key 03 / 04)
 
             example:
               securepin server --port 0 --db server.sqlite
@@ -379,8 +381,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -405,8 +409,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -428,8 +434,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -454,8 +462,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -479,8 +489,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -497,7 +509,7 @@ enum Help {
 
             Changes the PIN. The current PIN is checked by the server first (a wrong one is
             counted). V3.3 then re-wraps the knowledge key under the new PIN on the device; V4
-            (--algorithm EC_P384) asks the server for a new knowledge key (password/change), wraps
+            (a V4 --algorithm) asks the server for a new knowledge key (password/change), wraps
             it under the new PIN and confirms it once, after which the old PIN no longer works.
 
             options:
@@ -505,8 +517,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -520,21 +534,22 @@ enum Help {
               securepin client change-pin --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 --new-pin-fd 4 3<pin 4<newpin
             """,
             "client upgrade": """
-            usage: securepin client upgrade --url BASE --config STRING --state DIR --algorithm EC_P384 [--pin-fd N]
+            usage: securepin client upgrade --url BASE --config STRING --state DIR [--algorithm NAME] [--pin-fd N]
 
-            Upgrades the stored V3.3 activation to protocol V4 once its server serves EC_P384
+            Upgrades the stored V3.3 activation to protocol V4 once its server serves a V4 suite
             (--config is then the application's new configuration string, with the P-384 key):
             upgrade/start with a V3.3 code and the PIN, the V4 state stored next to the V3.3
             one, upgrade/confirm with a V4 code, then the V4 state replaces the V3.3 state. A
             crash or kill at any point leaves the device working in V3.3 or V4; the next client
-            command with --algorithm EC_P384 finishes (or abandons) a half-done upgrade.
+            command with a V4 --algorithm finishes (or abandons) a half-done upgrade.
 
             options:
               --url BASE       the server's address before /pa/ (http or https)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME EC_P384 (required: the protocol to upgrade to)
+              --algorithm NAME EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5: the protocol to upgrade
+                               to (default EC_P384_ML_L3 when --config offers it)
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating
@@ -557,8 +572,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
               --store S        auto (default: the Secret Service when the session bus offers
                                one, files otherwise), keyring or files
               --access-group G  the keyring items' access-group attribute, shared by cooperating

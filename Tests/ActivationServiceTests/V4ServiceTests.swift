@@ -246,6 +246,23 @@ struct V4ServiceTests {
         #expect(keys.contains(0x02) && keys.contains(0x03) && !keys.contains(0x04))
     }
 
+    @Test("a server serving EC_P384_ML_L3 refuses an EC_P384 key exchange as the client's error (400)")
+    func otherSuiteRefused() async throws {
+        let setup = try Setup(algorithm: .ecP384MLL3)
+        let p384 = try ActivationService(
+            configuration: try ActivationConfiguration(
+                instanceId: "v4", baseEndpointURL: "https://bank.example",
+                configuration: setup.configuration.sdkConfiguration.encoded, algorithm: "EC_P384",
+                knowledgeKeyParameters: .testing),
+            storage: setup.storage, transport: InProcessTransport(server: setup.server))
+        let prepared = try setup.server.initActivation(userId: "peggy")
+        await #expect(throws: ActivationError.server(statusCode: 400, code: TemporaryKeyAPI.errorCode)) {
+            try await p384.createActivation(
+                activationCode: prepared.activationCode, name: "p", password: try pin("1470"))
+        }
+        #expect(try setup.server.activationDetail(prepared.activationId).state == .created)
+    }
+
     @Test("an activation keeps its suite: an EC_P384 device state still works when the server serves EC_P384_ML_L3")
     func activationKeepsItsSuite() async throws {
         var serverConfiguration = try ActivationServerConfiguration.generate()

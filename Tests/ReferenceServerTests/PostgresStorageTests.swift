@@ -2,8 +2,8 @@ import Activation
 import ActivationHTTP
 import ActivationServer
 import Foundation
-import PostgresStore
 import PostQuantum
+import PostgresStore
 import PowerAuthProtocol
 import SecureCore
 import TestSupport
@@ -60,7 +60,9 @@ struct PostgresStorageTests {
         #expect(try Self.query(dsn, "SELECT max(version) FROM schema_version").first?[0].int64 == Int64(newer))
     }
 
-    @Test("four processes' stores opening one empty database at once: one schema, one configuration, one V4 key, one ML-DSA key")
+    @Test(
+        "four processes' stores opening one empty database at once: one schema, one configuration, one V4 key, one ML-DSA key"
+    )
     func concurrentFirstStart() async throws {
         let dsn = try StoreBackend.freshPostgresDatabase()
         let key = try SecureBytes.random(count: 32)
