@@ -23,7 +23,7 @@ extension ActivationService {
     public func signRequest(
         method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication
     ) async throws(ActivationError) -> AuthorizationHeader {
-        if isV4 { throw Self.v4Unsupported("V3.3 headers (use signRequestV4)") }
+        if isV4 { throw v4Unsupported("V3.3 headers (use signRequestV4)") }
         return try await sign(method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
     }
 
@@ -92,7 +92,7 @@ extension ActivationService {
     public func offlineAuthenticationCode(
         uriIdentifier: String, nonce: [UInt8], body: [UInt8], authentication: ActivationAuthentication
     ) async throws(ActivationError) -> String {
-        if isV4 { throw Self.v4Unsupported("offline codes") }
+        if isV4 { throw v4Unsupported("offline codes") }
         guard authentication.factorSet != .possession else {
             throw .invalidActivationState(reason: "an offline code needs a second factor")
         }

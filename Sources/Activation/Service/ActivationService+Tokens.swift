@@ -56,7 +56,7 @@ extension ActivationService {
     /// - Returns: the header.
     /// - Throws: ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)``.
     public func tokenHeader(for token: ActivationToken) throws(ActivationError) -> TokenHeader {
-        if isV4 { throw Self.v4Unsupported("V3.3 token headers") }
+        if isV4 { throw v4Unsupported("V3.3 token headers") }
         let nonce = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
         }
@@ -92,7 +92,7 @@ extension ActivationService {
     /// - Throws: ``ActivationError/authentication`` (token refused), the network and server errors.
     public func fetchActivationDetail(token: ActivationToken) async throws(ActivationError) -> ActivationDetailResponse
     {
-        if isV4 { throw Self.v4Unsupported("the V3.3 activation detail") }
+        if isV4 { throw v4Unsupported("the V3.3 activation detail") }
         let endpoint = ActivationAPI.activationDetail
         let (encryptor, activationId) = try await encryptor(scope: .activation, sharedInfo1: endpoint.sharedInfo1)
         let request = try securePlaintext(EmptyMessage())
@@ -124,7 +124,7 @@ extension ActivationService {
     /// - Returns: the claims.
     /// - Throws: the network and server errors, ``ActivationError/invalidResponse(reason:)``.
     public func fetchUserInfo() async throws(ActivationError) -> UserInfoResponse {
-        if isV4 { throw Self.v4Unsupported("user info") }
+        if isV4 { throw v4Unsupported("user info") }
         let request = try securePlaintext(EmptyMessage())
         defer { request.destroy() }
         let answer = try await sendEncrypted(ActivationAPI.userInfo, plaintext: request, authentication: nil)
@@ -135,7 +135,7 @@ extension ActivationService {
     /// - Returns: the status.
     /// - Throws: the network and server errors.
     public func fetchServerStatus() async throws(ActivationError) -> ServerStatusResponse {
-        if isV4 { throw Self.v4Unsupported("the V3.3 server status") }
+        if isV4 { throw v4Unsupported("the V3.3 server status") }
         return try await send(ActivationAPI.serverStatus, EmptyMessage(), authentication: nil)
     }
 

@@ -59,7 +59,7 @@ extension ActivationService {
         if upgrade != nil, try await resolvePendingUpgrade() == .upgraded { return }
         guard v4 == nil else { throw .invalidActivationState(reason: "the activation speaks V4 already") }
         guard let current = record else { throw .missingActivation }
-        guard current.biometryEnabled != true else { throw Self.v4Unsupported("the upgrade with biometry on") }
+        guard current.biometryEnabled != true else { throw v4Unsupported("the upgrade with biometry on") }
         guard password.length > 0 else { throw .protocolError(.emptyPIN) }
         let pending = try await v4StartUpgrade(current, password: password)
         try interrupt(at: .started, pending.keys)

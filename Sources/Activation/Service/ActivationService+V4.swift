@@ -14,9 +14,10 @@ extension ActivationService {
     /// The V4 path: a V4 configuration, unless a V3.3 activation (one to upgrade) is loaded.
     var isV4: Bool { configuration.algorithm.isV4 && record == nil }
 
-    static func v4Unsupported(_ what: String) -> ActivationError {
+    /// What the V4 client does not do, named with the configured suite.
+    func v4Unsupported(_ what: String) -> ActivationError {
         .protocolError(
-            .unsupportedAlgorithm(name: ProtocolAlgorithm.ecP384.rawValue, missing: "\(what) in the V4 client"))
+            .unsupportedAlgorithm(name: configuration.algorithm.rawValue, missing: "\(what) in the V4 client"))
     }
 
     /// The P-384 master key of the configuration string (key `0x02`).
@@ -148,7 +149,7 @@ extension ActivationService {
     {
         guard v4 == nil else { throw .invalidActivationState(reason: "an activation already exists") }
         guard password.length > 0 else { throw .protocolError(.emptyPIN) }
-        guard !enableBiometry else { throw Self.v4Unsupported("biometry") }
+        guard !enableBiometry else { throw v4Unsupported("biometry") }
         let sdk = configuration.sdkConfiguration
         let code = try protocolStep { () throws(ProtocolError) in
             let code = try ActivationCode(parsing: activationCode)

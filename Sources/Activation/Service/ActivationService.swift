@@ -30,7 +30,7 @@ public actor ActivationService {
     var keys: LocalActivationKeys?
     /// Temporary encryption keys (3.3), one per scope, until shortly before they expire.
     var temporaryKeys: [ECIES.Scope: TemporaryEncryptionKey] = [:]
-    /// The V4 (`EC_P384`) activation, when the configuration's algorithm is `EC_P384`.
+    /// The V4 activation (any V4 suite), when the configuration's algorithm is a V4 one.
     var v4: V4ClientActivation?
     /// The V4 state of an upgrade from V3.3 the server has not confirmed yet (stored under
     /// `StorageNames.upgradeState` and `upgradeKeys`), while ``record`` is still current.
