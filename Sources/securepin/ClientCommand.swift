@@ -83,6 +83,9 @@ enum ClientCommand {
         if sub == "upgrade", !algorithm.isV4 {
             args.usageError("client upgrade needs a V4 --algorithm (EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5)")
         }
+        if sub == "confirm", !algorithm.isV4 {
+            args.usageError("client confirm needs a V4 --algorithm (protocol V3.3 has no activation/confirm)")
+        }
         guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
         if sub == "activate", code == nil { args.usageError("--code CODE is required") }
         if factors.factors.contains(.biometry) {
@@ -150,6 +153,13 @@ enum ClientCommand {
             let authentication: ActivationAuthentication =
                 pin.map { .possessionWithPassword($0) } ?? .possession()
             switch sub {
+            case "confirm":
+                guard let current = pin else { args.fail("confirm needs the PIN") }
+                try await service.confirmActivation(password: current)
+                out.emit([
+                    ("activationId", .text(await service.activationIdentifier() ?? "")), ("confirmed", .bool(true)),
+                    ("biometry", .bool(await service.hasBiometryFactor())),
+                ])
             case "validate":
                 try await service.validateSignature(authentication: authentication)
                 out.emit([("accepted", .bool(true)), ("factors", .text(authentication.factorSet.rawValue))])

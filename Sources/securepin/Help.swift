@@ -64,6 +64,7 @@ enum Help {
         "pin": [("check", "strength flags and the warn/reject verdict for a PIN")],
         "client": [
             ("activate", "activate this device with an activation code and a new PIN"),
+            ("confirm", "V4: confirm the committed activation with the PIN (activation/confirm)"),
             ("status", "the activation's state and failure count, without a PIN"),
             ("validate", "sign and check a PIN with the server (exit 0 accepted, 1 refused)"),
             ("token-create", "create a MAC token, kept in the state directory"),
@@ -503,6 +504,32 @@ enum Help {
 
             example:
               securepin client vault-unlock --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
+            """,
+            "client confirm": """
+            usage: securepin client confirm --url BASE --config STRING --state DIR --algorithm EC_P384 [--pin-fd N]
+
+            Confirms a V4 activation once the server committed it (activation/confirm, signed
+            with the PIN; a wrong PIN is counted). The server clears its confirmation flag and
+            turns biometry on when the activation was created with it. Protocol V3.3 has no
+            confirmation: without a V4 --algorithm this is a usage error (exit 2). Confirming
+            again is harmless.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME EC_P384 (protocol V4; the server must serve it)
+              --store S        auto (default: the Secret Service when the session bus offers
+                               one, files otherwise), keyring or files
+              --access-group G  the keyring items' access-group attribute, shared by cooperating
+                               applications (default: private)
+              --json           one JSON object on standard output
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client confirm --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --algorithm EC_P384 --pin-fd 3 3<pin
             """,
             "client change-pin": """
             usage: securepin client change-pin --url BASE --config STRING --state DIR [--pin-fd N] [--new-pin-fd M]

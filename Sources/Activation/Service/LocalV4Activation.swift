@@ -28,6 +28,12 @@ struct LocalV4State: Codable, Equatable {
     var biometryEnabled: Bool?
     /// The enrolled-set fingerprint when biometry was added (to invalidate after a change).
     var enrolledSetFingerprint: String?
+    /// The authenticator account of the biometry key when it is not the configured one (an
+    /// upgrade from V3.3 stores the V4 key beside the V3.3 key until the server confirmed).
+    var biometryAccount: String?
+    /// `true` from `activation/create` until `activation/confirm` answered OK; `nil` in states
+    /// written before the client confirmed (treated as not pending).
+    var confirmationPending: Bool?
     /// The server's ML-DSA public key for this activation (SubjectPublicKeyInfo, Base64): hybrid
     /// suites only; it verifies activation-scope temporary keys beside ``serverPublicKey``.
     var serverPostQuantumPublicKey: String?
