@@ -2,7 +2,7 @@
 # securepin server --algorithm EC_P384_ML_L3 (and _L5) with securepin client over loopback HTTP: the
 # configuration string carries the P-384 master key (0x02) and the ML-DSA-65 one (0x03, a
 # SubjectPublicKeyInfo), the client without --algorithm picks EC_P384_ML_L3 (the library default,
-# offered by this string) and runs activate, status, validate, a counted wrong PIN, token-create,
+# offered by this string) and runs activate, confirm, status, validate, a counted wrong PIN, token-create,
 # vault-unlock, change-pin and remove; a restart keeps both master keys; an EC_P384_ML_L5 server
 # publishes 0x04 instead, and a client asking for a suite whose key the string lacks is refused.
 # Usage: Tests/cli/server-v4-hybrid.sh PATH/TO/securepin
@@ -94,6 +94,9 @@ check "client activate (hybrid): the activation id, PENDING_COMMIT" 0 $?
 [[ $(jq -r .responseObject.fingerprint <<<"$(admin detail "{\"activationId\":\"$id\"}")") == "$(jq -r .fingerprint "$work/act.json")" ]]
 check "the back office shows the fingerprint the device shows" 0 $?
 admin commit "{\"activationId\":\"$id\"}" >/dev/null
+"$B" client confirm "${C[@]}" --json --pin-fd 3 3<"$work/pin" >"$work/conf.json"
+[[ $(jq -r .confirmed "$work/conf.json") == true ]]
+check "client confirm (hybrid): activation/confirm with the PIN" 0 $?
 "$B" client status "${C[@]}" --json >"$work/st.json"
 [[ $(jq -r .state "$work/st.json") == ACTIVE ]]
 check "client status (hybrid): ACTIVE" 0 $?
