@@ -232,8 +232,10 @@ test-cli: deps
 ## session bus (dbus-run-session) and a throw-away gnome-keyring-daemon (data and runtime directories
 ## in $(BUILD_DIR)/keyring-test, unlocked with a test password on stdin), runs the ActivationKeyringTests
 ## suites with the keyring case on, drives securepin client --store keyring against securepin server
-## (secret-tool search, no secret in any file), client migrate-store, and a locked collection; it
-## stops the daemon, the server and the bus on exit.
+## (secret-tool search, no secret in any file), the keyring's biometry factor (V3.3, and V4 against a
+## second EC_P384 server), the keychain names given as options, securepin vault --store keyring and
+## vault migrate-store, client migrate-store, and a locked collection; it stops the daemon, the
+## servers and the bus on exit.
 test-keyring: deps
 	@mkdir -p $(BUILD_DIR)/test-logs
 	$(SWIFT) build --build-tests
