@@ -57,6 +57,7 @@ enum ServerBench {
         let base = "http://127.0.0.1:\(server.port ?? 0)"
         let configuration = try ActivationConfiguration(
             instanceId: "bench", baseEndpointURL: base, configuration: try server.configurationString(),
+            algorithm: "LEGACY_P256",
             knowledgeKeyParameters: .testing)
         let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "BENCH")))
 

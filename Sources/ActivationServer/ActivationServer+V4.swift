@@ -1,4 +1,5 @@
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 import Synchronization
@@ -114,15 +115,17 @@ extension ActivationServer {
     /// Every V4 path.
     static let v4Paths: Set<String> = Set(V4API.all.map(\.path))
 
-    /// Answers one V4 request (`docs/protocol-v4.md`); only for an application that serves
-    /// `EC_P384`.
+    /// Answers one V4 request (`docs/protocol-v4.md`); only for an application that serves a
+    /// protocol V4 suite (`EC_P384`, `EC_P384_ML_L3`, `EC_P384_ML_L5`).
     func respondV4(to request: TransportRequest) -> TransportResponse {
         let methods: Set<String> = request.path == V4API.validate.path ? ["GET", "POST", "PUT", "DELETE"] : ["POST"]
         guard methods.contains(request.method) else {
             return Self.error(405, ActivationAPI.ErrorCode.request, "method not allowed")
         }
         do throws(ActivationServerError) {
-            guard configuration.algorithm == .ecP384, let master = configuration.v4MasterKeyPair else {
+            guard configuration.algorithm.isV4, let master = configuration.v4MasterKeyPair,
+                configuration.algorithm.signatureParameterSet == configuration.v4PostQuantumMasterKeyPair?.parameterSet
+            else {
                 throw .malformedRequest(reason: "this application serves LEGACY_P256 (protocol V3.3) only")
             }
             switch request.path {
@@ -206,6 +209,10 @@ extension ActivationServer {
         else { throw .temporaryKeyFailure }
         let macKey: SecureBytes
         let signer: ECP384KeyPair
+        let postQuantumSigner: MLDSA.KeyPair?
+        // The activation's own suite in activation scope (an activation keeps the suite it was
+        // created with), the application's in application scope.
+        let suite: ProtocolAlgorithm
         if let activationId = claims.activationId {
             // Also while the commit is pending: the device reads its status with such a key.
             guard let record = try store.fetch(activationId: activationId),
@@ -218,19 +225,29 @@ extension ActivationServer {
                 try lift { () throws(SecureCoreError) in try keys.activationTemporaryKeyMAC.copy() }
             }
             signer = state.serverKeyPair
+            postQuantumSigner = try state.postQuantumKeyPair()
+            suite = state.algorithm
         } else {
             let secret = applicationSecret
             macKey = try protocolStep { () throws(ProtocolError) in
                 try V4ActivationKeys.applicationTemporaryKeyMAC(applicationSecret: secret)
             }
             signer = master
+            postQuantumSigner = configuration.v4PostQuantumMasterKeyPair
+            suite = configuration.algorithm
         }
-        defer { macKey.destroy() }
+        defer {
+            macKey.destroy()
+            if claims.activationId != nil { postQuantumSigner?.destroy() }
+        }
         guard (try? V4TemporaryKeyJWT.verifyRequest(message.jwt, key: macKey)) != nil else {
             throw .temporaryKeyFailure
         }
-        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: claims.sharedSecretRequest, algorithm: .ecP384)
+        let (shared, secret): (V4SharedSecretResponse, SecureBytes)
+        do throws(ActivationServerError) {
+            (shared, secret) = try Self.v4Respond(to: claims.sharedSecretRequest, suite: suite)
+        } catch {
+            throw .temporaryKeyFailure
         }
         let now = nowMilliseconds
         let id = UUID().uuidString.lowercased()
@@ -247,7 +264,7 @@ extension ActivationServer {
             expiresAtMilliseconds: expires)
         let json = try protocolStep { () throws(ProtocolError) -> String in
             do throws(JWTError) {
-                return try V4TemporaryKeyJWT.signResponse(response, keyPair: signer)
+                return try V4TemporaryKeyJWT.signResponse(response, keyPair: signer, postQuantum: postQuantumSigner)
             } catch {
                 throw .jwt(error)
             }
@@ -345,13 +362,12 @@ extension ActivationServer {
         let name = inner.activationName ?? ""
         guard name.utf8.count <= 255 else { throw .malformedRequest(reason: "activationName is too long") }
         guard let activationId = try store.activationId(forCode: code) else { throw .invalidActivationCode }
-        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: inner.sharedSecretRequest, algorithm: .ecP384)
-        }
+        let suite = configuration.algorithm
+        let (shared, secret) = try Self.v4Respond(to: inner.sharedSecretRequest, suite: suite)
         let autoCommit = configuration.autoCommit
         let record = try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
-            // Only once, and only an activation prepared for V4.
-            guard r.state == .created, var state = r.v4 else { throw .invalidActivationCode }
+            // Only once, and only an activation prepared for V4 with the suite served now.
+            guard r.state == .created, var state = r.v4, state.algorithm == suite else { throw .invalidActivationCode }
             state.activationSecret = secret
             state.devicePublicKey = device
             state.confirmationPending = true
@@ -363,11 +379,33 @@ extension ActivationServer {
         guard let state = record.v4 else { throw .invalidActivationCode }
         let innerResponse = V4ActivationLayer2Response(
             activationId: record.activationId, sharedSecretResponse: shared,
-            serverPublicKeys: V4PublicKeys(ecdsa: Base64.encode(state.serverKeyPair.publicKey)),
-            ctrData: state.counter.base64)
+            serverPublicKeys: try Self.v4PublicKeys(state), ctrData: state.counter.base64)
         let sealedInner = try v4Seal(try Self.encodePlaintext(innerResponse), innerOpened)
         let outerResponse = V4ActivationLayer1Response(activationData: sealedInner)
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(outerResponse), outerOpened))
+    }
+
+    /// The server's half of a shared-secret exchange in `suite`; a request of another suite, or
+    /// one whose keys do not parse, is the client's error (400), not the server's.
+    static func v4Respond(to request: V4SharedSecretRequest, suite: ProtocolAlgorithm)
+        throws(ActivationServerError) -> (V4SharedSecretResponse, SecureBytes)
+    {
+        do throws(ProtocolError) {
+            return try V4SharedSecret.respond(to: request, algorithm: suite)
+        } catch {
+            if case .core = error { throw .protocolFailure(error) }
+            throw .malformedRequest(reason: "the shared-secret request is not a valid \(suite.rawValue) request")
+        }
+    }
+
+    /// The server's public signing keys of an activation: P-384, and the ML-DSA key's
+    /// SubjectPublicKeyInfo for a hybrid suite.
+    static func v4PublicKeys(_ state: V4ActivationState) throws(ActivationServerError) -> V4PublicKeys {
+        let postQuantum = try state.postQuantumKeyPair()
+        defer { postQuantum?.destroy() }
+        return V4PublicKeys(
+            ecdsa: Base64.encode(state.serverKeyPair.publicKey),
+            mldsa: postQuantum.map { Base64.encode($0.publicKeyInfo) })
     }
 
     // MARK: - activation/status
@@ -589,10 +627,9 @@ extension ActivationServer {
         guard let device = Base64.decode(body.devicePublicKeys.ecdsa), device.count == 97,
             (try? ECP384KeyPair.validate(publicKey: device)) != nil
         else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
-        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: body.sharedSecretRequest, algorithm: .ecP384)
-        }
-        var state = try V4ActivationState(algorithm: .ecP384)
+        let suite = configuration.algorithm
+        let (shared, secret) = try Self.v4Respond(to: body.sharedSecretRequest, suite: suite)
+        var state = try V4ActivationState(algorithm: suite)
         state.activationSecret = secret
         state.devicePublicKey = device
         state.confirmationPending = false
@@ -607,8 +644,7 @@ extension ActivationServer {
         }
         let response = V4UpgradeStartResponse(
             sharedSecretResponse: shared,
-            serverPublicKeys: V4PublicKeys(ecdsa: Base64.encode(fresh.serverKeyPair.publicKey)),
-            ctrData: fresh.counter.base64)
+            serverPublicKeys: try Self.v4PublicKeys(fresh), ctrData: fresh.counter.base64)
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
     }
 
@@ -629,9 +665,8 @@ extension ActivationServer {
             activation: (record.activationId, keys), signed: true)
         let shared = try Self.decodePlaintext(opened.plaintext, V4SharedSecretRequest.self)
         opened.plaintext?.destroy()
-        let (response, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: shared, algorithm: .ecP384)
-        }
+        guard let suite = record.v4?.algorithm else { throw .invalidState(record.state) }
+        let (response, secret) = try Self.v4Respond(to: shared, suite: suite)
         try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
             guard r.state == .active, var state = r.v4 else { throw .invalidState(r.state) }
             if biometry {

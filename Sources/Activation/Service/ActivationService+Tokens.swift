@@ -56,7 +56,7 @@ extension ActivationService {
     /// - Returns: the header.
     /// - Throws: ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)``.
     public func tokenHeader(for token: ActivationToken) throws(ActivationError) -> TokenHeader {
-        if isV4 { throw Self.v4Unsupported("V3.3 token headers (use v4TokenHeader(for:))") }
+        if isV4 { throw v4Unsupported("V3.3 token headers (use v4TokenHeader(for:))") }
         let nonce = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
         }

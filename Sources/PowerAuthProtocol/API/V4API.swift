@@ -103,9 +103,16 @@ public enum V4API {
 public struct V4PublicKeys: Codable, Equatable, Sendable {
     /// The P-384 ECDSA public key, Base64.
     public let ecdsa: String
-    /// Wraps the key.
-    /// - Parameter ecdsa: Base64 of the key.
-    public init(ecdsa: String) { self.ecdsa = ecdsa }
+    /// The ML-DSA public key of a hybrid suite, Base64 of its SubjectPublicKeyInfo; absent otherwise.
+    public let mldsa: String?
+    /// Wraps the keys.
+    /// - Parameters:
+    ///   - ecdsa: Base64 of the P-384 key.
+    ///   - mldsa: Base64 of the ML-DSA key's SubjectPublicKeyInfo (hybrid suites), or `nil`.
+    public init(ecdsa: String, mldsa: String? = nil) {
+        self.ecdsa = ecdsa
+        self.mldsa = mldsa
+    }
 }
 
 /// The `/pa/v4/status` request object: the application whose algorithms the answer lists.
