@@ -213,7 +213,13 @@ public final class ActivationServer: Sendable {
 
     /// A fresh activation code (10 random bytes and their CRC-16/ARC in Base32),
     /// signed by the master key for its QR form, as a PowerAuth server issues it.
+    /// A V4 application signs with its P-384 master key (ECDSA-SHA384), as upstream's V4 does.
     func signedActivationCode() throws(ActivationServerError) -> ActivationCode {
+        if configuration.algorithm.isV4, let master = configuration.v4MasterKeyPair {
+            return try protocolStep { () throws(ProtocolError) in
+                try ActivationCode.generate().signedV4(masterKeyPair: master)
+            }
+        }
         let master = configuration.masterKeyPair.privateKey
         return try protocolStep { () throws(ProtocolError) in
             try ActivationCode.generate().signed(masterPrivateKey: master)
@@ -227,7 +233,8 @@ public struct PreparedActivation: Sendable, Equatable {
     public let activationId: String
     /// The code the device activates with, `XXXXX-XXXXX-XXXXX-XXXXX`.
     public let activationCode: String
-    /// Base64 of the master key's ECDSA-SHA256 (DER) signature of ``activationCode``.
+    /// Base64 of the master key's DER signature of ``activationCode``: ECDSA-SHA256 by the P-256
+    /// key (`LEGACY_P256`), ECDSA-SHA384 by the P-384 key (the V4 suites).
     public let activationSignature: String
 
     /// The QR form `CODE#SIGNATURE`, which the client verifies before it activates.

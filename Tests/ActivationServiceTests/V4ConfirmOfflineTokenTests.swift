@@ -176,6 +176,26 @@ struct V4ConfirmOfflineTokenTests {
         await #expect(throws: ActivationError.self) { try await service.fetchActivationDetail(token: token) }
     }
 
+    @Test("the QR form of a V4 code carries an ECDSA-SHA384 signature by key 0x02; a broken one is refused")
+    func activationCodeSignature() async throws {
+        let setup = try Setup()
+        let prepared = try setup.server.initActivation(userId: "stan")
+        let signature = try #require(Base64.decode(prepared.activationSignature))
+        #expect(signature.first == 0x30 && signature.count > 72)  // DER, longer than any P-256 one
+        var broken = signature
+        broken[broken.count - 1] ^= 0x01
+        let service = try setup.service()
+        await #expect(throws: ActivationError.protocolError(.invalidActivationCode(.signatureMismatch))) {
+            try await service.createActivation(
+                activationCode: prepared.activationCode + "#" + Base64.encode(broken), name: "q",
+                password: try pin("8520"))
+        }
+        #expect(try setup.server.activationDetail(prepared.activationId).state == .created)
+        let result = try await service.createActivation(
+            activationCode: prepared.qrText, name: "q", password: try pin("8520"))
+        #expect(result.activationId == prepared.activationId)
+    }
+
     @Test("protocol V3.3 has no activation/confirm: a typed refusal, nothing sent")
     func confirmOnV3() async throws {
         let h = try Harness()

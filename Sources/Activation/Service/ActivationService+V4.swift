@@ -156,9 +156,10 @@ extension ActivationService {
             }
         }
         let sdk = configuration.sdkConfiguration
+        let master = try v4MasterPublicKey
         let code = try protocolStep { () throws(ProtocolError) in
             let code = try ActivationCode(parsing: activationCode)
-            try code.verifySignature(masterServerPublicKey: sdk.masterServerPublicKey)
+            try code.verifyV4Signature(masterPublicKey: master)
             return code
         }
         let device = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }

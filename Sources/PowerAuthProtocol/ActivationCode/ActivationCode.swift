@@ -13,8 +13,9 @@ public struct ActivationCode: Sendable, Equatable, CustomStringConvertible {
     public static let randomByteCount = 10
     /// Characters in a code, dashes included.
     public static let textLength = 23
-    /// Longest accepted QR text: the code, `#`, and the Base64 of a 72-byte DER signature.
-    public static let maximumQRTextLength = textLength + 1 + 96
+    /// Longest accepted QR text: the code, `#`, and the Base64 of a 104-byte DER signature (the
+    /// longest P-384 one; P-256 ones have at most 72 bytes).
+    public static let maximumQRTextLength = textLength + 1 + 140
 
     /// The code, `XXXXX-XXXXX-XXXXX-XXXXX`.
     public let code: String
@@ -112,6 +113,32 @@ public struct ActivationCode: Sendable, Equatable, CustomStringConvertible {
             try P256.verify(signature: signature, message: Array(code.utf8), publicKey: masterServerPublicKey)
         }
         guard valid else { throw .invalidActivationCode(.signatureMismatch) }
+    }
+
+    /// This code signed by the V4 P-384 master key (configuration key `0x02`), as upstream's
+    /// protocol V4 signs it: ECDSA-SHA384 over the UTF-8 text of ``code``, DER. (Upstream's hybrid
+    /// suites add an ML-DSA signature whose encoding in the QR form is not published; none is added.)
+    /// - Parameter masterKeyPair: the P-384 master key pair.
+    /// - Returns: the code with its signature.
+    /// - Throws: ``ProtocolError/core(_:)``.
+    public func signedV4(masterKeyPair: ECP384KeyPair) throws(ProtocolError) -> ActivationCode {
+        let raw = try masterKeyPair.sign(Array(code.utf8))
+        guard let der = ECDSASignatureFormat.der(fromJOSE: raw, componentByteCount: 48) else {
+            throw .core(.internalFailure(status: -1))
+        }
+        return try ActivationCode(validated: code, signature: der)
+    }
+
+    /// Verifies a V4 signature (``signedV4(masterKeyPair:)``), if there is one; a code without one
+    /// passes, as upstream.
+    /// - Parameter masterPublicKey: the configuration's P-384 master key (key `0x02`).
+    /// - Throws: ``ProtocolError/invalidActivationCode(_:)`` with
+    ///   ``ActivationCodeError/signatureMismatch``; ``ProtocolError/invalidKey(field:)``.
+    public func verifyV4Signature(masterPublicKey: [UInt8]) throws(ProtocolError) {
+        guard let signature else { return }
+        guard let raw = ECDSASignatureFormat.jose(fromDER: signature, componentByteCount: 48),
+            try ECP384KeyPair.verify(signature: raw, message: Array(code.utf8), publicKey: masterPublicKey)
+        else { throw .invalidActivationCode(.signatureMismatch) }
     }
 
     /// The QR text: ``code``, then `#` and the Base64 signature when there is one.

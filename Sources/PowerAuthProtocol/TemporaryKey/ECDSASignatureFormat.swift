@@ -1,4 +1,4 @@
-/// Conversion of ECDSA P-256 signatures between DER (`SEQUENCE { INTEGER r, INTEGER s }`,
+/// Conversion of ECDSA P-256 (and P-384: `componentByteCount` 48) signatures between DER (`SEQUENCE { INTEGER r, INTEGER s }`,
 /// what the secure core signs and verifies) and JOSE (`r ‖ s`, each 32 bytes
 /// big-endian, RFC 7518 §3.4, what ES256 puts in a JWS). Signatures are public:
 /// ordinary branches are fine here.
@@ -7,9 +7,11 @@ package enum ECDSASignatureFormat {
     package static let componentByteCount = 32
 
     /// DER → JOSE.
-    /// - Parameter der: a DER signature with short-form lengths (P-256 always fits).
-    /// - Returns: 64 bytes `r ‖ s`, or `nil` for malformed DER or an integer wider than 32 bytes.
-    package static func jose(fromDER der: [UInt8]) -> [UInt8]? {
+    /// - Parameters:
+    ///   - der: a DER signature with short-form lengths (P-256 and P-384 always fit).
+    ///   - componentByteCount: 32 (P-256) or 48 (P-384).
+    /// - Returns: `2 × componentByteCount` bytes `r ‖ s`, or `nil` for malformed DER or a wider integer.
+    package static func jose(fromDER der: [UInt8], componentByteCount: Int = componentByteCount) -> [UInt8]? {
         guard der.count >= 8, der[0] == 0x30, Int(der[1]) == der.count - 2, der[1] < 0x80 else { return nil }
         var index = 2
         var output: [UInt8] = []
@@ -30,9 +32,11 @@ package enum ECDSASignatureFormat {
 
     /// JOSE → DER (minimal integers, a zero byte before a high bit), as the
     /// mobile SDK's `ECDSA_JOSEtoDER` writes it.
-    /// - Parameter jose: 64 bytes `r ‖ s`.
-    /// - Returns: the DER signature, or `nil` unless `jose` has 64 bytes.
-    package static func der(fromJOSE jose: [UInt8]) -> [UInt8]? {
+    /// - Parameters:
+    ///   - jose: `r ‖ s`, `2 × componentByteCount` bytes.
+    ///   - componentByteCount: 32 (P-256) or 48 (P-384).
+    /// - Returns: the DER signature, or `nil` for another length.
+    package static func der(fromJOSE jose: [UInt8], componentByteCount: Int = componentByteCount) -> [UInt8]? {
         guard jose.count == 2 * componentByteCount else { return nil }
         func integer(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
             var value = Array(bytes.drop { $0 == 0 })
