@@ -1,4 +1,5 @@
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 
@@ -138,9 +139,12 @@ public final class ActivationServer: Sendable {
                 activationId: record.activationId)
         }
         if let state = record.v4, let device = state.devicePublicKey {
+            let serverPostQuantum = try? state.postQuantumKeyPair()
+            defer { serverPostQuantum?.destroy() }
             fingerprint = try? V4Fingerprint.compute(
                 algorithm: state.algorithm, devicePublicKey: device, activationId: record.activationId,
-                serverPublicKey: state.serverKeyPair.publicKey)
+                serverPublicKey: state.serverKeyPair.publicKey, devicePostQuantumKey: state.devicePostQuantumPublicKey,
+                serverPostQuantumKey: serverPostQuantum?.publicKey)
         }
         return ActivationDetail(
             activationId: record.activationId, userId: record.userId, state: record.state,

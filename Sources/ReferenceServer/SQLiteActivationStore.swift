@@ -626,7 +626,8 @@ extension SQLiteActivationStore {
 /// `01 ‖ flags(1) ‖ server private (48) ‖ CTR_DATA (32) ‖ u32be(keyGeneration) ‖ then, when their flag
 /// is set, KEY_ACTIVATION_SECRET, knowledge key, next knowledge key, biometry key, next biometry key
 /// (32 bytes each) and the device public key (97)`, then for a hybrid suite the 32-byte seed of the
-/// activation's ML-DSA key. Flags: bit0 confirmation pending, bit1 secret, bit2 device key, bit3 ... bit6
+/// activation's ML-DSA key and, when the device sent one, its raw ML-DSA public key (1,952 or
+/// 2,592 bytes; rows written before devices sent it end at the seed). Flags: bit0 confirmation pending, bit1 secret, bit2 device key, bit3 ... bit6
 /// the four factor keys, bit7 upgrade from V3.3 pending. The first byte names the suite of this one
 /// layout: `01` `EC_P384` (all rows written before the hybrid suites), `02` `EC_P384_ML_L3`, `03`
 /// `EC_P384_ML_L5`. Built and read in secure memory.
@@ -651,7 +652,12 @@ enum V4StateCoding {
         let seed = state.algorithm.signatureParameterSet == nil ? nil : state.postQuantumSeed
         guard (state.algorithm.signatureParameterSet == nil) == (seed == nil), seed.map({ $0.count == 32 }) ?? true
         else { throw .corruptRecord(reason: "the V4 ML-DSA seed") }
-        let count = fixed + 32 * present.count + device.count + (seed == nil ? 0 : 32)
+        let devicePostQuantum = seed == nil ? [] : (state.devicePostQuantumPublicKey ?? [])
+        guard
+            devicePostQuantum.isEmpty
+                || devicePostQuantum.count == state.algorithm.signatureParameterSet?.publicKeyByteCount
+        else { throw .corruptRecord(reason: "the device's ML-DSA key") }
+        let count = fixed + 32 * present.count + device.count + (seed == nil ? 0 : 32) + devicePostQuantum.count
         let out: SecureBytes
         do throws(SecureCoreError) {
             out = try SecureBytes(count: count)
@@ -678,6 +684,8 @@ enum V4StateCoding {
             seed?.withUnsafeBytes { bytes in
                 for i in 0..<32 { target[at + i] = bytes[i] }
             }
+            at += seed == nil ? 0 : 32
+            for (i, byte) in devicePostQuantum.enumerated() { target[at + i] = byte }
         }
         return out
     }
@@ -695,7 +703,9 @@ enum V4StateCoding {
         guard (1...suites.count).contains(Int(header.0)) else { throw bad }
         let algorithm = suites[Int(header.0) - 1]
         let hybrid = algorithm.signatureParameterSet != nil
-        guard plain.count == fixed + 32 * secretCount + (hasDevice ? 97 : 0) + (hybrid ? 32 : 0) else { throw bad }
+        let base = fixed + 32 * secretCount + (hasDevice ? 97 : 0) + (hybrid ? 32 : 0)
+        let devicePostQuantumCount = algorithm.signatureParameterSet?.publicKeyByteCount ?? 0
+        guard plain.count == base || (hybrid && plain.count == base + devicePostQuantumCount) else { throw bad }
         do {
             let privateKey = try SecureBytes(count: 48)
             var secrets: [SecureBytes?] = []
@@ -721,6 +731,8 @@ enum V4StateCoding {
                 }
                 return device
             }
+            let devicePostQuantum: [UInt8]? =
+                plain.count == base ? nil : plain.withUnsafeBytes { Array($0[base..<plain.count]) }
             var state = V4ActivationState(
                 algorithm: algorithm, serverKeyPair: try ECP384KeyPair(privateKey: privateKey),
                 activationSecret: secrets[0], devicePublicKey: device,
@@ -732,6 +744,7 @@ enum V4StateCoding {
             state.keyGeneration = header.3.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
             state.upgradePending = flags & 0x80 != 0
             state.postQuantumSeed = seed
+            state.devicePostQuantumPublicKey = devicePostQuantum
             return state
         } catch {
             throw bad
