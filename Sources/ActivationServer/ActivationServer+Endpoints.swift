@@ -17,6 +17,12 @@ extension ActivationServer {
     /// - Parameter request: the request.
     /// - Returns: the response.
     public func respond(to request: TransportRequest) -> TransportResponse {
+        // One request scope: the request's short-lived secrets (shared secret, factor keys,
+        // opened record) skip the per-use no-access toggling until the answer is ready.
+        SecureMemory.withRequestScope { respondInScope(to: request) }
+    }
+
+    private func respondInScope(to request: TransportRequest) -> TransportResponse {
         if Self.v4Paths.contains(request.path) { return respondV4(to: request) }
         let isValidate = request.path == ActivationAPI.validateSignature.path
         let methods: Set<String> = isValidate ? ["GET", "POST", "PUT", "DELETE"] : [ActivationAPI.method]
