@@ -54,6 +54,9 @@ enum ServerBench {
         var serverAloneCPUMicroseconds: Double
         var storeFetchMicroseconds: Double
         var countedAttemptMicroseconds: Double
+        /// CPU time of the whole process (server, HTTP on both sides, load generator) per request
+        /// of the timed run: with 2 cores, 2,000,000 / this is the most requests per second.
+        var processCPUMicrosecondsPerRequest: Double
     }
 
     struct Setup {
@@ -183,6 +186,10 @@ enum ServerBench {
         // The server alone: the same requests answered by respond(to:) in this thread, no HTTP,
         // one at a time, to show how much of a request's time is the server's own work, and how
         // much of that is CPU (the rest is waiting, mostly for the commit's fsync).
+        if !setup.json {
+            print("  measuring…")
+            fflush(nil)  // every stream: a profiler waits for this line
+        }
         var directFailures = 0
         let directStart = now()
         let directCPUStart = threadCPU()
@@ -210,6 +217,7 @@ enum ServerBench {
         let attemptNs = Double(now() - attemptStart) / Double(requests)
 
         let start = now()
+        let cpuStart = processCPU()
         let outcomes = await withTaskGroup(of: Outcome.self) { group in
             for (transport, headers, _) in plans {
                 group.addTask {
@@ -235,6 +243,7 @@ enum ServerBench {
             return await group.reduce(into: [Outcome]()) { $0.append($1) }
         }
         let elapsed = Double(now() - start) / 1e9
+        let cpuNs = Double(processCPU() - cpuStart)
 
         var latencies = outcomes.flatMap(\.latenciesNs)
         latencies.sort()
@@ -262,7 +271,15 @@ enum ServerBench {
             expectedAcceptedRows: expected, failedAttempts: failedAttempts,
             auditCheck: accepted == expected && auditRows == accepted && failedAttempts == 0,
             serverAloneMicroseconds: directNs / 1000, serverAloneCPUMicroseconds: directCPUNs / 1000,
-            storeFetchMicroseconds: fetchNs / 1000, countedAttemptMicroseconds: attemptNs / 1000)
+            storeFetchMicroseconds: fetchNs / 1000, countedAttemptMicroseconds: attemptNs / 1000,
+            processCPUMicrosecondsPerRequest: cpuNs / Double(max(1, total)) / 1000)
+    }
+
+    /// CPU nanoseconds of the whole process (user and system, every thread).
+    static func processCPU() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
     /// CPU nanoseconds of the calling thread.
@@ -285,6 +302,7 @@ enum ServerBench {
         row("latency p50 ms") { String(format: "%.2f", $0.p50Milliseconds) }
         row("latency p99 ms") { String(format: "%.2f", $0.p99Milliseconds) }
         row("latency max ms") { String(format: "%.2f", $0.maxMilliseconds) }
+        row("process CPU µs/request") { String(format: "%.0f", $0.processCPUMicrosecondsPerRequest) }
         row("non-200 / transport failures") { "\($0.non200) / \($0.transportFailures)" }
         row("audit: accepted rows") { "\($0.acceptedAuditRows) of \($0.auditRows)" }
         row("failed attempts") { "\($0.failedAttempts)" }

@@ -4,7 +4,18 @@ import Testing
 
 /// What `/proc/self/maps` says of the page at `address`: readable, no-access, or not mapped (`nil`).
 private func readable(_ address: UInt) -> Bool? {
-    guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+    // Read to the end with read(2): the file is generated as it is read, and has no size.
+    let fd = open("/proc/self/maps", O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n <= 0 { break }
+        bytes += chunk[0..<n]
+    }
+    let maps = String(decoding: bytes, as: UTF8.self)
     for line in maps.split(separator: "\n") {
         let fields = line.split(separator: " ")
         let range = fields[0].split(separator: "-").compactMap { UInt($0, radix: 16) }
