@@ -454,13 +454,21 @@ extension ActivationServer {
         }
     }
 
+    /// The activation's factor keys, from the cache (a copy) or derived (and a copy cached); the
+    /// caller destroys what it gets. A cache that cannot allocate is passed by, never fatal.
     func factorKeys(_ record: ActivationRecord, devicePublicKey: [UInt8]) throws(ActivationServerError) -> FactorKeys {
-        try protocolStep { () throws(ProtocolError) in
+        let now = clock.now()
+        if let cached = try? factorKeyCache.get(record, devicePublicKey: devicePublicKey, now: now) {
+            return cached
+        }
+        let keys = try protocolStep { () throws(ProtocolError) in
             let master = try crypto.masterSecret(
                 privateKey: record.serverKeyPair.privateKey, peerPublicKey: devicePublicKey)
             defer { master.destroy() }
             return try crypto.factorKeys(masterSecret: master)
         }
+        try? factorKeyCache.put(keys, record: record, devicePublicKey: devicePublicKey, now: now)
+        return keys
     }
 
     // MARK: - Wire helpers
