@@ -231,24 +231,31 @@ test-cli: deps
 ## session bus (dbus-run-session) and a throw-away gnome-keyring-daemon (data and runtime directories
 ## in $(BUILD_DIR)/keyring-test, unlocked with a test password on stdin), runs the ActivationKeyringTests
 ## suites with the keyring case on, drives securepin client --store keyring against securepin server
-## (secret-tool search, no secret in any file), client migrate-store, and a locked collection; it
-## stops the daemon, the server and the bus on exit.
+## (secret-tool search, no secret in any file), the keyring's biometry factor (V3.3, and V4 against a
+## second EC_P384 server), the keychain names given as options, securepin vault --store keyring and
+## vault migrate-store, client migrate-store, and a locked collection; it stops the daemon, the
+## servers and the bus on exit.
 test-keyring: deps
 	@mkdir -p $(BUILD_DIR)/test-logs
 	$(SWIFT) build --build-tests
 	SWIFT=$(SWIFT) Tests/keyring/run.sh $(BUILD_DIR) $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/keyring.log
 
 ## test-interop: SecurePIN against a PowerAuth V3 client and server written in Python from the upstream
-## PowerAuth documents alone (Tests/interop/README.md). The Python side runs in a venv under
-## $(BUILD_DIR)/pyenv with `cryptography` from PyPI, created on first use.
+## PowerAuth documents alone (Tests/interop/README.md), then against a PowerAuth V4 (EC_P384) client
+## written the same way (run4.sh: `securepin server --algorithm EC_P384` in $(BUILD_DIR), always
+## stopped). The Python side runs in a venv under $(BUILD_DIR)/pyenv with `cryptography` and
+## `pycryptodome` (a second KMAC-256 for the V4 self-test) from PyPI, created on first use.
 PYENV := $(BUILD_DIR)/pyenv
 test-interop: deps
 	@mkdir -p $(BUILD_DIR)/test-logs
 	$(SWIFT) build --product securepin
 	@[ -x $(PYENV)/bin/python3 ] || python3 -m venv $(PYENV)
 	@$(PYENV)/bin/python3 -c 'import cryptography' 2>/dev/null || $(PYENV)/bin/pip install -q cryptography
+	@$(PYENV)/bin/python3 -c 'import Crypto.Hash.KMAC256' 2>/dev/null || $(PYENV)/bin/pip install -q pycryptodome
 	INTEROP_LOG_DIR=$(BUILD_DIR)/test-logs/interop \
 	  Tests/interop/run.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop.log
+	BUILD_DIR=$(BUILD_DIR) INTEROP_LOG_DIR=$(BUILD_DIR)/test-logs/interop \
+	  Tests/interop/run4.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop4.log
 
 ## docs: the DocC site of every public module, from the build's symbol graphs, with the articles
 ## (Sources/<Module>/<Module>.docc) whose code the DocSnippetTests target compiles and runs.

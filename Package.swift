@@ -188,7 +188,7 @@ let network: [Target] = [
     // The activation store in the Secret Service (libsecret), and the choice between it and files.
     .target(
         name: "ActivationKeyring",
-        dependencies: ["Activation", "SecureCore", "DurableStorage", "CLibSecret"]),
+        dependencies: ["Activation", "Biometry", "SecureCore", "DurableStorage", "CLibSecret"]),
 ]
 
 /// The shipped tool, the demo of the PIN pad, and the benchmarks (not shipped).
@@ -295,8 +295,8 @@ let testing: [Target] = [
     .testTarget(
         name: "ActivationKeyringTests",
         dependencies: [
-            "Activation", "ActivationKeyring", "ActivationServer", "ActivationTestSupport", "PowerAuthProtocol",
-            "SecureCore", "CLibSecret",
+            "Activation", "ActivationKeyring", "ActivationServer", "ActivationTestSupport", "Biometry",
+            "PowerAuthProtocol", "SecureCore", "CLibSecret",
         ]),
     .testTarget(
         name: "HTTPServerTests",

@@ -528,6 +528,7 @@ extension ActivationServer {
                 throw .upgradeNotAvailable
             }
             r.v4 = fresh
+            if let enable = body.enableBiometry { r.biometryEnabled = enable }
         }
         let response = V4UpgradeStartResponse(
             sharedSecretResponse: shared,
@@ -613,46 +614,77 @@ extension ActivationServer {
             header.applicationKey == applicationKey, header.factorSet.factors.first == .possession
         else { throw .authenticationFailed }
         if let allowed, !allowed.contains(header.factorSet) { throw .authenticationFailed }
+        let appSecret = applicationSecret
+        let (record, keys) = try v4CountCode(
+            header.authenticationCode, activationId: header.activationId, factorSet: header.factorSet, format: .online,
+            upgradeConfirm: endpoint.path == V4API.upgradeConfirm.path
+        ) { () throws(ProtocolError) in
+            try RequestData(
+                method: request.method, uriIdentifier: endpoint.uriIdentifier ?? request.path, nonce: header.nonce,
+                body: request.body
+            ).normalized(applicationSecret: appSecret)
+        }
+        return (record, keys, header.factorSet)
+    }
+
+    /// The common part of every V4 code check: refuses an unknown, inactive or not-V4
+    /// activation without counting, validates with the look-ahead over the current and "next"
+    /// factor keys, records the attempt atomically, settles a "next" key on its first use.
+    /// `data` failing to build counts as a failed code. `upgradeConfirm` admits an activation
+    /// whose upgrade from V3.3 waits for its confirmation (its V4 keys confirm nothing else).
+    func v4CountCode(
+        _ code: String, activationId: String, factorSet: FactorSet, format: V4AuthenticationCodeFormat,
+        upgradeConfirm: Bool, data: () throws(ProtocolError) -> [UInt8]
+    ) throws(ActivationServerError) -> (ActivationRecord, V4ActivationKeys) {
         let now = clock.now()
-        guard var record = try store.fetch(activationId: header.activationId) else { throw .authenticationFailed }
+        guard var record = try store.fetch(activationId: activationId) else { throw .authenticationFailed }
         record.expireBlock(now: now)
         guard record.state == .active, let state = record.v4, let secret = state.activationSecret else {
             throw .authenticationFailed
         }
         // While an upgrade from V3.3 waits, the V4 keys only confirm it.
-        if state.upgradePending, endpoint.path != V4API.upgradeConfirm.path { throw .authenticationFailed }
+        if state.upgradePending, !upgradeConfirm { throw .authenticationFailed }
         let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
-        let appSecret = applicationSecret
         let knowledge = [state.knowledgeKey ?? keys.knowledge] + (state.knowledgeNext.map { [$0] } ?? [])
         let biometry =
             record.biometryEnabled ? [state.biometryKey ?? keys.biometry] + (state.biometryNext.map { [$0] } ?? []) : []
+        let lookAhead = configuration.lookAhead
         let match = try? protocolStep { () throws(ProtocolError) -> V4AuthenticationCodeMatch? in
-            let data = try RequestData(
-                method: request.method, uriIdentifier: endpoint.uriIdentifier ?? request.path, nonce: header.nonce,
-                body: request.body
-            ).normalized(applicationSecret: appSecret)
-            return try V4AuthenticationCode.validate(
-                header.authenticationCode, factorSet: header.factorSet, format: .online, possession: keys.possession,
+            try V4AuthenticationCode.validate(
+                code, factorSet: factorSet, format: format, possession: keys.possession,
                 knowledgeCandidates: knowledge, biometryCandidates: biometry, counter: state.counter,
-                lookAhead: configuration.lookAhead, data: data)
+                lookAhead: lookAhead, data: try data())
         }
         let outcome: AttemptOutcome
         if let found = match ?? nil {
             outcome = .accepted(
                 codeIndex: record.counterIndex + UInt64(found.steps), nextCounter: record.counter,
-                resetsFailures: header.factorSet != .possession)
+                resetsFailures: factorSet != .possession)
         } else {
-            outcome = header.factorSet == .possession ? .rejectedUncounted : .rejected
+            outcome = factorSet == .possession ? .rejectedUncounted : .rejected
         }
-        let result = try store.recordAttempt(
-            activationId: record.activationId, outcome: outcome, now: now,
-            failureBlockDuration: configuration.failureBlockDuration)
+        let result: AttemptResult
+        do throws(ActivationServerError) {
+            result = try store.recordAttempt(
+                activationId: record.activationId, outcome: outcome, now: now,
+                failureBlockDuration: configuration.failureBlockDuration)
+        } catch {
+            keys.destroy()
+            throw error
+        }
         guard result.accepted else {
             keys.destroy()
             throw .authenticationFailed
         }
-        if let found = match ?? nil { try v4SettleFactorKeys(record.activationId, match: found) }
-        return (record, keys, header.factorSet)
+        if let found = match ?? nil {
+            do throws(ActivationServerError) {
+                try v4SettleFactorKeys(record.activationId, match: found)
+            } catch {
+                keys.destroy()
+                throw error
+            }
+        }
+        return (record, keys)
     }
 
     /// Decodes a plain V4 body; `enveloped` also accepts `{"requestObject": …}`.

@@ -178,7 +178,8 @@ public final class ActivationServer: Sendable {
 
     /// Verifies an offline authentication code (decimal components over the
     /// offline data: `POST`, application secret `offline`), counting the
-    /// attempt like any other. Possession alone is refused.
+    /// attempt like any other. Possession alone is refused. A V4 activation's code is checked
+    /// with V4 components (KMAC-256 over the hash-based counter, the same decimalisation).
     /// - Parameters:
     ///   - code: the code as the user typed it (components joined with `-`).
     ///   - activationId: the activation the operation was issued for.
@@ -197,6 +198,18 @@ public final class ActivationServer: Sendable {
             throw .malformedRequest(reason: "component length must be 4 ... 8")
         }
         guard factorSet != .possession else { throw .authenticationFailed }
+        if let state = try store.fetch(activationId: activationId)?.v4, !state.upgradePending {
+            // A V4 activation: V4 components (KMAC-256) over the same offline data.
+            let (record, keys) = try v4CountCode(
+                code, activationId: activationId, factorSet: factorSet, format: .offline(digits: componentLength),
+                upgradeConfirm: false
+            ) { () throws(ProtocolError) in
+                try RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body).normalizedOffline
+            }
+            keys.destroy()
+            return VerifiedAuthorization(
+                activationId: record.activationId, userId: record.userId, factorSet: factorSet)
+        }
         let data = try? RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body).normalizedOffline
         let (record, keys) = try verifyCode(
             code, activationId: activationId, factorSet: factorSet, data: data,

@@ -22,6 +22,10 @@ public enum BiometryType: String, Sendable, Codable, Equatable {
     case touchID
     /// Face recognition (Face ID).
     case faceID
+    /// No sensor at all: the key is kept in the desktop keyring (the Secret Service) and
+    /// released while the user's login keyring is unlocked. The gate is the login secret that
+    /// unlocked it, not a finger or a face; a UI must not show a biometric icon for it.
+    case loginKeyring
 }
 
 /// How the biometric factor behaves (the settings of PowerAuth's `PowerAuthBiometricConfiguration`).

@@ -586,8 +586,17 @@ public struct PinVault: Sendable {
         }
         let key = try recordKey(file)
         defer { key.destroy() }
-        var record = try FailureRecord.decode(bytes, vaultID: file.vaultID, key: key)
-        if record.reconcileClocks(options.clock) {
+        var record: FailureRecord
+        var rewrite = false
+        do throws(VaultError) {
+            record = try FailureRecord.decode(bytes, vaultID: file.vaultID, key: key)
+        } catch {
+            // An interrupted addPepper(_:pin:): the record is rewritten under the pepper.
+            guard let left = try recordLeftByAddPepper(bytes, file) else { throw error }
+            record = left
+            rewrite = true
+        }
+        if record.reconcileClocks(options.clock) || rewrite {
             do throws(VaultError) {
                 try directory.writeFile(
                     VaultDirectory.recordName, try core { () throws(SecureCoreError) in try record.encode(key: key) })

@@ -44,6 +44,9 @@ public enum VaultError: Error, Equatable, Sendable {
     case pinOutsideFormat(VaultPinFormat)
     /// The vault was created with a pepper and none (or another one) was given.
     case pepperRequired
+    /// ``PinVault/addPepper(_:pin:)`` cannot put this vault under a pepper (a TPM- or
+    /// server-bound vault, or a pepper of the wrong size); nothing was changed.
+    case pepperNotSupported(reason: String)
     /// The secret is empty or larger than ``PinVault/maximumSecretByteCount``.
     case invalidSecretSize(Int)
     /// The vault has no biometric slot, or it was invalidated by a change of

@@ -42,7 +42,7 @@ enum ClientCommand {
         var code: String?
         var name: String?
         var factors = FactorSet.possessionKnowledge
-        if sub != "status" {
+        if !["status", "biometry-remove"].contains(sub) {
             format = parseComplexity(&args, default: .fourToEightDigits)
             input = VaultCommand.pinInput(&args, option: "--pin-fd", prompt: "PIN")
         }
@@ -55,10 +55,8 @@ enum ClientCommand {
             name = args.value("--name")
         }
         if sub == "validate", let text = args.value("--factors") {
-            guard let parsed = try? FactorSet(parsing: text) else {
-                args.fail(
-                    "--factors must be possession, possession_knowledge, possession_biometry or "
-                        + "possession_knowledge_biometry, not '\(text)'")
+            guard let parsed = try? FactorSet(parsing: text), parsed != .possessionKnowledgeBiometry else {
+                args.fail("--factors must be possession, possession_knowledge or possession_biometry, not '\(text)'")
             }
             factors = parsed
         }
@@ -69,14 +67,15 @@ enum ClientCommand {
         if sub == "upgrade", algorithmName != ProtocolAlgorithm.ecP384.rawValue {
             args.usageError("client upgrade needs --algorithm EC_P384 (the protocol to upgrade to)")
         }
+        if sub == "confirm", algorithmName == ProtocolAlgorithm.legacyP256.rawValue {
+            args.usageError("client confirm needs a V4 --algorithm (protocol V3.3 has no activation/confirm)")
+        }
         guard let url, !url.isEmpty else { args.usageError("--url BASE is required") }
         guard let config, !config.isEmpty else { args.usageError("--config STRING is required") }
         guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
         if sub == "activate", code == nil { args.usageError("--code CODE is required") }
-        if factors.factors.contains(.biometry) {
-            args.fail("this client has no biometric sensor: use possession or possession_knowledge")
-        }
-        let needsPIN = sub != "status" && !(sub == "validate" && factors == .possession)
+        let needsPIN =
+            !["status", "biometry-remove"].contains(sub) && !(sub == "validate" && factors != .possessionKnowledge)
         if needsPIN { input?.checkAvailable(command: command) }
         newInput?.checkAvailable(command: command)
 
@@ -84,13 +83,28 @@ enum ClientCommand {
         let place: String
         do throws(ActivationError) {
             let configuration = try ActivationConfiguration(
-                instanceId: instance, baseEndpointURL: url, configuration: config, algorithm: algorithmName)
+                instanceId: instance, baseEndpointURL: url, configuration: config, algorithm: algorithmName,
+                biometryKeyAccount: keychain.biometryKey(instanceId: instance))
             let choice = try ActivationStore.open(
                 store, instanceId: instance, directory: state, keychain: keychain)
             place =
                 (choice.kind == .files ? state : "the keyring") + " (store: \(choice.kind.rawValue), \(choice.reason))"
+            if choice.kind == .files, sub.hasPrefix("biometry-") || factors.factors.contains(.biometry) {
+                // No key file pretends to be a biometry factor: the key needs the keyring's gate.
+                CLI.printError(
+                    "securepin: \(command): the biometry factor needs the keyring (--store keyring): its key "
+                        + "is released by the unlocked login keyring, and a key file in \(state) would have no gate; "
+                        + "this activation is in files (store: files, \(choice.reason))")
+                return ExitCode.usage
+            }
+            // The keyring's "biometry": no sensor, the unlocked login keyring is the gate.
+            let authenticator =
+                choice.kind == .keyring
+                ? try KeyringBiometricAuthenticator(keychain: keychain, instanceId: instance) : nil
             let transport = try HTTPActivationTransport(configuration: configuration)
-            service = try ActivationService(configuration: configuration, storage: choice.storage, transport: transport)
+            service = try ActivationService(
+                configuration: configuration, storage: choice.storage, transport: transport,
+                authenticator: authenticator)
         } catch {
             if case .storageLocked = error {
                 CLI.printError("securepin: \(command): \(describe(error))")
@@ -136,8 +150,17 @@ enum ClientCommand {
             let pin = readPIN(needsPIN ? input : nil, format: format, command: command, needed: needsPIN)
             defer { pin?.destroy() }
             let authentication: ActivationAuthentication =
-                pin.map { .possessionWithPassword($0) } ?? .possession()
+                factors == .possessionBiometry
+                ? .possessionWithBiometry(prompt: "sign with the keyring's biometry key")
+                : pin.map { .possessionWithPassword($0) } ?? .possession()
             switch sub {
+            case "confirm":
+                guard let current = pin else { args.fail("confirm needs the PIN") }
+                try await service.confirmActivation(password: current)
+                out.emit([
+                    ("activationId", .text(await service.activationIdentifier() ?? "")), ("confirmed", .bool(true)),
+                    ("biometry", .bool(await service.hasBiometryFactor())),
+                ])
             case "validate":
                 try await service.validateSignature(authentication: authentication)
                 out.emit([("accepted", .bool(true)), ("factors", .text(authentication.factorSet.rawValue))])
@@ -154,6 +177,13 @@ enum ClientCommand {
                 defer { newPIN.destroy() }
                 try await service.finishPasswordChange(newPassword: newPIN, data: data)
                 out.emit([("changed", .bool(true))])
+            case "biometry-add":
+                guard let current = pin else { args.fail("biometry-add needs the PIN") }
+                try await service.addBiometryFactor(password: current)
+                out.emit(biometryFields(await service.biometricStatus(), keychain: keychain, instance: instance))
+            case "biometry-remove":
+                try await service.removeBiometryFactor()
+                out.emit(biometryFields(await service.biometricStatus(), keychain: keychain, instance: instance))
             case "upgrade":
                 guard let current = pin else { args.fail("upgrade needs the PIN") }
                 try await service.upgradeToV4(password: current)
@@ -208,12 +238,41 @@ enum ClientCommand {
         return request
     }
 
-    /// The keychain names: the seed's defaults, with `--access-group G`.
+    /// The keychain names: the seed's defaults, each replaced by its option when given.
     static func parseKeychain(_ args: inout Arguments) -> KeychainConfiguration {
         let group = args.value("--access-group")
-        do throws(ActivationError) { return try KeychainConfiguration(accessGroup: group) } catch {
+        let status = args.value("--keychain-status") ?? KeychainConfiguration.defaultStatus
+        let possession = args.value("--keychain-possession") ?? KeychainConfiguration.defaultPossession
+        let biometry = args.value("--keychain-biometry") ?? KeychainConfiguration.defaultBiometry
+        let tokens = args.value("--keychain-token-store") ?? KeychainConfiguration.defaultTokenStore
+        let possessionKey = args.value("--possession-key") ?? KeychainConfiguration.defaultPossessionKey
+        let biometryKey = args.value("--biometry-key")
+        do throws(ActivationError) {
+            return try KeychainConfiguration(
+                status: status, possession: possession, biometry: biometry, tokenStore: tokens,
+                possessionKey: possessionKey, biometryKey: biometryKey, accessGroup: group)
+        } catch {
             args.fail(describe(error))
         }
+    }
+
+    /// What biometry-add and biometry-remove print: the truth about the factor's gate.
+    static func biometryFields(_ status: ActivationBiometricStatus, keychain: KeychainConfiguration, instance: String)
+        -> [(String, Output.Value)]
+    {
+        [
+            ("biometryConfigured", .bool(status.isBiometricFactorConfigured)),
+            ("biometryType", .text(status.biometryType.rawValue)),
+            ("systemStatus", .text(status.systemStatus.rawValue)),
+            ("service", .text(keychain.keychainInstanceName_Biometry)),
+            ("key", .text(keychain.biometryKey(instanceId: instance))),
+            (
+                "note",
+                .text(
+                    "no sensor: the key is in the keyring and the unlocked login keyring is the gate, "
+                        + "not a finger or a face")
+            ),
+        ]
     }
 
     /// `securepin client migrate-store --state DIR [--instance ID] [--json]`: the activation in
@@ -288,7 +347,11 @@ enum ClientCommand {
         case .storageLocked:
             CLI.printError("securepin: \(command): \(describe(error)); nothing was changed")
             return ExitCode.locked
-        case .protocolError(.invalidActivationCode), .protocolError(.emptyPIN), .wrongParameter, .missingActivation:
+        case .biometryNotAvailable(.lockout):
+            CLI.printError("securepin: \(command): \(describe(error)); nothing was changed")
+            return ExitCode.locked
+        case .protocolError(.invalidActivationCode), .protocolError(.emptyPIN), .wrongParameter, .missingActivation,
+            .biometryNotConfigured, .biometryNotAvailable:
             CLI.printError("securepin: \(command): \(describe(error))")
             return ExitCode.usage
         case .server(_, let code) where code == ActivationAPI.ErrorCode.activation:
@@ -316,6 +379,10 @@ enum ClientCommand {
         case .wrongParameter(let reason): reason
         case .invalidResponse(let reason): "the server's answer is not valid: \(reason)"
         case .storageLocked, .storageUnavailable: ActivationStore.describe(error)
+        case .biometryNotConfigured: "the biometry factor is not added on this device (client biometry-add)"
+        case .biometryNotAvailable(.lockout):
+            "the keyring is locked: unlock it (log in, or unlock the keyring) and try again"
+        case .biometryNotAvailable(let status): "the biometry factor is not available (\(status.rawValue))"
         default: "\(error)"
         }
     }

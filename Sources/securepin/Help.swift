@@ -56,6 +56,7 @@ enum Help {
             ("change-pin", "replace the PIN (the current one is counted like an unlock)"),
             ("status", "failures, throttle and PIN format, without a PIN"),
             ("destroy", "wipe and remove the vault"),
+            ("migrate-store", "put the vault's pepper in the keyring (the files stay; crash-safe)"),
         ],
         "kdf": [
             ("hash", "Argon2id of standard input (like Debian's argon2 tool)"),
@@ -64,12 +65,15 @@ enum Help {
         "pin": [("check", "strength flags and the warn/reject verdict for a PIN")],
         "client": [
             ("activate", "activate this device with an activation code and a new PIN"),
+            ("confirm", "V4: confirm the committed activation with the PIN (activation/confirm)"),
             ("status", "the activation's state and failure count, without a PIN"),
             ("validate", "sign and check a PIN with the server (exit 0 accepted, 1 refused)"),
             ("token-create", "create a MAC token, kept in the state directory"),
             ("vault-unlock", "fetch and check the vault key with the PIN (never printed)"),
             ("change-pin", "change the PIN: checked by the server; in V4 the server rotates the knowledge key"),
             ("upgrade", "upgrade this V3.3 activation to V4 (--algorithm EC_P384), crash-safe"),
+            ("biometry-add", "add the biometry factor: its key in the keyring, gated by the login keyring"),
+            ("biometry-remove", "remove the biometry factor and its keyring item"),
             ("remove", "remove the activation on the server, then locally"),
             ("migrate-store", "move the activation from the state directory's files to the keyring"),
         ],
@@ -148,6 +152,29 @@ enum Help {
     /// The help of a leaf command (`"vault init"`), with the exit codes.
     static func of(_ command: String) -> String { text(command.split(separator: " ").map(String.init)) ?? main }
 
+    /// The keychain names' options (every client command that opens a store).
+    static let keychainNameOptions = """
+          --access-group G  the keyring items' access-group attribute, shared by cooperating
+                           applications (default: private)
+          --keychain-status NAME  the service attribute of the state item
+                           (default io.getlime.PowerAuthKeychain.StatusKeychain)
+          --keychain-possession NAME  the service attribute of the possession keys' item
+                           (default io.getlime.PowerAuthKeychain.PossessionKeychain)
+          --keychain-biometry NAME  the service attribute of the biometry key's item
+                           (default io.getlime.PowerAuthKeychain.BiometryKeychain)
+          --keychain-token-store NAME  the service attribute of the tokens' items
+                           (default io.getlime.PowerAuthKeychain.TokenStore)
+          --possession-key NAME  the key attribute of the possession item (default PA2KeychainKey_Possession)
+          --biometry-key NAME  the key attribute of the biometry item (default the instance id)
+        """
+
+    /// `--store` and the keychain names.
+    static let keyringOptions = """
+          --store S        auto (default: the Secret Service when the session bus offers
+                           one, files otherwise), keyring or files
+        \(keychainNameOptions)
+        """
+
     static var leaf: [String: String] {
         [
             "vault init": """
@@ -162,8 +189,13 @@ enum Help {
             options:
               --vault DIR          the vault directory: created 0700, or an existing empty one of
                                    yours with mode 0700 (its mode is never changed)
-              --store S            files (the default); keyring is refused for now: a vault
-                                   keeps its sealed secret and its record in DIR only
+              --store S            auto (default) or files: the files in DIR alone; keyring: the
+                                   files in DIR and a pepper in the Secret Service, which the PIN
+                                   slot and the failure record need (a copy of DIR alone cannot
+                                   be guessed offline; a backup of DIR alone no longer restores)
+              --keychain-vault NAME  the pepper item's service attribute (default
+                                   io.securepin.VaultPepper; its key is the vault's identifier)
+              --access-group G     the pepper item's access-group attribute (default: private)
               --pin-fd N           read the PIN from descriptor N (one line) instead of the terminal
               --complexity C       the PIN format, recorded in the vault and applied at every
                                    unlock and PIN change: digits-4, digits-6, digits-4-8 (default)
@@ -201,8 +233,11 @@ enum Help {
 
             options:
               --vault DIR       the vault directory
-              --store S         files (the default); keyring is refused for now: a vault
-                                keeps its sealed secret and its record in DIR only
+              --store S         auto (default): where the vault keeps its pepper (the
+                                Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                                (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
               --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
               --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
@@ -218,8 +253,11 @@ enum Help {
 
             options:
               --vault DIR      the vault directory
-              --store S        files (the default); keyring is refused for now: a vault
-                               keeps its sealed secret and its record in DIR only
+              --store S        auto (default): where the vault keeps its pepper (the
+                               Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                               (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
               --pin-fd N       read the current PIN from descriptor N
               --new-pin-fd N   read the new PIN from descriptor N (else typed twice on the terminal)
               --reject-weak    refuse a weak new PIN (default: warn and go on)
@@ -239,8 +277,11 @@ enum Help {
 
             options:
               --vault DIR     the vault directory
-              --store S       files (the default); keyring is refused for now: a vault
-                              keeps its sealed secret and its record in DIR only
+              --store S       auto (default): where the vault keeps its pepper (the
+                              Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                              (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
               --json          one JSON object (snake_case keys)
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault (its lockout counter is read from it)
@@ -260,8 +301,11 @@ enum Help {
 
             options:
               --vault DIR     the vault directory
-              --store S       files (the default); keyring is refused for now: a vault
-                              keeps its sealed secret and its record in DIR only
+              --store S       auto (default): where the vault keeps its pepper (the
+                              Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                              (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
               --yes           do not ask (needed when standard input is not a terminal)
               --pin-fd N      prove the PIN (read from descriptor N) and remove the server record
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
@@ -269,6 +313,29 @@ enum Help {
 
             example:
               securepin vault destroy --vault ~/.myvault --yes
+            """,
+            "vault migrate-store": """
+            usage: securepin vault migrate-store --vault DIR [--pin-fd N] [--keychain-vault NAME] [--access-group G]
+
+            Moves a software vault to --store keyring: a new random pepper is stored in the Secret
+            Service and read back, then the vault's PIN slot is rewritten under it (a PIN change to
+            the same PIN: counted like an unlock, crash-safe) and the old key half is destroyed in
+            place. The files stay in DIR. A crash leaves a vault that opens from its files alone or
+            with the keyring's pepper; never one that needs a pepper the keyring lacks. Exit 0 moved
+            (or already there), 3 when the keyring is locked, 1 without a Secret Service.
+
+            options:
+              --vault DIR      the vault directory
+              --store S        auto (default) or keyring: the destination (files is refused)
+              --keychain-vault NAME  the pepper item's service attribute
+                               (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --bind B         software: refuse (exit 2) a vault bound otherwise
+              --tcti STRING    the TPM (a TPM-bound vault is refused: its TPM counts already)
+
+            example:
+              securepin vault migrate-store --vault ~/.myvault
             """,
             "kdf hash": """
             usage: securepin kdf hash --salt-hex HEX -t N -k KiB [-p N] [-l BYTES] [--encoded] [--allow-empty]
@@ -367,7 +434,7 @@ enum Help {
               securepin doctor
             """,
             "client activate": """
-            usage: securepin client activate --url BASE --config STRING --state DIR [--store S] [--access-group G] --code CODE [--name NAME] [--pin-fd N]
+            usage: securepin client activate --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] --code CODE [--name NAME] [--pin-fd N]
 
             Checks the code (CRC-16, and the master key's signature in the QR form CODE#SIGNATURE),
             creates the device key, sends activation/create in two ECIES layers under a 3.3
@@ -381,10 +448,7 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
-              --store S        auto (default: the Secret Service when the session bus offers
-                               one, files otherwise), keyring or files
-              --access-group G  the keyring items' access-group attribute, shared by cooperating
-                               applications (default: private)
+            \(Self.keyringOptions)
               --json           one JSON object on standard output
               --code CODE      XXXXX-XXXXX-XXXXX-XXXXX or CODE#SIGNATURE
               --name NAME      the device's name on the server
@@ -395,7 +459,7 @@ enum Help {
               securepin client activate --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --code "$QR" --pin-fd 3 3<pin
             """,
             "client status": """
-            usage: securepin client status --url BASE --config STRING --state DIR [--store S] [--access-group G] [--json]
+            usage: securepin client status --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] [--json]
 
             Fetches activation/status with a fresh challenge and opens the status blob: state,
             failed attempts, the maximum and what remains. Exit 3 when BLOCKED.
@@ -407,17 +471,14 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
-              --store S        auto (default: the Secret Service when the session bus offers
-                               one, files otherwise), keyring or files
-              --access-group G  the keyring items' access-group attribute, shared by cooperating
-                               applications (default: private)
+            \(Self.keyringOptions)
               --json           one JSON object on standard output
 
             example:
               securepin client status --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --json
             """,
             "client validate": """
-            usage: securepin client validate --url BASE --config STRING --state DIR [--store S] [--access-group G] [--factors F] [--pin-fd N]
+            usage: securepin client validate --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] [--factors F] [--pin-fd N]
 
             Signs a request with the PIN (or possession alone) and sends it to
             /pa/v3/signature/validate. Exit 0 accepted, 1 refused (a wrong PIN counts; a wrong
@@ -430,13 +491,11 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
-              --store S        auto (default: the Secret Service when the session bus offers
-                               one, files otherwise), keyring or files
-              --access-group G  the keyring items' access-group attribute, shared by cooperating
-                               applications (default: private)
+            \(Self.keyringOptions)
               --json           one JSON object on standard output
-              --factors F      possession or possession_knowledge (default); the biometry sets
-                               need a sensor this tool does not have
+              --factors F      possession, possession_knowledge (default) or possession_biometry
+                               (the key biometry-add put in the keyring; no sensor: the
+                               unlocked login keyring is the gate)
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
 
@@ -444,7 +503,7 @@ enum Help {
               securepin client validate --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "client token-create": """
-            usage: securepin client token-create --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
+            usage: securepin client token-create --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N]
 
             Creates a MAC token (token/create: ECIES, encrypt-then-sign with the PIN) and keeps
             its secret in DIR. Prints the token id; never the secret.
@@ -456,10 +515,7 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
-              --store S        auto (default: the Secret Service when the session bus offers
-                               one, files otherwise), keyring or files
-              --access-group G  the keyring items' access-group attribute, shared by cooperating
-                               applications (default: private)
+            \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -468,7 +524,7 @@ enum Help {
               securepin client token-create --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "client vault-unlock": """
-            usage: securepin client vault-unlock --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
+            usage: securepin client vault-unlock --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N]
 
             Unlocks the secure vault (vault/unlock with the PIN): the server returns the vault
             key under the transport key; the client checks it opens the key sealed under it at
@@ -481,16 +537,36 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
-              --store S        auto (default: the Secret Service when the session bus offers
-                               one, files otherwise), keyring or files
-              --access-group G  the keyring items' access-group attribute, shared by cooperating
-                               applications (default: private)
+            \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
 
             example:
               securepin client vault-unlock --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
+            """,
+            "client confirm": """
+            usage: securepin client confirm --url BASE --config STRING --state DIR --algorithm EC_P384 [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N]
+
+            Confirms a V4 activation once the server committed it (activation/confirm, signed
+            with the PIN; a wrong PIN is counted). The server clears its confirmation flag and
+            turns biometry on when the activation was created with it. Protocol V3.3 has no
+            confirmation: without a V4 --algorithm this is a usage error (exit 2). Confirming
+            again is harmless.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME EC_P384 (protocol V4; the server must serve it)
+            \(Self.keyringOptions)
+              --json           one JSON object on standard output
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client confirm --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --algorithm EC_P384 --pin-fd 3 3<pin
             """,
             "client change-pin": """
             usage: securepin client change-pin --url BASE --config STRING --state DIR [--pin-fd N] [--new-pin-fd M]
@@ -507,10 +583,7 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
-              --store S        auto (default: the Secret Service when the session bus offers
-                               one, files otherwise), keyring or files
-              --access-group G  the keyring items' access-group attribute, shared by cooperating
-                               applications (default: private)
+            \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the current PIN from descriptor N (else the terminal pad)
               --new-pin-fd M   read the new PIN from descriptor M (else the terminal pad)
@@ -535,10 +608,7 @@ enum Help {
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME EC_P384 (required: the protocol to upgrade to)
-              --store S        auto (default: the Secret Service when the session bus offers
-                               one, files otherwise), keyring or files
-              --access-group G  the keyring items' access-group attribute, shared by cooperating
-                               applications (default: private)
+            \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -547,7 +617,7 @@ enum Help {
               securepin client upgrade --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --algorithm EC_P384 --pin-fd 3 3<pin
             """,
             "client remove": """
-            usage: securepin client remove --url BASE --config STRING --state DIR [--store S] [--access-group G] [--pin-fd N]
+            usage: securepin client remove --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N]
 
             Removes the activation on the server (activation/remove, signed with the PIN), then
             the local state. A network error leaves the local state as it was.
@@ -559,10 +629,7 @@ enum Help {
               --instance ID    the activation's name in DIR (default securepin-client)
               --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
                                the /pa/v4 endpoints; the server must serve EC_P384)
-              --store S        auto (default: the Secret Service when the session bus offers
-                               one, files otherwise), keyring or files
-              --access-group G  the keyring items' access-group attribute, shared by cooperating
-                               applications (default: private)
+            \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
@@ -570,8 +637,55 @@ enum Help {
             example:
               securepin client remove --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
+            "client biometry-add": """
+            usage: securepin client biometry-add --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N]
+
+            Adds the biometry factor. This machine has no fingerprint sensor or camera and none
+            is pretended: the factor's key is stored in the Secret Service (service
+            --keychain-biometry, key --biometry-key) and released while the login keyring is
+            unlocked; the login secret is the gate (biometryType loginKeyring). V3.3 checks the
+            PIN with vault/unlock (counted) and opens the biometry key sealed at activation; V4
+            (--algorithm EC_P384) gets a new key from biometry/add. Refused (exit 2) when the
+            activation is in files: a key file would have no gate. Exit 3 when the keyring is
+            locked.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
+            \(Self.keyringOptions)
+              --json           one JSON object on standard output
+              --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+
+            example:
+              securepin client biometry-add --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --store keyring --pin-fd 3 3<pin
+            """,
+            "client biometry-remove": """
+            usage: securepin client biometry-remove --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME]
+
+            Removes the biometry factor: V4 tells the server (biometry/remove, signed with
+            possession); V3.3 has no server step, as in PowerAuth. Then the flag in the state
+            and the keyring item go. Exit 2 when the factor is not added.
+
+            options:
+              --url BASE       the server's address before /pa/ (http or https)
+              --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
+              --state DIR      the device state (created 0700; files 0600)
+              --instance ID    the activation's name in DIR (default securepin-client)
+              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
+                               the /pa/v4 endpoints; the server must serve EC_P384)
+            \(Self.keyringOptions)
+              --json           one JSON object on standard output
+
+            example:
+              securepin client biometry-remove --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --store keyring
+            """,
             "client migrate-store": """
-            usage: securepin client migrate-store --state DIR [--instance ID] [--access-group G] [--json]
+            usage: securepin client migrate-store --state DIR [--instance ID] [--access-group G] [--keychain-* NAME] [--json]
 
             Moves the activation (state, keys, tokens) from the files in DIR to the Secret
             Service: each item is written, read back and compared before any file is removed,
@@ -581,7 +695,7 @@ enum Help {
             options:
               --state DIR      the device state holding the files
               --instance ID    the activation's name in DIR (default securepin-client)
-              --access-group G  the keyring items' access-group attribute (default: private)
+            \(Self.keychainNameOptions)
               --json           one JSON object on standard output
 
             example:

@@ -1,3 +1,5 @@
+import Activation
+import ActivationKeyring
 import Foundation
 import PinEntry
 import PinVault
@@ -22,24 +24,21 @@ enum VaultCommand {
         }
         let command = "vault \(sub)"
         var args = Arguments(Array(arguments.dropFirst()), command: command, usage: Help.of(command))
-        if let store = args.value("--store"), store != "files" {
-            // Refused, not pretended: PinVault keeps its files, and nothing of them goes to the keyring yet.
-            guard store == "keyring" else { args.fail("--store must be files or keyring, not '\(store)'") }
-            args.fail(
-                "--store keyring is not supported for a vault yet: its sealed secret, failure record and "
-                    + "key file stay in --vault DIR (use --store files, the default)")
-        }
+        let store = parseStore(&args)
         var directory = ""
         do {
             switch sub {
-            case "init": return try initialize(&args, directory: &directory)
-            case "unlock": return try unlock(&args, directory: &directory)
-            case "change-pin": return try changePIN(&args, directory: &directory)
-            case "status": return try status(&args, directory: &directory)
-            default: return try destroy(&args, directory: &directory)
+            case "init": return try initialize(&args, directory: &directory, store: store)
+            case "unlock": return try unlock(&args, directory: &directory, store: store)
+            case "change-pin": return try changePIN(&args, directory: &directory, store: store)
+            case "status": return try status(&args, directory: &directory, store: store)
+            case "migrate-store": return try migrateStore(&args, directory: &directory, store: store)
+            default: return try destroy(&args, directory: &directory, store: store)
             }
         } catch let error as VaultError {
             return report(error, command: command, directory: directory)
+        } catch let failure as KeyringFailure {
+            return failure.report(command: command)
         } catch SecureIO.Failure.tooLong {
             args.fail("the secret on standard input is longer than \(PinVault.maximumSecretByteCount) bytes")
         } catch SecureIO.Failure.readFailed(let code) {
@@ -96,7 +95,7 @@ enum VaultCommand {
         return .terminal(prompt: prompt)
     }
 
-    static func initialize(_ args: inout Arguments, directory: inout String) throws -> Int32 {
+    static func initialize(_ args: inout Arguments, directory: inout String, store: StoreOptions) throws -> Int32 {
         let format = parseComplexity(&args, default: .fourToEightDigits)
         let input = pinInput(&args, option: "--pin-fd", prompt: "New PIN")
         let policyText = args.value("--policy")
@@ -143,6 +142,11 @@ enum VaultCommand {
         checkNewVaultPath(directory, args: args)
         try PinVault.checkCanCreate(at: directory)  // an existing directory must be empty, yours and 0700
         input.checkAvailable(command: "vault init")
+        // auto keeps files for a new vault: a pepper in the keyring ties the vault to this login keyring.
+        let keyring = store.request == .keyring ? try store.unlockedKeyring() : nil
+        if keyring != nil && vaultBinding != .software {
+            args.usageError("--store keyring is for software vaults: a TPM or a server already counts the guesses")
+        }
         if let lockoutFD {
             if lockoutFD == 0 {
                 args.usageError("standard input carries the secret: give --tpm-lockout-auth-fd 4 4<FILE")
@@ -171,9 +175,25 @@ enum VaultCommand {
         let pin = PinInput.readNew(input, repeatPrompt: "Repeat PIN", format: format, command: "vault init")
         defer { pin.destroy() }
         PinInput.checkStrength(pin, format: format, reject: rejectWeak, command: "vault init")
+        if keyring != nil { options.pepper = try SecureBytes.random(count: KeyringVaultPepper.byteCount) }
+        defer { options.pepper?.destroy() }
         let created = try PinVault.create(
             at: directory, secret: secret, pin: pin, policy: policy, pinFormat: VaultPinFormat(format),
             parameters: parameters, binding: vaultBinding, options: options)
+        if let keyring, let pepper = options.pepper {
+            // The vault exists only now (its identifier names the item); without the item it cannot
+            // be opened, so a failure here destroys it again.
+            let id = try created.identifier()
+            do throws(ActivationError) { try keyring.store(pepper, vaultId: id) } catch {
+                _ = try? created.destroy()
+                throw KeyringFailure(error: error, note: "the vault was destroyed again; nothing is left")
+            }
+            print(
+                "vault created: \(directory) (Argon2id \(parameters), policy \(describe(policy)), "
+                    + "PIN format \(describeFormat(format)); its pepper in the keyring: service \(keyring.service), "
+                    + "key \(id))")
+            return ExitCode.ok
+        }
         if case .server(let address) = vaultBinding {
             let limit = (try? created.status().maxFailures).map(String.init) ?? "?"
             print(
@@ -213,16 +233,18 @@ enum VaultCommand {
     /// Destroys after a confirmation (a terminal) or `--yes`, and says exactly what it removed. With
     /// `--pin-fd N` the PIN is proved first (counted like an unlock; a wrong one destroys nothing),
     /// which also removes a server-bound vault's record at its server.
-    static func destroy(_ args: inout Arguments, directory: inout String) throws -> Int32 {
+    static func destroy(_ args: inout Arguments, directory: inout String, store: StoreOptions) throws -> Int32 {
         let yes = args.flag("--yes")
         let pinFD = args.integer("--pin-fd", range: Int32(0)...Int32(65535))
-        let (_, options) = binding(&args)
+        var (_, options) = binding(&args)
         directory = requireVault(&args)
         if let pinFD { PinInput.descriptor(pinFD, option: "--pin-fd").checkAvailable(command: "vault destroy") }
-        let vault = PinVault(directory: directory, options: options)
         // Only a missing vault stops here: a damaged one (say, a destroy interrupted after its key
         // file was overwritten) must still be destroyable.
-        guard vault.exists else { throw VaultError.notFound }
+        guard PinVault(directory: directory, options: options).exists else { throw VaultError.notFound }
+        let peppered = try attachPepper(directory, &options, store: store, args: args, forDestroy: true)
+        defer { options.pepper?.destroy() }
+        let vault = PinVault(directory: directory, options: options)
         // The PIN's format, and whether a server keeps a record, when the vault can still be read.
         let state = try? vault.status()
         if !yes {
@@ -253,6 +275,15 @@ enum VaultCommand {
         }
         print("vault destroyed: \(directory)")
         print("overwritten in place and removed: \(report.removedFiles.joined(separator: ", "))")
+        if let peppered, !peppered.found {
+            print("no pepper in the keyring for this vault (service \(peppered.keyring.service), key \(peppered.id))")
+        } else if let peppered {
+            // The key file's destroyed halves are the erasure; the item goes as one more.
+            do throws(ActivationError) { try peppered.keyring.remove(vaultId: peppered.id) } catch {
+                throw KeyringFailure(error: error, note: "the vault's files were destroyed; its pepper item remains")
+            }
+            print("removed from the keyring: the pepper (service \(peppered.keyring.service), key \(peppered.id))")
+        }
         print(
             report.removedDirectory
                 ? "removed directory: \(directory) (created by vault init)"
@@ -350,11 +381,13 @@ enum VaultCommand {
         }
     }
 
-    static func unlock(_ args: inout Arguments, directory: inout String) throws -> Int32 {
+    static func unlock(_ args: inout Arguments, directory: inout String, store: StoreOptions) throws -> Int32 {
         let input = pinInput(&args, option: "--pin-fd", prompt: "PIN")
-        let (bind, options) = binding(&args)
+        var (bind, options) = binding(&args)
         directory = requireVault(&args)
         input.checkAvailable(command: "vault unlock")
+        let peppered = try attachPepper(directory, &options, store: store, args: args)
+        defer { options.pepper?.destroy() }
         let vault = PinVault(directory: directory, options: options)
         // A missing, damaged, locked or throttled vault fails before the PIN.
         let state = try checkedStatus(vault, bind: bind, args: args)
@@ -364,6 +397,8 @@ enum VaultCommand {
         do throws(VaultUnlockError<SecureIO.Failure>) {
             try vault.unlock(pin: pin) { (secret) throws(SecureIO.Failure) in try SecureIO.writeRaw(secret, to: 1) }
         } catch .vault(let error) {
+            // A wipe policy erased the files: the pepper goes with them.
+            if error == .wiped, let peppered { try? peppered.keyring.remove(vaultId: peppered.id) }
             throw error
         } catch .body(let error) {
             throw error
@@ -377,15 +412,17 @@ enum VaultCommand {
         return ExitCode.ok
     }
 
-    static func changePIN(_ args: inout Arguments, directory: inout String) throws -> Int32 {
+    static func changePIN(_ args: inout Arguments, directory: inout String, store: StoreOptions) throws -> Int32 {
         let requested = args.value("--complexity")
         let old = pinInput(&args, option: "--pin-fd", prompt: "Current PIN")
         let new = pinInput(&args, option: "--new-pin-fd", prompt: "New PIN")
         let rejectWeak = args.flag("--reject-weak")
-        let (bind, options) = binding(&args)
+        var (bind, options) = binding(&args)
         directory = requireVault(&args)
         old.checkAvailable(command: "vault change-pin")
         new.checkAvailable(command: "vault change-pin")
+        _ = try attachPepper(directory, &options, store: store, args: args)
+        defer { options.pepper?.destroy() }
         let vault = PinVault(directory: directory, options: options)
         let state = try checkedStatus(vault, bind: bind, args: args)
         let format = PinFormat(state.pinFormat)
@@ -405,10 +442,12 @@ enum VaultCommand {
         return ExitCode.ok
     }
 
-    static func status(_ args: inout Arguments, directory: inout String) throws -> Int32 {
+    static func status(_ args: inout Arguments, directory: inout String, store: StoreOptions) throws -> Int32 {
         let json = args.flag("--json")
-        let (bind, options) = binding(&args)
+        var (bind, options) = binding(&args)
         directory = requireVault(&args)
+        let peppered = try attachPepper(directory, &options, store: store, args: args)
+        defer { options.pepper?.destroy() }
         let s = try checkedStatus(PinVault(directory: directory, options: options), bind: bind, args: args)
         let enforcer: String
         switch s.binding {
@@ -419,7 +458,11 @@ enum VaultCommand {
             enforcer =
                 "the server at \(s.serverLocation ?? "?") (counts every OPRF evaluation, blocks at its maximum)"
         case .software:
-            enforcer = "this vault's failure record (software; a copy of the directory can be guessed offline)"
+            enforcer =
+                peppered == nil
+                ? "this vault's failure record (software; a copy of the directory can be guessed offline)"
+                : "this vault's failure record (software; a copy of the directory can be guessed offline only "
+                    + "with the keyring's pepper)"
         }
         let format = PinFormat(s.pinFormat)
         if json {
@@ -433,6 +476,10 @@ enum VaultCommand {
             ]
             fields["next_attempt_at"] = s.nextAttemptAt.map { iso8601($0) as Any } ?? NSNull()
             if let id = s.serverVaultId { fields["server_vault_id"] = id }
+            if let peppered {
+                fields["store"] = "keyring"
+                fields["keyring_item"] = "\(peppered.keyring.service) \(peppered.id)"
+            }
             let data = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
@@ -450,6 +497,11 @@ enum VaultCommand {
             print("state:              \(s.state.rawValue)")
             print("binding:            \(s.binding.rawValue)")
             print("enforced by:        \(enforcer)")
+            if let peppered {
+                print(
+                    "store:              keyring: the pepper in service \(peppered.keyring.service), key \(peppered.id);"
+                        + " the files in \(directory)")
+            }
             if let id = s.serverVaultId { print("server record:      \(id)") }
             print("failures:           \(s.failures) of \(s.maxFailures)")
             print("remaining attempts: \(s.remainingAttempts)")
@@ -547,7 +599,13 @@ enum VaultCommand {
                     "the PIN does not fit this vault's PIN format (\(describeFormat(PinFormat(format)))); "
                         + "nothing was counted", ExitCode.usage
                 )
-            case .pepperRequired: ("this vault needs its pepper, which securepin does not have", ExitCode.usage)
+            case .pepperRequired:
+                (
+                    "the vault at \(directory) keeps its pepper in the keyring (vault init --store keyring or "
+                        + "vault migrate-store): use --store keyring or auto", ExitCode.usage
+                )
+            case .pepperNotSupported(let reason):
+                ("the vault at \(directory) cannot take a pepper: \(reason)", ExitCode.usage)
             case .invalidSecretSize(let n):
                 ("the secret must be 1 to \(PinVault.maximumSecretByteCount) bytes, not \(n)", ExitCode.usage)
             case .io(let operation, let errno):

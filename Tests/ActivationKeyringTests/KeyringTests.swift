@@ -1,3 +1,4 @@
+import Biometry
 import Foundation
 import SecureCore
 import Testing
@@ -198,5 +199,10 @@ struct LockedKeyringTests {
         #expect(isLocked { try store.remove(names.state) })
         let setup = try ServerSetup(instanceId: instance)
         #expect(isLocked { _ = try setup.service(store) })
+        // The keyring's biometry factor on a locked collection: lockout, the key not released.
+        let authenticator = try KeyringBiometricAuthenticator(keychain: KeychainConfiguration(), instanceId: instance)
+        #expect(authenticator.systemStatus == .lockout)
+        #expect(throws: BiometryError.failed(.lockout)) { try authenticator.storeKey(key, account: instance) }
+        #expect(isLocked { _ = try authenticator.hasKey(account: instance) })
     }
 }

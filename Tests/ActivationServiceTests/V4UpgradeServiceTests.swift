@@ -1,4 +1,5 @@
 import ActivationTestSupport
+import Biometry
 import Foundation
 import PowerAuthProtocol
 import SecureCore
@@ -18,8 +19,10 @@ struct V4UpgradeServiceTests {
         let storage: FileActivationStorage
         let activationId: String
         let pinCode: Password
+        let sensor: SimulatedBiometricAuthenticator?
 
-        init() async throws {
+        init(biometry sensor: SimulatedBiometricAuthenticator? = nil) async throws {
+            self.sensor = sensor
             let store = InMemoryServerActivationStore()
             let legacyConfiguration = try ActivationServerConfiguration.generate(autoCommit: true)
             let legacy = try ActivationServer(configuration: legacyConfiguration, store: store)
@@ -29,11 +32,12 @@ struct V4UpgradeServiceTests {
                 configuration: try ActivationConfiguration(
                     instanceId: "upgrade", baseEndpointURL: "https://bank.example",
                     configuration: try legacyConfiguration.configurationString(), knowledgeKeyParameters: .testing),
-                storage: storage, transport: InProcessTransport(server: legacy))
+                storage: storage, transport: InProcessTransport(server: legacy), authenticator: sensor)
             let prepared = try legacy.initActivation(userId: "grace")
             pinCode = try pin("1357")
             activationId = try await v3.createActivation(
-                activationCode: prepared.activationCode, name: "old phone", password: pinCode
+                activationCode: prepared.activationCode, name: "old phone", password: pinCode,
+                enableBiometry: sensor != nil
             ).activationId
             try await v3.validatePassword(pinCode)
             var v4Configuration = legacyConfiguration
@@ -49,7 +53,7 @@ struct V4UpgradeServiceTests {
         func service(_ storage: FileActivationStorage? = nil) throws -> ActivationService {
             try ActivationService(
                 configuration: configuration, storage: storage ?? self.storage,
-                transport: InProcessTransport(server: server))
+                transport: InProcessTransport(server: server), authenticator: sensor)
         }
 
         /// Runs the upgrade, stopped after `checkpoint` as a crash there would stop it.
@@ -97,6 +101,76 @@ struct V4UpgradeServiceTests {
         await #expect(throws: ActivationError.invalidActivationState(reason: "the activation speaks V4 already")) {
             try await service.upgradeToV4(password: setup.pinCode)
         }
+    }
+
+    @Test("biometry on: the V4 biometry key replaces the V3.3 one without a prompt, biometry codes work after")
+    func biometryKept() async throws {
+        let sensor = SimulatedBiometricAuthenticator()
+        let setup = try await Setup(biometry: sensor)
+        let service = try setup.service()
+        try await service.validateSignature(authentication: .possessionWithBiometry(prompt: "V3"))
+        let promptsBefore = sensor.promptsShown.count
+        try await service.upgradeToV4(password: setup.pinCode)
+        #expect(sensor.promptsShown.count == promptsBefore)
+        try await setup.expectV4(service)
+        #expect(await service.hasBiometryFactor())
+        #expect(try setup.server.activationDetail(setup.activationId).biometryEnabled)
+        try await service.validateSignature(authentication: .possessionWithBiometry(prompt: "V4"))
+        #expect(try setup.server.activationDetail(setup.activationId).failedAttempts == 0)
+        // The V3.3 key is gone from the authenticator; the V4 one sits under the upgrade account.
+        let v3Key = try await sensorKey(sensor, account: setup.configuration.biometryKeyAccount)
+        #expect(v3Key == nil)
+        let v4Key = try await sensorKey(sensor, account: setup.configuration.upgradeBiometryKeyAccount)
+        #expect(v4Key == 32)
+        // A restarted process signs with it too; removing the activation deletes it.
+        let restarted = try setup.service()
+        try await restarted.validateSignature(authentication: .possessionWithBiometry(prompt: "again"))
+        try await restarted.removeActivation(authentication: .possessionWithPassword(setup.pinCode))
+        #expect(try await sensorKey(sensor, account: setup.configuration.upgradeBiometryKeyAccount) == nil)
+    }
+
+    @Test(
+        "biometry on, an upgrade the server never confirmed: discarded with its new biometry key, V3.3 biometry works")
+    func biometryAbandoned() async throws {
+        let sensor = SimulatedBiometricAuthenticator()
+        let setup = try await Setup(biometry: sensor)
+        try await setup.upgrade(interruptedAfter: .pendingStateStored)
+        #expect(try await sensorKey(sensor, account: setup.configuration.upgradeBiometryKeyAccount) == 32)
+        // The server forgets the pending V4 state (an administrator's reset, or a restart without it).
+        try setup.server.store.update(activationId: setup.activationId) { r in r.v4 = nil }
+        let restarted = try setup.service()
+        #expect(try await restarted.resolvePendingUpgrade() == .abandoned)
+        #expect(try await sensorKey(sensor, account: setup.configuration.upgradeBiometryKeyAccount) == nil)
+        try await setup.expectV3(restarted)
+    }
+
+    /// The size of the key the sensor releases for `account`, or `nil` when it holds none.
+    func sensorKey(_ sensor: SimulatedBiometricAuthenticator, account: String) async throws -> Int? {
+        do throws(BiometryError) {
+            let key = try await sensor.evaluate(
+                prompt: "inspect", account: account, configuration: BiometricConfiguration())
+            defer { key.destroy() }
+            return key.count
+        } catch {
+            return nil
+        }
+    }
+
+    @Test("a V3.3 token kept on the device makes no V4 header after the upgrade: a typed error, a new token works")
+    func tokenAfterUpgrade() async throws {
+        let setup = try await Setup()
+        let service = try setup.service()
+        let old = try await service.createToken(authentication: .possessionWithPassword(setup.pinCode))
+        try await service.storeToken(old)
+        try await service.upgradeToV4(password: setup.pinCode)
+        let kept = try #require(try await service.storedToken(old.tokenId))
+        await #expect(
+            throws: ActivationError.invalidActivationState(
+                reason: "a V3.3 token does not work after the upgrade to V4: create a new token")
+        ) { try await service.tokenHeaderValue(for: kept) }
+        let fresh = try await service.createToken(authentication: .possessionWithPassword(setup.pinCode))
+        let verified = try setup.server.verifyV4Token(header: try await service.tokenHeaderValue(for: fresh))
+        #expect(verified.activationId == setup.activationId)
     }
 
     @Test("a wrong PIN starts nothing: counted by the server, nothing stored, V3.3 keeps working")

@@ -105,6 +105,15 @@ admin commit "{\"activationId\":\"$id\"}" >/dev/null
 check "client status (V4)" 0 $?
 [[ $(jq -r .state "$work/st.json") == ACTIVE && $(jq -r .failedAttempts "$work/st.json") == 0 ]]
 check "client status (V4): ACTIVE, no failures" 0 $?
+"$B" client confirm "${C[@]}" --json --pin-fd 3 3<"$work/wrong" >/dev/null 2>"$work/err"
+check "client confirm (V4) with a wrong PIN is refused -> 1" 1 $?
+"$B" client confirm "${C[@]}" --json --pin-fd 3 3<"$work/pin" >"$work/conf.json"
+check "client confirm (V4): activation/confirm with the PIN" 0 $?
+[[ $(jq -r .confirmed "$work/conf.json") == true && $(jq -r .activationId "$work/conf.json") == "$id" ]]
+check "client confirm (V4) says confirmed, for this activation" 0 $?
+"$B" client status "${C[@]}" --json >"$work/st.json"
+[[ $(jq -r .failedAttempts "$work/st.json") == 0 ]]
+check "the right PIN at confirm reset the failure the wrong one counted" 0 $?
 "$B" client validate "${C[@]}" --json --pin-fd 3 3<"$work/pin" >"$work/val.json"
 check "client validate (V4) with the right PIN" 0 $?
 "$B" client validate "${C[@]}" --json --pin-fd 3 3<"$work/wrong" >"$work/bad.json" 2>"$work/err"
@@ -167,6 +176,8 @@ id=$(jq -r .responseObject.activationId <<<"$init")
     --pin-fd 3 3<"$work/oldpin" >/dev/null 2>"$work/err"
 check "client activate (V3.3) on the LEGACY_P256 server" 0 $?
 admin commit "{\"activationId\":\"$id\"}" >/dev/null
+"$B" client confirm "${L[@]}" --pin-fd 3 3<"$work/oldpin" >/dev/null 2>"$work/err"
+check "client confirm on a V3.3 activation is a usage error (V3.3 has no confirmation) -> 2" 2 $?
 stop_server
 start_server "$work/legacy.sqlite" "$work/upgraded.out" --algorithm EC_P384
 U=(--url "$url" --config "$(sed -n 's/^configuration: //p' "$work/upgraded.out")" --state "$work/old-device")

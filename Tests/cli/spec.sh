@@ -73,7 +73,8 @@ for path in "${paths[@]}"; do
         grep -Fq "'$opt[" "$work/zsh"
         ok "$path $opt: in the zsh completion" test $? = 0
         if [[ $opt == --* ]]; then flag="-l ${opt#--}"; else flag="-s ${opt#-}"; fi
-        grep -F -- "$condition" "$work/fish" | grep -Fq -- " $flag "
+        # Not grep -q: it would stop reading, and the first grep's SIGPIPE fails the pipeline.
+        grep -F -- "$condition" "$work/fish" | grep -F -- " $flag " >/dev/null
         ok "$path $opt: in the fish completion" test $? = 0
         awk -v ss=".SS $(roff "$path")" '$0 == ss { f = 1; next } /^\.SS / { f = 0 } f' "$work/securepin.1" |
             grep -Fq "\\fB$(roff "$opt")\\fR"

@@ -6,7 +6,14 @@
 #   2. securepin client against securepin server with --store keyring: `secret-tool search` finds
 #      the items under the configured names, and no secret is in any file the client wrote;
 #   3. client migrate-store moves a file activation to the keyring;
-#   4. the login collection locked: the CLI and the Swift store give the typed "locked" error.
+#   4. the biometry factor in the keyring (V3.3, and V4 against a second, EC_P384 server):
+#      client biometry-add, a possession_biometry signature, biometry-remove; refused on files;
+#   5. the keychain names given on the command line (--keychain-* NAME, --possession-key,
+#      --biometry-key): secret-tool search finds the items under them and nothing under the seed's;
+#   6. securepin vault --store keyring: the files in the vault directory, a pepper in the keyring;
+#      a copy of the directory without the keyring does not open; destroy removes both; vault
+#      migrate-store moves a file vault, and the old vault file no longer opens;
+#   7. the login collection locked: the CLI and the Swift store give the typed "locked" error.
 # The daemon, the server and the bus are stopped on exit, whatever happens.
 # Usage: Tests/keyring/run.sh BUILD_DIR PATH/TO/securepin   (make test-keyring)
 set -uo pipefail
@@ -26,8 +33,10 @@ chmod 700 "$base/run" "$base/work"
 work=$base/work
 daemon_pid=
 server_pid=
+v4_pid=
 cleanup() {
     [[ -n $server_pid ]] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    [[ -n $v4_pid ]] && kill -TERM "$v4_pid" 2>/dev/null && wait "$v4_pid" 2>/dev/null
     [[ -n $daemon_pid ]] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
     rm -rf "$base"
 }
@@ -100,6 +109,7 @@ code() { # a new activation: its code CODE#SIGNATURE in $qr, its id in $id
     qr="$(jq -r .responseObject.activationCode <<<"$init")#$(jq -r .responseObject.activationSignature <<<"$init")"
 }
 printf '2468' >"$work/pin"
+printf '1357' >"$work/wrong"
 C=(--url "$url" --config "$config" --state "$work/device")
 S=io.getlime.PowerAuthKeychain
 
@@ -197,7 +207,200 @@ check "client migrate-store with no activation anywhere -> 2" 2 $?
 [[ ! -e $work/empty ]]
 check "client migrate-store with no activation: no state directory created" 0 $?
 
-# 4. The collection locked: a typed error, never "no activation".
+# 4. The biometry factor: its key in the keyring under the biometry names, the unlocked login
+# keyring its gate (there is no sensor; the CLI says so and reports biometryType loginKeyring).
+biometry_story() { # label, extra client options...: activate, add, sign, remove
+    local label=$1 instance=$2
+    shift 2
+    local Bi=(--url "$url" --config "$config" --state "$work/bio-$instance" --instance "$instance" --store keyring "$@")
+    code
+    "$B" client activate "${Bi[@]}" --code "$qr" --pin-fd 3 3<"$work/pin" >/dev/null
+    check "$label: client activate --store keyring" 0 $?
+    admin commit "{\"activationId\":\"$id\"}" >/dev/null
+    "$B" client validate "${Bi[@]}" --factors possession_biometry >/dev/null 2>"$work/err"
+    check "$label: validate --factors possession_biometry before biometry-add -> 2" 2 $?
+    grep -q "biometry factor is not added" "$work/err"
+    check "$label: validate says the factor is not added" 0 $?
+    "$B" client biometry-add "${Bi[@]}" --json --pin-fd 3 3<"$work/pin" >"$work/bio.json"
+    check "$label: client biometry-add" 0 $?
+    [[ $(jq -r .biometryConfigured "$work/bio.json") == true && $(jq -r .biometryType "$work/bio.json") == loginKeyring &&
+        $(jq -r .systemStatus "$work/bio.json") == available ]]
+    check "$label: biometry-add reports the truth: biometryType loginKeyring, available" 0 $?
+    search service "$S.BiometryKeychain" key "$instance" instance "$instance" >"$work/bio.items"
+    [[ $(grep -cx "attribute.service = $S.BiometryKeychain" "$work/bio.items") == 1 ]] &&
+        grep -qx "attribute.key = $instance" "$work/bio.items"
+    check "$label: secret-tool search: one item under $S.BiometryKeychain, key = the instance id" 0 $?
+    echo "secret-tool search service $S.BiometryKeychain instance $instance (secret lines left out):"
+    cat "$work/bio.items"
+    "$B" client validate "${Bi[@]}" --factors possession_biometry --json >"$work/v.json"
+    check "$label: validate --factors possession_biometry (the keyring's key) -> 0" 0 $?
+    [[ $(jq -r .factors "$work/v.json") == possession_biometry && $(jq -r .accepted "$work/v.json") == true ]]
+    check "$label: the server accepted a possession_biometry signature" 0 $?
+    "$B" client biometry-remove "${Bi[@]}" --json >"$work/bio.json"
+    check "$label: client biometry-remove" 0 $?
+    [[ $(jq -r .biometryConfigured "$work/bio.json") == false && -z $(search service "$S.BiometryKeychain" instance "$instance") ]]
+    check "$label: biometry-remove: the factor is off and the keyring item is gone" 0 $?
+    "$B" client validate "${Bi[@]}" --factors possession_biometry >/dev/null 2>&1
+    check "$label: validate --factors possession_biometry after biometry-remove -> 2" 2 $?
+    "$B" client validate "${Bi[@]}" --pin-fd 3 3<"$work/pin" >/dev/null
+    check "$label: the PIN still signs after biometry-remove" 0 $?
+}
+biometry_story "V3.3" bio.v3
+"$B" client biometry-add "${C[@]}" --store keyring --pin-fd 3 3<"$work/wrong" >/dev/null 2>&1
+check "client biometry-add with a wrong PIN -> 1 (the server counted it)" 1 $?
+[[ -z $(search service "$S.BiometryKeychain" instance securepin-client) ]]
+check "client biometry-add with a wrong PIN: no biometry item" 0 $?
+"$B" client validate "${C[@]}" --store keyring --pin-fd 3 3<"$work/pin" >/dev/null
+check "the right PIN after the wrong one" 0 $?
+
+# On files there is no gate for a key: biometry-add is refused, and nothing is written.
+code
+F=(--url "$url" --config "$config" --state "$work/filebio" --instance filebio.app --store files)
+"$B" client activate "${F[@]}" --code "$qr" --pin-fd 3 3<"$work/pin" >/dev/null
+check "client activate --store files (for biometry-add)" 0 $?
+admin commit "{\"activationId\":\"$id\"}" >/dev/null
+ls -A "$work/filebio" >"$work/before"
+"$B" client biometry-add "${F[@]}" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "client biometry-add --store files -> 2" 2 $?
+grep -q "the biometry factor needs the keyring (--store keyring)" "$work/err"
+check "client biometry-add --store files: says the factor needs the keyring" 0 $?
+ls -A "$work/filebio" | diff -q - "$work/before" >/dev/null &&
+    [[ -z $(search service "$S.BiometryKeychain" instance filebio.app) ]]
+check "client biometry-add --store files: no file and no item written" 0 $?
+"$B" client validate "${F[@]}" --factors possession_biometry >/dev/null 2>&1
+check "client validate --store files --factors possession_biometry -> 2" 2 $?
+
+# V4: a second server, EC_P384.
+"$B" server --port 0 --db "$work/v4.sqlite" --admin-token-file "$work/admin.token" --algorithm EC_P384 \
+    >"$work/v4.out" 2>/dev/null &
+v4_pid=$!
+for _ in $(seq 100); do grep -q '^back office' "$work/v4.out" && break; sleep 0.1; done
+legacy_url=$url
+legacy_config=$config
+url="http://127.0.0.1:$(sed -n 's|.*listening on http://127.0.0.1:||p' "$work/v4.out")"
+config=$(sed -n 's/^configuration: //p' "$work/v4.out")
+grep -q '^algorithm: EC_P384$' "$work/v4.out"
+check "securepin server --algorithm EC_P384 starts" 0 $?
+biometry_story "V4" bio.v4 --algorithm EC_P384
+url=$legacy_url
+config=$legacy_config
+
+# 5. The keychain names from the command line.
+N=(--url "$url" --config "$config" --state "$work/named" --instance named.app --store keyring
+    --keychain-status test.Status --keychain-possession test.Possession --keychain-biometry test.Biometry
+    --keychain-token-store test.Tokens --possession-key test.PossessionKey --biometry-key test.BiometryKey)
+code
+"$B" client activate "${N[@]}" --code "$qr" --pin-fd 3 3<"$work/pin" >/dev/null
+check "client activate with every keychain name given" 0 $?
+admin commit "{\"activationId\":\"$id\"}" >/dev/null
+"$B" client token-create "${N[@]}" --pin-fd 3 3<"$work/pin" --json >"$work/tok.json"
+check "client token-create under the given names" 0 $?
+ntok=$(jq -r .tokenId "$work/tok.json")
+"$B" client biometry-add "${N[@]}" --pin-fd 3 3<"$work/pin" >/dev/null
+check "client biometry-add under the given names" 0 $?
+search instance named.app >"$work/named.items"
+for pair in "test.Status named.app" "test.Possession test.PossessionKey" "test.Tokens $ntok" \
+    "test.Biometry test.BiometryKey"; do
+    read -r service key <<<"$pair"
+    [[ $(search service "$service" key "$key" instance named.app | grep -cx "attribute.service = $service") == 1 ]]
+    check "secret-tool search service $service key $key: the item is there" 0 $?
+done
+! grep -q "io.getlime" "$work/named.items"
+check "secret-tool search instance named.app: nothing under the seed's names" 0 $?
+echo "secret-tool search instance named.app (secret lines left out):"
+cat "$work/named.items"
+"$B" client validate "${N[@]}" --factors possession_biometry >/dev/null
+check "client validate --factors possession_biometry under the given names" 0 $?
+"$B" client status --url "$url" --config "$config" --state "$work/named" --instance named.app --store keyring \
+    >/dev/null 2>&1
+check "client status with the seed's names does not see it -> 2" 2 $?
+"$B" client status "${N[@]}" --keychain-status "" >/dev/null 2>"$work/err"
+check "an empty keychain name is refused -> 2" 2 $?
+
+# 6. The vault: its files in DIR (the key file destroyed in place is the promised erasure), its
+# pepper in the keyring (the PIN slot and the failure record need it).
+P=io.securepin.VaultPepper
+KDF=(-t 2 -k 19456)
+nobus() { env -u DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR=/nonexistent "$@"; }
+printf 'vault-secret-42' | "$B" vault init --vault "$work/vk" --store keyring "${KDF[@]}" --pin-fd 3 \
+    3<"$work/pin" >"$work/vinit.out"
+check "vault init --store keyring" 0 $?
+vid=$(sed -n 's/.*its pepper in the keyring: service .*, key \([0-9a-f]*\))$/\1/p' "$work/vinit.out")
+[[ ${#vid} == 32 ]]
+check "vault init names the pepper item's key, the vault's identifier ($vid)" 0 $?
+search service "$P" key "$vid" instance securepin-vault >"$work/vault.items"
+[[ $(grep -cx "attribute.service = $P" "$work/vault.items") == 1 ]]
+check "secret-tool search: one pepper item under $P, key = the vault's identifier" 0 $?
+echo "secret-tool search service $P key $vid (secret lines left out):"
+cat "$work/vault.items"
+[[ $("$B" vault unlock --vault "$work/vk" --pin-fd 3 3<"$work/pin") == vault-secret-42 ]]
+check "vault unlock (--store auto finds the pepper in the keyring)" 0 $?
+"$B" vault status --vault "$work/vk" --json >"$work/vst.json"
+[[ $(jq -r .store "$work/vst.json") == keyring && $(jq -r .keyring_item "$work/vst.json") == "$P $vid" ]]
+check "vault status --json: store keyring, the item" 0 $?
+"$B" vault unlock --vault "$work/vk" --store files --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "vault unlock --store files of a keyring vault -> 2" 2 $?
+grep -q "keeps its pepper in the keyring" "$work/err"
+check "vault unlock --store files: says the pepper is in the keyring" 0 $?
+python3 - "$work/vk" "$vid" <<'PY'
+import base64, os, subprocess, sys
+directory, vid = sys.argv[1], sys.argv[2]
+pepper = subprocess.run(["secret-tool", "lookup", "service", "io.securepin.VaultPepper", "key", vid,
+                         "instance", "securepin-vault"], capture_output=True, check=True).stdout
+assert len(pepper) == 32, "the pepper item is not 32 bytes"
+forms = [pepper, pepper.hex().encode(), base64.b64encode(pepper), base64.b64encode(pepper).rstrip(b"=")]
+for name in os.listdir(directory):
+    data = open(os.path.join(directory, name), "rb").read()
+    assert not any(f in data for f in forms), f"the pepper is in {name}"
+PY
+check "the pepper (raw, hex or base64) is in no file of the vault directory" 0 $?
+cp -a "$work/vk" "$work/vk-copy"
+nobus "$B" vault unlock --vault "$work/vk-copy" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "a copy of the directory without the keyring does not open -> 1" 1 $?
+"$B" vault unlock --vault "$work/vk-copy" --keychain-vault other.Service --pin-fd 3 3<"$work/pin" \
+    >/dev/null 2>"$work/err"
+check "a keyring without its pepper item does not open it -> 2" 2 $?
+grep -q "holds no pepper for the vault" "$work/err"
+check "vault unlock: the keyring holds no pepper for it" 0 $?
+"$B" vault destroy --vault "$work/vk-copy" --keychain-vault other.Service --yes >"$work/vdestroy.out"
+check "a vault whose pepper the keyring lacks (an interrupted init) is still destroyed" 0 $?
+grep -q "^no pepper in the keyring for this vault" "$work/vdestroy.out" && [[ ! -e $work/vk-copy ]] &&
+    [[ -n $(search service "$P" key "$vid") ]]
+check "vault destroy without the item: the files gone, the original's item untouched" 0 $?
+printf '8642' >"$work/newpin"
+"$B" vault change-pin --vault "$work/vk" --pin-fd 3 --new-pin-fd 4 3<"$work/pin" 4<"$work/newpin" >/dev/null
+check "vault change-pin of a keyring vault" 0 $?
+[[ $("$B" vault unlock --vault "$work/vk" --pin-fd 3 3<"$work/newpin") == vault-secret-42 ]]
+check "vault unlock with the new PIN" 0 $?
+"$B" vault destroy --vault "$work/vk" --yes >"$work/vdestroy.out"
+check "vault destroy of a keyring vault" 0 $?
+grep -q "removed from the keyring: the pepper (service $P, key $vid)" "$work/vdestroy.out" &&
+    [[ ! -e $work/vk && -z $(search service "$P" key "$vid") ]]
+check "vault destroy: the files and the pepper item are gone" 0 $?
+
+printf 'moved-secret' | "$B" vault init --vault "$work/vm" --store files "${KDF[@]}" --pin-fd 3 3<"$work/pin" \
+    >/dev/null
+check "vault init --store files" 0 $?
+cp "$work/vm/vault" "$work/vm-old-vault"
+"$B" vault migrate-store --vault "$work/vm" --pin-fd 3 3<"$work/pin" >"$work/vmig.out"
+check "vault migrate-store" 0 $?
+mid=$(sed -n 's/.*key \([0-9a-f]\{32\}\))$/\1/p' "$work/vmig.out")
+[[ -n $(search service "$P" key "$mid") ]]
+check "vault migrate-store: the pepper item is in the keyring ($mid)" 0 $?
+[[ $("$B" vault unlock --vault "$work/vm" --pin-fd 3 3<"$work/pin") == moved-secret ]]
+check "vault unlock after migrate-store" 0 $?
+nobus "$B" vault unlock --vault "$work/vm" --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+check "after migrate-store the directory alone does not open -> 1" 1 $?
+cp -a "$work/vm" "$work/vm-rolled-back"
+cp "$work/vm-old-vault" "$work/vm-rolled-back/vault"
+nobus "$B" vault unlock --vault "$work/vm-rolled-back" --store files --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+check "the vault file from before migrate-store no longer opens (its key half destroyed) -> 2" 2 $?
+"$B" vault migrate-store --vault "$work/vm" --pin-fd 3 3<"$work/pin" >"$work/vmig.out"
+check "vault migrate-store again -> 0" 0 $?
+grep -q "^already in the keyring" "$work/vmig.out"
+check "vault migrate-store again: already in the keyring" 0 $?
+
+# 7. The collection locked: a typed error, never "no activation".
 secrets Lock "array:objpath:$collection" >/dev/null
 check "the login collection is locked" 0 $?
 "$B" client status "${C[@]}" --store keyring >/dev/null 2>"$work/err"
@@ -206,6 +409,26 @@ grep -q "is locked: unlock it" "$work/err" && ! grep -q "no activation" "$work/e
 check "client status: the keyring is locked (not 'no activation')" 0 $?
 "$B" client status "${C[@]}" >/dev/null 2>&1
 check "client status (auto) on a locked keyring -> 3" 3 $?
+"$B" client biometry-add "${C[@]}" --store keyring --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "client biometry-add on a locked keyring -> 3" 3 $?
+"$B" vault unlock --vault "$work/vm" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "vault unlock of a keyring vault on a locked keyring -> 3" 3 $?
+grep -q "is locked: unlock it" "$work/err"
+check "vault unlock: the keyring is locked" 0 $?
+printf 'x' | "$B" vault init --vault "$work/vl" --store keyring "${KDF[@]}" --pin-fd 3 3<"$work/pin" \
+    >/dev/null 2>&1
+check "vault init --store keyring on a locked keyring -> 3" 3 $?
+[[ ! -e $work/vl ]]
+check "vault init on a locked keyring: no directory created" 0 $?
+printf 'y' | "$B" vault init --vault "$work/vl2" --store files "${KDF[@]}" --pin-fd 3 3<"$work/pin" >/dev/null
+"$B" vault migrate-store --vault "$work/vl2" --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+check "vault migrate-store on a locked keyring -> 3" 3 $?
+[[ $("$B" vault unlock --vault "$work/vl2" --pin-fd 3 3<"$work/pin") == y ]]
+check "vault migrate-store on a locked keyring: the vault still opens from its files" 0 $?
+"$B" client validate "${N[@]}" --factors possession_biometry >/dev/null 2>"$work/err"
+check "client validate --factors possession_biometry on a locked keyring -> 3" 3 $?
+grep -q "is locked: unlock it" "$work/err"
+check "client validate (biometry): the keyring is locked" 0 $?
 SECUREPIN_TEST_KEYRING=1 SECUREPIN_TEST_KEYRING_LOCKED=1 ${SWIFT:-swift} test --skip-build \
     --filter LockedKeyringTests >"$work/locked.log" 2>&1
 rc=$?

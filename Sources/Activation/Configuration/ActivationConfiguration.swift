@@ -20,6 +20,9 @@ public struct ActivationConfiguration: Sendable {
     public let offlineAuthenticationCodeComponentLength: Int
     /// The account under which the biometry key is stored (default: the instance id).
     public let biometryKeyAccount: String
+    /// Where an upgrade from V3.3 keeps the V4 biometry key until the server confirmed the
+    /// upgrade: ``biometryKeyAccount`` followed by `.v4-upgrade`.
+    public var upgradeBiometryKeyAccount: String { biometryKeyAccount + ".v4-upgrade" }
     /// How the biometry factor behaves.
     public let biometricConfiguration: BiometricConfiguration
     /// The HTTP client settings.

@@ -80,7 +80,8 @@ extension ActivationService {
     /// operation the user confirms by typing the code on another device):
     /// decimal components of ``ActivationConfiguration/offlineAuthenticationCodeComponentLength``
     /// digits over the offline data (`POST`, application secret `offline`).
-    /// The counter moves as for any code.
+    /// The counter moves as for any code. With a V4 activation the components are V4 codes
+    /// (KMAC-256, 32 bytes each) decimalised the same way.
     /// - Parameters:
     ///   - uriIdentifier: the operation's resource identifier.
     ///   - nonce: the 16-byte nonce of the operation.
@@ -92,9 +93,12 @@ extension ActivationService {
     public func offlineAuthenticationCode(
         uriIdentifier: String, nonce: [UInt8], body: [UInt8], authentication: ActivationAuthentication
     ) async throws(ActivationError) -> String {
-        if isV4 { throw Self.v4Unsupported("offline codes") }
         guard authentication.factorSet != .possession else {
             throw .invalidActivationState(reason: "an offline code needs a second factor")
+        }
+        if isV4 {
+            return try await v4OfflineCode(
+                uriIdentifier: uriIdentifier, nonce: nonce, body: body, authentication: authentication)
         }
         let request = try protocolStep { () throws(ProtocolError) in
             try RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body)

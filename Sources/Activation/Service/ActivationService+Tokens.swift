@@ -56,7 +56,7 @@ extension ActivationService {
     /// - Returns: the header.
     /// - Throws: ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)``.
     public func tokenHeader(for token: ActivationToken) throws(ActivationError) -> TokenHeader {
-        if isV4 { throw Self.v4Unsupported("V3.3 token headers") }
+        if isV4 { throw Self.v4Unsupported("V3.3 token headers (use v4TokenHeader(for:))") }
         let nonce = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
         }
@@ -67,6 +67,43 @@ extension ActivationService {
         }
         return TokenHeader(
             tokenId: token.tokenId, tokenDigest: digest, nonce: nonce, timestamp: timestamp, version: .v3_3)
+    }
+
+    /// The V4 `X-PowerAuth-Token` header for one request: a fresh 16-byte nonce, the current
+    /// time in milliseconds and the KMAC-256 digest (`"PA4DIGEST"`) under the token's 32-byte
+    /// secret, version `4.0`.
+    /// - Parameter token: a token of a V4 activation (from ``createToken(authentication:)``).
+    /// - Returns: the header.
+    /// - Throws: ``ActivationError/protocolError(_:)`` for a V3.3 activation,
+    ///   ``ActivationError/invalidActivationState(reason:)`` for a token created in V3.3 before an
+    ///   upgrade (its 16-byte secret makes no V4 digest), ``ActivationError/core(_:)``.
+    public func v4TokenHeader(for token: ActivationToken) throws(ActivationError) -> V4TokenHeader {
+        guard isV4 else {
+            throw .protocolError(
+                .unsupportedAlgorithm(name: configuration.algorithm.rawValue, missing: "V4 token headers need V4"))
+        }
+        // A token created in V3.3 (16-byte secret) before an upgrade: the server refuses it in V4.
+        guard token.secret.count == 32 else {
+            throw .invalidActivationState(
+                reason: "a V3.3 token does not work after the upgrade to V4: create a new token")
+        }
+        let nonce = try coreStep { () throws(SecureCoreError) in
+            try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
+        }
+        let milliseconds = UInt64(max(0, (clock.now().timeIntervalSince1970 * 1000).rounded(.down)))
+        let digest = try protocolStep { () throws(ProtocolError) in
+            try V4TokenDigest.compute(tokenSecret: token.secret, nonce: nonce, timestampMilliseconds: milliseconds)
+        }
+        return V4TokenHeader(tokenId: token.tokenId, digest: digest, nonce: nonce, timestampMilliseconds: milliseconds)
+    }
+
+    /// The `X-PowerAuth-Token` header value in the activation's protocol: ``v4TokenHeader(for:)``
+    /// for a V4 activation, ``tokenHeader(for:)`` otherwise.
+    /// - Parameter token: the token.
+    /// - Returns: the header value.
+    /// - Throws: as the two functions named.
+    public func tokenHeaderValue(for token: ActivationToken) throws(ActivationError) -> String {
+        isV4 ? try v4TokenHeader(for: token).value : try tokenHeader(for: token).value
     }
 
     /// Removes a token on the server (`token/remove`, signed with any factors).

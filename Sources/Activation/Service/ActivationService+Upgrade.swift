@@ -1,3 +1,4 @@
+import Biometry
 import Foundation
 import PowerAuthProtocol
 import SecureCore
@@ -43,7 +44,10 @@ extension ActivationService {
     /// code with the PIN over a V4-encrypted body) gives a new activation secret, whose keys are
     /// stored next to the V3.3 state; `upgrade/confirm` (a V4 code) makes the server switch;
     /// then the V4 state becomes current and the V3.3 state is removed. A pending upgrade found
-    /// at the start is resolved first.
+    /// at the start is resolved first. With biometry on, the V4 biometry key (the new key tree's
+    /// `auth/biometry` key, which the server uses from the confirmation on) goes into the
+    /// authenticator under ``ActivationConfiguration/upgradeBiometryKeyAccount`` beside the V3.3
+    /// key, which is deleted once the V4 state is current; no biometric prompt is needed.
     /// - Parameter password: the PIN (the V4 knowledge key is wrapped under it).
     /// - Throws: ``ActivationError/wrongParameter(reason:)`` unless the configuration is
     ///   `EC_P384`, ``ActivationError/invalidActivationState(reason:)`` when the activation is
@@ -59,7 +63,6 @@ extension ActivationService {
         if upgrade != nil, try await resolvePendingUpgrade() == .upgraded { return }
         guard v4 == nil else { throw .invalidActivationState(reason: "the activation speaks V4 already") }
         guard let current = record else { throw .missingActivation }
-        guard current.biometryEnabled != true else { throw Self.v4Unsupported("the upgrade with biometry on") }
         guard password.length > 0 else { throw .protocolError(.emptyPIN) }
         let pending = try await v4StartUpgrade(current, password: password)
         try interrupt(at: .started, pending.keys)
@@ -140,9 +143,13 @@ extension ActivationService {
         let key = try await v4TemporaryKey(activation: nil)
         defer { key.secret.destroy() }
         let context = try v4Context(key, .upgradeStart, activation: nil)
+        // Biometry stays on across the upgrade when the authenticator can take the new key.
+        let keepBiometry =
+            current.biometryEnabled == true && authenticator.map { $0.systemStatus == .available } == true
         let plain = try securePlaintext(
             V4UpgradeStartRequest(
-                sharedSecretRequest: shared, devicePublicKeys: V4PublicKeys(ecdsa: Base64.encode(device.publicKey))))
+                sharedSecretRequest: shared, devicePublicKeys: V4PublicKeys(ecdsa: Base64.encode(device.publicKey)),
+                enableBiometry: keepBiometry))
         defer { plain.destroy() }
         let now = Int64(clock.now().timeIntervalSince1970 * 1000)
         let (request, nonce) = try protocolStep { () throws(ProtocolError) in
@@ -167,6 +174,18 @@ extension ActivationService {
             ctrData: response.ctrData, step: "upgrade/start")
         defer { tree.destroy() }
         let newKeys = try LocalV4Keys(tree)
+        var biometry = false
+        if keepBiometry, let authenticator {
+            do {
+                try mapBiometry { () throws(BiometryError) in
+                    try authenticator.storeKey(tree.biometry, account: configuration.upgradeBiometryKeyAccount)
+                }
+            } catch {
+                newKeys.destroy()
+                throw error
+            }
+            biometry = true
+        }
         do {
             let wrapped = try v4Wrap(tree.knowledge, password: password)
             let vaultCheck = try coreStep { () throws(SecureCoreError) in
@@ -177,7 +196,9 @@ extension ActivationService {
                 algorithm: ProtocolAlgorithm.ecP384.rawValue, devicePublicKey: Base64.encode(device.publicKey),
                 serverPublicKey: Base64.encode(server), counter: counter.base64, counterIndex: 0,
                 counterHistory: [], knowledgeKey: wrapped, vaultCheck: Base64.encode(vaultCheck),
-                keyCheck: Base64.encode(try newKeys.keyCheck()))
+                keyCheck: Base64.encode(try newKeys.keyCheck()), biometryEnabled: biometry ? true : nil,
+                enrolledSetFingerprint: biometry ? current.enrolledSetFingerprint : nil,
+                biometryAccount: biometry ? configuration.upgradeBiometryKeyAccount : nil)
             return V4ClientActivation(state: state, keys: newKeys)
         } catch {
             newKeys.destroy()
@@ -275,6 +296,10 @@ extension ActivationService {
         temporaryKeys = [:]
         v4 = pending
         upgrade = nil
+        // The V3.3 biometry key opens nothing any more; the V4 one lives under the state's account.
+        if pending.state.biometryAccount != configuration.biometryKeyAccount {
+            authenticator?.deleteKey(account: configuration.biometryKeyAccount)
+        }
     }
 
     /// Forgets a pending V4 state the server never confirmed (state first, then its keys).
@@ -282,6 +307,9 @@ extension ActivationService {
         let names = configuration.storageNames
         try storage.remove(names.upgradeState)
         try storage.remove(names.upgradeKeys)
+        if upgrade?.state.biometryAccount == configuration.upgradeBiometryKeyAccount {
+            authenticator?.deleteKey(account: configuration.upgradeBiometryKeyAccount)
+        }
         upgrade?.keys.destroy()
         upgrade = nil
     }

@@ -118,7 +118,12 @@ extension ActivationService {
     {
         guard v4 == nil else { throw .invalidActivationState(reason: "an activation already exists") }
         guard password.length > 0 else { throw .protocolError(.emptyPIN) }
-        guard !enableBiometry else { throw Self.v4Unsupported("biometry") }
+        if enableBiometry {
+            guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
+            guard authenticator.systemStatus == .available else {
+                throw .biometryNotAvailable(authenticator.systemStatus)
+            }
+        }
         let sdk = configuration.sdkConfiguration
         let code = try protocolStep { () throws(ProtocolError) in
             let code = try ActivationCode(parsing: activationCode)
@@ -180,7 +185,22 @@ extension ActivationService {
             algorithm: ProtocolAlgorithm.ecP384.rawValue, devicePublicKey: Base64.encode(device.publicKey),
             serverPublicKey: Base64.encode(server), counter: counter.base64, counterIndex: 0, counterHistory: [],
             knowledgeKey: wrapped, vaultCheck: Base64.encode(vaultCheck),
-            keyCheck: Base64.encode(try newKeys.keyCheck()))
+            keyCheck: Base64.encode(try newKeys.keyCheck()), biometryEnabled: enableBiometry ? true : nil,
+            enrolledSetFingerprint: enableBiometry
+                ? authenticator.map { Base64.encode($0.enrolledSetFingerprint) } : nil,
+            confirmationPending: true)
+        // The key tree's `auth/biometry` key is the first biometry key (the server uses it once
+        // `activation/confirm` says `enableBiometry`); it goes to the authenticator only.
+        if enableBiometry, let authenticator {
+            do {
+                try mapBiometry { () throws(BiometryError) in
+                    try authenticator.storeKey(tree.biometry, account: configuration.biometryKeyAccount)
+                }
+            } catch {
+                newKeys.destroy()
+                throw error
+            }
+        }
         do {
             let blob = try newKeys.serialized()
             defer { blob.destroy() }
@@ -188,12 +208,16 @@ extension ActivationService {
             try storage.write(configuration.storageNames.state, state.encoded())
         } catch {
             try? storage.remove(configuration.storageNames.keys)
+            if enableBiometry { authenticator?.deleteKey(account: configuration.biometryKeyAccount) }
             newKeys.destroy()
             throw error
         }
         v4 = V4ClientActivation(state: state, keys: newKeys)
         return ActivationResult(activationId: state.activationId, activationFingerprint: try v4Fingerprint())
     }
+
+    /// The authenticator account of this V4 activation's biometry key.
+    var v4BiometryAccount: String { v4?.state.biometryAccount ?? configuration.biometryKeyAccount }
 
     func v4Fingerprint() throws(ActivationError) -> String {
         guard let state = v4?.state, let device = Base64.decode(state.devicePublicKey),
@@ -419,7 +443,49 @@ extension ActivationService {
             try RequestData(method: method, uriIdentifier: uriIdentifier, nonce: nonce, body: body)
                 .normalized(applicationSecret: secret)
         }
-        let code = try v4Mutate { (activation) throws(ActivationError) -> String in
+        let code = try v4Code(
+            data: data, kind: kind, factorSet: factorSet, biometryKey: biometryKey, format: .online)
+        guard let activationId = v4?.state.activationId else { throw .missingActivation }
+        let applicationKey = configuration.sdkConfiguration.applicationKey
+        return try protocolStep { () throws(ProtocolError) in
+            try V4AuthorizationHeader(
+                activationId: activationId, applicationKey: applicationKey, nonce: nonce, factorSet: factorSet,
+                authenticationCode: code)
+        }
+    }
+
+    /// The V4 offline code: decimal components over the offline data (`POST`, application
+    /// secret `offline`, as in V3.3), the counter moved and stored first.
+    func v4OfflineCode(uriIdentifier: String, nonce: [UInt8], body: [UInt8], authentication: ActivationAuthentication)
+        async throws(ActivationError) -> String
+    {
+        guard v4 != nil else { throw .missingActivation }
+        let kind = try authentication.usableKind(now: clock.now())
+        var biometry: SecureBytes?
+        defer { biometry?.destroy() }
+        switch kind {
+        case .biometryPrompt(let prompt):
+            biometry = try await v4BiometryKey(prompt: prompt)
+        case .biometryKey(let key, _):
+            biometry = try coreStep { () throws(SecureCoreError) in try key.copy() }
+        case .possession, .password:
+            break
+        }
+        let data = try protocolStep { () throws(ProtocolError) in
+            try RequestData.offline(uriIdentifier: uriIdentifier, nonce: nonce, body: body).normalizedOffline
+        }
+        return try v4Code(
+            data: data, kind: kind, factorSet: authentication.factorSet, biometryKey: biometry,
+            format: .offline(digits: configuration.offlineAuthenticationCodeComponentLength))
+    }
+
+    /// Computes a V4 code over `data` with the stored counter and moves the counter, all under
+    /// the storage lock (the counter is stored before the code leaves).
+    private func v4Code(
+        data: [UInt8], kind: ActivationAuthentication.Kind, factorSet: FactorSet, biometryKey: SecureBytes?,
+        format: V4AuthenticationCodeFormat
+    ) throws(ActivationError) -> String {
+        try v4Mutate { (activation) throws(ActivationError) -> String in
             var knowledge: SecureBytes?
             defer { knowledge?.destroy() }
             if case .password(let password) = kind {
@@ -431,17 +497,10 @@ extension ActivationService {
                 try V4AuthenticationCode.compute(
                     factorSet: factorSet,
                     keys: V4FactorKeys(possession: keys.possession, knowledge: knowledge, biometry: biometryKey),
-                    counter: counter, data: data)
+                    counter: counter, data: data, format: format)
             }
             try activation.state.advanceCounter()
             return code
-        }
-        guard let activationId = v4?.state.activationId else { throw .missingActivation }
-        let applicationKey = configuration.sdkConfiguration.applicationKey
-        return try protocolStep { () throws(ProtocolError) in
-            try V4AuthorizationHeader(
-                activationId: activationId, applicationKey: applicationKey, nonce: nonce, factorSet: factorSet,
-                authenticationCode: code)
         }
     }
 
@@ -621,7 +680,7 @@ extension ActivationService {
         }
         defer { key.destroy() }
         try mapBiometry { () throws(BiometryError) in
-            try authenticator.storeKey(key, account: configuration.biometryKeyAccount)
+            try authenticator.storeKey(key, account: v4BiometryAccount)
         }
         let enrolled = Base64.encode(authenticator.enrolledSetFingerprint)
         do {
@@ -630,7 +689,7 @@ extension ActivationService {
                 a.state.enrolledSetFingerprint = enrolled
             }
         } catch {
-            authenticator.deleteKey(account: configuration.biometryKeyAccount)
+            authenticator.deleteKey(account: v4BiometryAccount)
             throw error
         }
     }
@@ -644,7 +703,7 @@ extension ActivationService {
             a.state.biometryEnabled = false
             a.state.enrolledSetFingerprint = nil
         }
-        authenticator?.deleteKey(account: configuration.biometryKeyAccount)
+        authenticator?.deleteKey(account: v4BiometryAccount)
     }
 
     /// The biometry key from the authenticator, as V3.3 reads it (invalidated after an
@@ -657,7 +716,7 @@ extension ActivationService {
         if biometric.invalidateBiometricFactorAfterChange && !biometric.allowFallbackToDevicePasscode,
             current.state.enrolledSetFingerprint != Base64.encode(authenticator.enrolledSetFingerprint)
         {
-            authenticator.deleteKey(account: configuration.biometryKeyAccount)
+            authenticator.deleteKey(account: v4BiometryAccount)
             try v4Mutate { (a) throws(ActivationError) in
                 a.state.biometryEnabled = false
                 a.state.enrolledSetFingerprint = nil
@@ -666,7 +725,7 @@ extension ActivationService {
         }
         do throws(BiometryError) {
             return try await authenticator.evaluate(
-                prompt: prompt, account: configuration.biometryKeyAccount, configuration: biometric)
+                prompt: prompt, account: v4BiometryAccount, configuration: biometric)
         } catch {
             throw ActivationError(biometry: error)
         }

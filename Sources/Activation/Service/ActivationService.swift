@@ -112,6 +112,7 @@ public actor ActivationService {
         try storage.remove(configuration.storageNames.upgradeState)
         try storage.remove(configuration.storageNames.upgradeKeys)
         authenticator?.deleteKey(account: configuration.biometryKeyAccount)
+        authenticator?.deleteKey(account: configuration.upgradeBiometryKeyAccount)
     }
 
     deinit {
@@ -172,6 +173,7 @@ public actor ActivationService {
         v4?.keys.destroy()
         v4 = nil
         authenticator?.deleteKey(account: configuration.biometryKeyAccount)
+        authenticator?.deleteKey(account: configuration.upgradeBiometryKeyAccount)
         try storage.remove(names.keys)
         upgrade?.keys.destroy()
         upgrade = nil

@@ -26,6 +26,12 @@ struct LocalV4State: Codable, Equatable {
     var biometryEnabled: Bool?
     /// The enrolled-set fingerprint when biometry was added (to invalidate after a change).
     var enrolledSetFingerprint: String?
+    /// The authenticator account of the biometry key when it is not the configured one (an
+    /// upgrade from V3.3 stores the V4 key beside the V3.3 key until the server confirmed).
+    var biometryAccount: String?
+    /// `true` from `activation/create` until `activation/confirm` answered OK; `nil` in states
+    /// written before the client confirmed (treated as not pending).
+    var confirmationPending: Bool?
 
     private struct Kind: Decodable { let kind: String? }
 

@@ -444,13 +444,20 @@ public struct V4UpgradeStartRequest: Codable, Equatable, Sendable {
     public let sharedSecretRequest: V4SharedSecretRequest
     /// The device's new P-384 signing key.
     public let devicePublicKeys: V4PublicKeys
+    /// Whether the biometry factor stays on after the upgrade (upstream's field; absent means
+    /// "as it was").
+    public let enableBiometry: Bool?
     /// Wraps the fields.
     /// - Parameters:
     ///   - sharedSecretRequest: the shared-secret request.
     ///   - devicePublicKeys: the device keys.
-    public init(sharedSecretRequest: V4SharedSecretRequest, devicePublicKeys: V4PublicKeys) {
+    ///   - enableBiometry: the biometry flag, or `nil` to leave it out.
+    public init(
+        sharedSecretRequest: V4SharedSecretRequest, devicePublicKeys: V4PublicKeys, enableBiometry: Bool? = nil
+    ) {
         self.sharedSecretRequest = sharedSecretRequest
         self.devicePublicKeys = devicePublicKeys
+        self.enableBiometry = enableBiometry
     }
 }
 

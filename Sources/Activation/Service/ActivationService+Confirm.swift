@@ -1,0 +1,34 @@
+import PowerAuthProtocol
+import SecureCore
+
+extension ActivationService {
+    /// Confirms a V4 activation after the server committed it (`POST /pa/v4/activation/confirm`,
+    /// `possession_knowledge`, body `{"enableBiometry": Bool}` as the SDK sends it): the server
+    /// clears its confirmation flag and, when the activation was created with biometry, turns the
+    /// biometry factor on (its first key is the key tree's `auth/biometry` key, which
+    /// ``createActivation(activationCode:name:password:enableBiometry:)`` put in the
+    /// authenticator). A wrong PIN counts as a failed attempt. Confirming twice is harmless.
+    /// - Parameter password: the PIN.
+    /// - Throws: ``ActivationError/invalidActivationState(reason:)`` for a V3.3 activation (protocol
+    ///   V3.3 has no confirmation: the activation works once the server committed it),
+    ///   ``ActivationError/missingActivation``, ``ActivationError/authentication`` for a wrong PIN
+    ///   or an activation the server has not committed, the network and server errors,
+    ///   ``ActivationError/storage(operation:errno:)``.
+    public func confirmActivation(password: Password) async throws(ActivationError) {
+        guard isV4 else {
+            guard record != nil else { throw .missingActivation }
+            throw .invalidActivationState(
+                reason: "protocol V3.3 has no activation/confirm: the activation works once the server committed it")
+        }
+        guard let current = v4 else { throw .missingActivation }
+        let request = V4ConfirmRequest(enableBiometry: current.state.biometryEnabled == true)
+        let body = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(request) }
+        try await v4Send(V4API.activationConfirm, body: body, authentication: .possessionWithPassword(password))
+        try v4Mutate { (activation) throws(ActivationError) in activation.state.confirmationPending = false }
+    }
+
+    /// Whether a V4 activation still waits for ``confirmActivation(password:)`` (always `false`
+    /// for V3.3 and for V4 states written before the client confirmed).
+    /// - Returns: `true` while the confirmation is due.
+    public func needsConfirmation() -> Bool { v4?.state.confirmationPending == true }
+}
