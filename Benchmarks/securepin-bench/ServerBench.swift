@@ -138,7 +138,8 @@ enum ServerBench {
         let configurations = try servers.map { (server) throws in
             try ActivationConfiguration(
                 instanceId: "bench", baseEndpointURL: "http://127.0.0.1:\(server.port ?? 0)",
-                configuration: try server.configurationString(), knowledgeKeyParameters: .testing)
+                configuration: try server.configurationString(), algorithm: "LEGACY_P256",
+                knowledgeKeyParameters: .testing)
         }
         let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "BENCH")))
         let label = backend == nil ? "SQLite" : "PostgreSQL, \(instances) instance\(instances == 1 ? "" : "s")"
