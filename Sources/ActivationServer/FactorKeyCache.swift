@@ -13,7 +13,7 @@ import Synchronization
 ///   holds none for longer than about twice `lifetime`); `remove(_:)` wipes one at once.
 /// - At most `capacity` entries; a full cache drops the entry closest to its end.
 /// - An entry answers only for the same server and device public keys it was derived from.
-/// - Callers get a copy (``get(_:devicePublicKey:now:)``) and destroy it as before: the cache's
+/// - Callers get a copy and destroy it as before: the cache's
 ///   own keys never leave it.
 ///
 /// `lifetime` 0 turns the cache off. See `docs/security.md` for what the cache trades.
