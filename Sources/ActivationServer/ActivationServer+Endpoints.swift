@@ -373,11 +373,19 @@ extension ActivationServer {
         -> (ActivationRecord, FactorKeys)
     {
         let now = clock.now()
-        let record: ActivationRecord
+        var record: ActivationRecord
         do throws(ActivationServerError) {
-            record = try store.update(activationId: activationId) { r in
-                r.expireBlock(now: now)
-                return r
+            // A plain read: only a temporary block whose time is up needs the write transaction
+            // that ends it (the counted attempt re-reads the record in its own transaction).
+            guard let fetched = try store.fetch(activationId: activationId) else { throw .activationNotFound }
+            record = fetched
+            var expired = fetched
+            expired.expireBlock(now: now)
+            if expired.state != fetched.state {
+                record = try store.update(activationId: activationId) { r in
+                    r.expireBlock(now: now)
+                    return r
+                }
             }
         } catch {
             throw error == .activationNotFound ? failure : error
