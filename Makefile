@@ -226,6 +226,7 @@ test-cli: deps
 	Tests/cli/spec.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/spec.log
 	Tests/cli/client.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/client.log
 	Tests/cli/server-v4.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/server-v4.log
+	Tests/cli/server-v4-hybrid.sh $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/server-v4-hybrid.log
 
 ## test-keyring: the activation store in a real Secret Service. Tests/keyring/run.sh starts a private
 ## session bus (dbus-run-session) and a throw-away gnome-keyring-daemon (data and runtime directories

@@ -140,11 +140,11 @@ let powerAuth: [Target] = [
     // The client: the activation service, its flows, local storage and configuration.
     .target(
         name: "Activation",
-        dependencies: ["PowerAuthProtocol", "SecureCore", "Biometry", "DurableStorage"]),
+        dependencies: ["PowerAuthProtocol", "PostQuantum", "SecureCore", "Biometry", "DurableStorage"]),
     // The server's protocol logic; it never sees the client or the vault.
     .target(
         name: "ActivationServer",
-        dependencies: ["PowerAuthProtocol", "SecureCore"]),
+        dependencies: ["PowerAuthProtocol", "PostQuantum", "SecureCore"]),
 ]
 
 /// HTTP (libmicrohttpd through a C shim), SQLite storage, the HTTP client, and what is built
@@ -172,7 +172,7 @@ let network: [Target] = [
         name: "ReferenceServer",
         dependencies: [
             "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "PostgresStore", "SecureCore",
-            "HTTPClient", "VaultOPRFProtocol",
+            "HTTPClient", "VaultOPRFProtocol", "PostQuantum",
         ]),
     // The vault's server binding: the wire format both ends share (OPRF over ECIES), and the
     // client that PinVault's binding calls. PinVault itself links no HTTP code.

@@ -1,4 +1,5 @@
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 
@@ -185,12 +186,24 @@ public struct V4ActivationState: Sendable {
     /// An upgrade from V3.3 was started and waits for `upgrade/confirm`: until then the V3.3
     /// keys keep working and the V4 ones only confirm.
     public var upgradePending: Bool = false
+    /// The seed of the server's ML-DSA signing key for this activation (hybrid suites only; 32
+    /// bytes): a store keeps the seed, ``postQuantumKeyPair()`` expands it when a key is signed or
+    /// published.
+    public var postQuantumSeed: SecureBytes? = nil
 
-    /// A fresh state: a new server key pair and counter, no device yet.
-    /// - Parameter algorithm: the suite (`EC_P384`).
+    /// A fresh state: a new server key pair (and, for a hybrid suite, a new ML-DSA seed) and
+    /// counter, no device yet.
+    /// - Parameter algorithm: a protocol V4 suite.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
     public init(algorithm: ProtocolAlgorithm) throws(ActivationServerError) {
         self.algorithm = algorithm
+        if algorithm.signatureParameterSet != nil {
+            do throws(SecureCoreError) {
+                postQuantumSeed = try SecureBytes.random(count: MLDSA.seedByteCount)
+            } catch {
+                throw .protocolFailure(.core(error))
+            }
+        }
         self.serverKeyPair = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }
         self.activationSecret = nil
         self.devicePublicKey = nil
@@ -216,6 +229,22 @@ public struct V4ActivationState: Sendable {
         self.devicePublicKey = devicePublicKey
         self.counter = counter
         self.confirmationPending = confirmationPending
+    }
+
+    /// The server's ML-DSA key pair for this activation (hybrid suites), expanded from
+    /// ``postQuantumSeed``; `nil` for `EC_P384`.
+    /// - Returns: the key pair, whose signing key the caller destroys.
+    /// - Throws: ``ActivationServerError/protocolFailure(_:)`` when a hybrid state has no seed.
+    public func postQuantumKeyPair() throws(ActivationServerError) -> MLDSA.KeyPair? {
+        guard let set = algorithm.signatureParameterSet else { return nil }
+        guard let seed = postQuantumSeed else {
+            throw .protocolFailure(.invalidKey(field: "the activation's ML-DSA seed"))
+        }
+        do throws(PostQuantumError) {
+            return try MLDSA.KeyPair(set, seed: seed)
+        } catch {
+            throw .protocolFailure(.invalidKey(field: "the activation's ML-DSA seed"))
+        }
     }
 
     /// The public facts a store compares to see whether a change happened (the secret is set

@@ -155,7 +155,7 @@ extension ActivationServer {
         let keys = try factorKeys(record, devicePublicKey: device)
         defer { keys.destroy() }
         let lookAhead = configuration.lookAhead
-        let offersUpgrade = configuration.algorithm == .ecP384
+        let offersUpgrade = configuration.algorithm.isV4
         return try protocolStep { () throws(ProtocolError) in
             // An EC_P384 application offers its V3.3 activations the upgrade to V4.
             let blob = try ActivationStatusBlob(

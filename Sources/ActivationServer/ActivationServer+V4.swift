@@ -1,4 +1,5 @@
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 import Synchronization
@@ -114,20 +115,28 @@ extension ActivationServer {
     /// Every V4 path.
     static let v4Paths: Set<String> = Set(V4API.all.map(\.path))
 
-    /// Answers one V4 request (`docs/protocol-v4.md`); only for an application that serves
-    /// `EC_P384`.
+    /// Answers one V4 request (`docs/protocol-v4.md`); only for an application that serves a
+    /// protocol V4 suite (`EC_P384`, `EC_P384_ML_L3`, `EC_P384_ML_L5`).
     func respondV4(to request: TransportRequest) -> TransportResponse {
         let methods: Set<String> = request.path == V4API.validate.path ? ["GET", "POST", "PUT", "DELETE"] : ["POST"]
         guard methods.contains(request.method) else {
             return Self.error(405, ActivationAPI.ErrorCode.request, "method not allowed")
         }
         do throws(ActivationServerError) {
-            guard configuration.algorithm == .ecP384, let master = configuration.v4MasterKeyPair else {
+            guard configuration.algorithm.isV4, let master = configuration.v4MasterKeyPair,
+                configuration.algorithm.signatureParameterSet == configuration.v4PostQuantumMasterKeyPair?.parameterSet
+            else {
                 throw .malformedRequest(reason: "this application serves LEGACY_P256 (protocol V3.3) only")
             }
             switch request.path {
             case V4API.keystoreCreate.path:
                 return try v4CreateTemporaryKey(request, master: master)
+            case V4API.serverStatus.path:
+                return try v4ServerStatus(request)
+            case V4API.userInfo.path:
+                return try v4UserInfo(request)
+            case V4API.activationDetail.path:
+                return try v4ActivationDetail(request)
             case V4API.activationCreate.path:
                 return try v4CreateActivation(request)
             case V4API.activationConfirm.path:
@@ -158,7 +167,7 @@ extension ActivationServer {
             case V4API.tokenRemove.path:
                 let (record, keys, _) = try v4Authenticate(request, V4API.tokenRemove, allowed: nil)
                 keys.destroy()
-                let body = try Self.v4Decode(request.body, V4TokenRemoveRequest.self, enveloped: false)
+                let body = try Self.v4Decode(request.body, V4TokenRemoveRequest.self, enveloped: true)
                 _ = try store.removeToken(tokenId: body.tokenId, activationId: record.activationId)
                 return try Self.ok(TokenRemoveResponse(tokenId: body.tokenId))
             case V4API.passwordChange.path, V4API.biometryAdd.path:
@@ -193,12 +202,17 @@ extension ActivationServer {
     func v4CreateTemporaryKey(_ request: TransportRequest, master: ECP384KeyPair) throws(ActivationServerError)
         -> TransportResponse
     {
-        let message = try Self.v4Decode(request.body, JWTMessage.self, enveloped: false)
+        // Upstream wraps both ways (`ObjectRequest<TemporaryKeyRequest>`); the bare `{"jwt"}` is accepted too.
+        let message = try Self.v4Decode(request.body, JWTMessage.self, enveloped: true)
         guard let claims = try? V4TemporaryKeyJWT.requestClaims(message.jwt), claims.applicationKey == applicationKey,
             !claims.challenge.isEmpty, claims.challenge.utf8.count <= 256
         else { throw .temporaryKeyFailure }
         let macKey: SecureBytes
         let signer: ECP384KeyPair
+        let postQuantumSigner: MLDSA.KeyPair?
+        // The activation's own suite in activation scope (an activation keeps the suite it was
+        // created with), the application's in application scope.
+        let suite: ProtocolAlgorithm
         if let activationId = claims.activationId {
             // Also while the commit is pending: the device reads its status with such a key.
             guard let record = try store.fetch(activationId: activationId),
@@ -211,19 +225,29 @@ extension ActivationServer {
                 try lift { () throws(SecureCoreError) in try keys.activationTemporaryKeyMAC.copy() }
             }
             signer = state.serverKeyPair
+            postQuantumSigner = try state.postQuantumKeyPair()
+            suite = state.algorithm
         } else {
             let secret = applicationSecret
             macKey = try protocolStep { () throws(ProtocolError) in
                 try V4ActivationKeys.applicationTemporaryKeyMAC(applicationSecret: secret)
             }
             signer = master
+            postQuantumSigner = configuration.v4PostQuantumMasterKeyPair
+            suite = configuration.algorithm
         }
-        defer { macKey.destroy() }
+        defer {
+            macKey.destroy()
+            if claims.activationId != nil { postQuantumSigner?.destroy() }
+        }
         guard (try? V4TemporaryKeyJWT.verifyRequest(message.jwt, key: macKey)) != nil else {
             throw .temporaryKeyFailure
         }
-        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: claims.sharedSecretRequest, algorithm: .ecP384)
+        let (shared, secret): (V4SharedSecretResponse, SecureBytes)
+        do throws(ActivationServerError) {
+            (shared, secret) = try Self.v4Respond(to: claims.sharedSecretRequest, suite: suite)
+        } catch {
+            throw .temporaryKeyFailure
         }
         let now = nowMilliseconds
         let id = UUID().uuidString.lowercased()
@@ -240,14 +264,12 @@ extension ActivationServer {
             expiresAtMilliseconds: expires)
         let json = try protocolStep { () throws(ProtocolError) -> String in
             do throws(JWTError) {
-                return try V4TemporaryKeyJWT.signResponse(response, keyPair: signer)
+                return try V4TemporaryKeyJWT.signResponse(response, keyPair: signer, postQuantum: postQuantumSigner)
             } catch {
                 throw .jwt(error)
             }
         }
-        return TransportResponse(
-            statusCode: 200,
-            body: try protocolStep { () throws(ProtocolError) in try WireCoding.encode(JWTMessage(jwt: json)) })
+        return try Self.ok(JWTMessage(jwt: json))
     }
 
     // MARK: - Encryption
@@ -255,13 +277,19 @@ extension ActivationServer {
     /// Opens a V4 encrypted request: the `X-PowerAuth-Encryption` header's scope, the temporary
     /// key (this application, this scope, not expired), the timestamp window, the AEAD, then
     /// the nonce's first use under the key.
+    /// A signed request (`signed`) may leave the header out, as upstream's SDK does (its
+    /// authorization header names the application and the activation); when present it must match.
     func v4Open(
         _ request: TransportRequest, body: [UInt8], sharedInfo1: V4SharedInfo1,
-        activation: (id: String, keys: V4ActivationKeys)?
+        activation: (id: String, keys: V4ActivationKeys)?, signed: Bool = false
     ) throws(ActivationServerError) -> V4OpenedRequest {
-        guard let value = request.header(V4EncryptionHeader.name), let header = try? V4EncryptionHeader.parse(value),
-            header.applicationKey == applicationKey, header.activationId == activation?.id
-        else { throw .encryptionFailed }
+        if let value = request.header(V4EncryptionHeader.name) {
+            guard let header = try? V4EncryptionHeader.parse(value), header.applicationKey == applicationKey,
+                header.activationId == activation?.id
+            else { throw .encryptionFailed }
+        } else if !signed {
+            throw .encryptionFailed
+        }
         let encrypted = try Self.v4Decode(body, V4EncryptedRequest.self, enveloped: false)
         return try v4Open(encrypted, sharedInfo1: sharedInfo1, activation: activation)
     }
@@ -334,13 +362,12 @@ extension ActivationServer {
         let name = inner.activationName ?? ""
         guard name.utf8.count <= 255 else { throw .malformedRequest(reason: "activationName is too long") }
         guard let activationId = try store.activationId(forCode: code) else { throw .invalidActivationCode }
-        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: inner.sharedSecretRequest, algorithm: .ecP384)
-        }
+        let suite = configuration.algorithm
+        let (shared, secret) = try Self.v4Respond(to: inner.sharedSecretRequest, suite: suite)
         let autoCommit = configuration.autoCommit
         let record = try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
-            // Only once, and only an activation prepared for V4.
-            guard r.state == .created, var state = r.v4 else { throw .invalidActivationCode }
+            // Only once, and only an activation prepared for V4 with the suite served now.
+            guard r.state == .created, var state = r.v4, state.algorithm == suite else { throw .invalidActivationCode }
             state.activationSecret = secret
             state.devicePublicKey = device
             state.confirmationPending = true
@@ -352,11 +379,33 @@ extension ActivationServer {
         guard let state = record.v4 else { throw .invalidActivationCode }
         let innerResponse = V4ActivationLayer2Response(
             activationId: record.activationId, sharedSecretResponse: shared,
-            serverPublicKeys: V4PublicKeys(ecdsa: Base64.encode(state.serverKeyPair.publicKey)),
-            ctrData: state.counter.base64)
+            serverPublicKeys: try Self.v4PublicKeys(state), ctrData: state.counter.base64)
         let sealedInner = try v4Seal(try Self.encodePlaintext(innerResponse), innerOpened)
         let outerResponse = V4ActivationLayer1Response(activationData: sealedInner)
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(outerResponse), outerOpened))
+    }
+
+    /// The server's half of a shared-secret exchange in `suite`; a request of another suite, or
+    /// one whose keys do not parse, is the client's error (400), not the server's.
+    static func v4Respond(to request: V4SharedSecretRequest, suite: ProtocolAlgorithm)
+        throws(ActivationServerError) -> (V4SharedSecretResponse, SecureBytes)
+    {
+        do throws(ProtocolError) {
+            return try V4SharedSecret.respond(to: request, algorithm: suite)
+        } catch {
+            if case .core = error { throw .protocolFailure(error) }
+            throw .malformedRequest(reason: "the shared-secret request is not a valid \(suite.rawValue) request")
+        }
+    }
+
+    /// The server's public signing keys of an activation: P-384, and the ML-DSA key's
+    /// SubjectPublicKeyInfo for a hybrid suite.
+    static func v4PublicKeys(_ state: V4ActivationState) throws(ActivationServerError) -> V4PublicKeys {
+        let postQuantum = try state.postQuantumKeyPair()
+        defer { postQuantum?.destroy() }
+        return V4PublicKeys(
+            ecdsa: Base64.encode(state.serverKeyPair.publicKey),
+            mldsa: postQuantum.map { Base64.encode($0.publicKeyInfo) })
     }
 
     // MARK: - activation/status
@@ -394,6 +443,68 @@ extension ActivationServer {
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
     }
 
+    // MARK: - status, user/info, activation/detail
+
+    /// `/pa/v4/status`: the clock, the server's name and version, and the algorithms served to the
+    /// application named in the optional request object (none for another application).
+    func v4ServerStatus(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        var algorithms = [configuration.algorithm.rawValue]
+        if !request.body.isEmpty {
+            let body = try Self.v4Decode(request.body, V4ServerStatusRequest.self, enveloped: true)
+            if let key = body.applicationKey, key != applicationKey { algorithms = [] }
+        }
+        return try Self.ok(
+            ServerStatusResponse(
+                serverTime: nowMilliseconds, application: configuration.serverApplication,
+                supportedAlgorithms: algorithms))
+    }
+
+    /// The active V4 activation named by the `X-PowerAuth-Encryption` header, with its keys.
+    func v4HeaderActivation(_ request: TransportRequest) throws(ActivationServerError) -> (
+        ActivationRecord, V4ActivationKeys
+    ) {
+        guard let value = request.header(V4EncryptionHeader.name), let header = try? V4EncryptionHeader.parse(value),
+            let activationId = header.activationId, let record = try store.fetch(activationId: activationId),
+            record.state == .active, let state = record.v4, !state.upgradePending, let secret = state.activationSecret
+        else { throw .encryptionFailed }
+        let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        return (record, keys)
+    }
+
+    /// `/pa/v4/user/info`: the user's claims (`sub`, `jti`, `iat`), the bare map encrypted in
+    /// activation scope as upstream's `UserInfoProvider` answer.
+    func v4UserInfo(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        let (record, keys) = try v4HeaderActivation(request)
+        defer { keys.destroy() }
+        let opened = try v4Open(
+            request, body: request.body, sharedInfo1: .genericActivation, activation: (record.activationId, keys))
+        opened.plaintext?.destroy()
+        let claims = UserInfoResponse(
+            sub: record.userId, jti: UUID().uuidString.lowercased(), iat: nowMilliseconds / 1000)
+        return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(claims), opened))
+    }
+
+    /// `/pa/v4/activation/detail`: a V4 MAC token with two factors (`possession_knowledge` or
+    /// `possession_biometry`), then the activation-scope body; the answer is the encrypted
+    /// `{"status":"OK","responseObject":{activationId, activationName}}` as in V3.3.
+    func v4ActivationDetail(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        guard let value = request.header(TokenHeader.name) else { throw .tokenInvalid }
+        let verified = try verifyV4Token(header: value)
+        guard [.possessionKnowledge, .possessionBiometry].contains(verified.factorSet),
+            let record = try store.fetch(activationId: verified.activationId), let state = record.v4,
+            let secret = state.activationSecret
+        else { throw .tokenInvalid }
+        let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        defer { keys.destroy() }
+        let opened = try v4Open(
+            request, body: request.body, sharedInfo1: .genericActivation, activation: (record.activationId, keys),
+            signed: true)
+        opened.plaintext?.destroy()
+        let detail = ActivationDetailResponse(activationId: record.activationId, activationName: record.name)
+        return try Self.v4Encrypted(
+            try v4Seal(try Self.encodePlaintext(ResponseEnvelope(responseObject: detail)), opened))
+    }
+
     // MARK: - token/create, vault/unlock
 
     func v4CreateToken(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
@@ -402,7 +513,8 @@ extension ActivationServer {
             request, V4API.tokenCreate, allowed: [.possession, .possessionKnowledge, .possessionBiometry])
         defer { keys.destroy() }
         let opened = try v4Open(
-            request, body: request.body, sharedInfo1: .tokenCreate, activation: (record.activationId, keys))
+            request, body: request.body, sharedInfo1: .tokenCreate, activation: (record.activationId, keys),
+            signed: true)
         opened.plaintext?.destroy()
         guard let secret = record.v4?.activationSecret else { throw .encryptionFailed }
         let tokenId = UUID().uuidString.lowercased()
@@ -484,7 +596,8 @@ extension ActivationServer {
             allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
         defer { keys.destroy() }
         let opened = try v4Open(
-            request, body: request.body, sharedInfo1: .vaultUnlock, activation: (record.activationId, keys))
+            request, body: request.body, sharedInfo1: .vaultUnlock, activation: (record.activationId, keys),
+            signed: true)
         let body = try Self.decodePlaintext(opened.plaintext, V4VaultUnlockRequest.self)
         opened.plaintext?.destroy()
         guard let key = keys.vaultKey(named: body.keyIdentifier) else {
@@ -514,10 +627,9 @@ extension ActivationServer {
         guard let device = Base64.decode(body.devicePublicKeys.ecdsa), device.count == 97,
             (try? ECP384KeyPair.validate(publicKey: device)) != nil
         else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
-        let (shared, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: body.sharedSecretRequest, algorithm: .ecP384)
-        }
-        var state = try V4ActivationState(algorithm: .ecP384)
+        let suite = configuration.algorithm
+        let (shared, secret) = try Self.v4Respond(to: body.sharedSecretRequest, suite: suite)
+        var state = try V4ActivationState(algorithm: suite)
         state.activationSecret = secret
         state.devicePublicKey = device
         state.confirmationPending = false
@@ -532,8 +644,7 @@ extension ActivationServer {
         }
         let response = V4UpgradeStartResponse(
             sharedSecretResponse: shared,
-            serverPublicKeys: V4PublicKeys(ecdsa: Base64.encode(fresh.serverKeyPair.publicKey)),
-            ctrData: fresh.counter.base64)
+            serverPublicKeys: try Self.v4PublicKeys(fresh), ctrData: fresh.counter.base64)
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
     }
 
@@ -551,12 +662,11 @@ extension ActivationServer {
         defer { keys.destroy() }
         let opened = try v4Open(
             request, body: request.body, sharedInfo1: biometry ? .biometryAdd : .passwordChange,
-            activation: (record.activationId, keys))
+            activation: (record.activationId, keys), signed: true)
         let shared = try Self.decodePlaintext(opened.plaintext, V4SharedSecretRequest.self)
         opened.plaintext?.destroy()
-        let (response, secret) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.respond(to: shared, algorithm: .ecP384)
-        }
+        guard let suite = record.v4?.algorithm else { throw .invalidState(record.state) }
+        let (response, secret) = try Self.v4Respond(to: shared, suite: suite)
         try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
             guard r.state == .active, var state = r.v4 else { throw .invalidState(r.state) }
             if biometry {

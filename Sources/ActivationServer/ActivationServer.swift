@@ -70,7 +70,7 @@ public final class ActivationServer: Sendable {
             serverKeyPair: keyPair, counter: HashCounter.random(), maxFailedAttempts: configuration.maxFailedAttempts)
         // An EC_P384 application prepares a V4 activation (its own P-384 server key pair and
         // SHA3 counter); the V3.3 endpoints refuse it.
-        if configuration.algorithm == .ecP384 { record.v4 = try V4ActivationState(algorithm: .ecP384) }
+        if configuration.algorithm.isV4 { record.v4 = try V4ActivationState(algorithm: configuration.algorithm) }
         try store.insert(record)
         return PreparedActivation(
             activationId: record.activationId, activationCode: code.code,

@@ -1,4 +1,5 @@
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 
@@ -19,13 +20,18 @@ public struct ActivationServerConfiguration: Sendable {
     public var failureBlockDuration: TimeInterval?
     /// Commit activations as soon as the device exchanged keys (default `false`).
     public var autoCommit: Bool
-    /// The algorithm this application serves: `LEGACY_P256` (protocol V3.3, the default) or
-    /// `EC_P384` (protocol V4, which needs ``v4MasterKeyPair``; see ``serve(_:masterKeyPair:)``).
-    /// The V3.3 endpoints stay available for `LEGACY_P256` activations either way.
+    /// The algorithm this application serves: `LEGACY_P256` (protocol V3.3, the default),
+    /// `EC_P384` (protocol V4, which needs ``v4MasterKeyPair``) or a hybrid suite `EC_P384_ML_L3` /
+    /// `EC_P384_ML_L5` (which also needs ``v4PostQuantumMasterKeyPair``); see
+    /// ``serve(_:masterKeyPair:postQuantumMasterKeyPair:)``. The V3.3 endpoints stay available for
+    /// `LEGACY_P256` activations either way.
     public var algorithm: ProtocolAlgorithm = .legacyP256
     /// The P-384 master key pair of protocol V4 (key `0x02` of the configuration string), which
     /// signs application-scope temporary keys.
     public var v4MasterKeyPair: ECP384KeyPair? = nil
+    /// The ML-DSA master key pair of a hybrid suite (key `0x03`, ML-DSA-65, or `0x04`, ML-DSA-87),
+    /// which signs application-scope temporary keys beside ``v4MasterKeyPair``.
+    public var v4PostQuantumMasterKeyPair: MLDSA.KeyPair? = nil
     /// The name and version `/pa/v3/status` reports.
     public var serverApplication = ServerStatusResponse.Application(
         name: "SecurePIN reference server", version: "0.9.0")
@@ -66,37 +72,61 @@ public struct ActivationServerConfiguration: Sendable {
     /// - Returns: the string.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
     public func configurationString() throws(ActivationServerError) -> String {
-        let v4Keys = v4MasterKeyPair.map { [SDKConfiguration.Key(id: 0x02, bytes: Self.compressed($0.publicKey))] }
+        var v4Keys =
+            v4MasterKeyPair.map {
+                [SDKConfiguration.Key(id: ProtocolAlgorithm.ecdsaMasterKeyId, bytes: Self.compressed($0.publicKey))]
+            } ?? []
+        if let postQuantum = v4PostQuantumMasterKeyPair {
+            let id: UInt8 = postQuantum.parameterSet == .mldsa65 ? 0x03 : 0x04
+            v4Keys.append(SDKConfiguration.Key(id: id, bytes: postQuantum.publicKeyInfo))
+        }
+        let keys = v4Keys
         return try protocolStep { () throws(ProtocolError) in
             try SDKConfiguration(
                 applicationKey: applicationKey, applicationSecret: applicationSecret,
-                masterServerPublicKey: masterKeyPair.publicKey, otherKeys: v4Keys ?? []
+                masterServerPublicKey: masterKeyPair.publicKey, otherKeys: keys
             ).encoded
         }
     }
 
-    /// Makes the application serve `algorithm`; for `EC_P384` the V4 master key pair is
-    /// `masterKeyPair`, the one already set, or a fresh one.
+    /// Makes the application serve `algorithm`; for a V4 suite the P-384 master key pair is
+    /// `masterKeyPair`, the one already set, or a fresh one, and for a hybrid suite the ML-DSA
+    /// master key pair likewise (`postQuantumMasterKeyPair` must be of the suite's parameter set).
     /// - Parameters:
-    ///   - algorithm: `LEGACY_P256` or `EC_P384`.
+    ///   - algorithm: `LEGACY_P256`, `EC_P384`, `EC_P384_ML_L3` or `EC_P384_ML_L5`.
     ///   - masterKeyPair: a stored V4 master key pair, if any.
-    /// - Throws: ``ActivationServerError/invalidConfiguration(reason:)`` for the hybrid suites
-    ///   (ML-KEM/ML-DSA in V4 are not implemented), ``ActivationServerError/protocolFailure(_:)``.
-    public mutating func serve(_ algorithm: ProtocolAlgorithm, masterKeyPair: ECP384KeyPair? = nil)
-        throws(ActivationServerError)
-    {
-        switch algorithm {
-        case .legacyP256:
-            break
-        case .ecP384:
-            if let masterKeyPair {
-                v4MasterKeyPair = masterKeyPair
-            } else if v4MasterKeyPair == nil {
-                v4MasterKeyPair = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }
+    ///   - postQuantumMasterKeyPair: a stored ML-DSA master key pair, if any (hybrid suites).
+    /// - Throws: ``ActivationServerError/invalidConfiguration(reason:)`` for an ML-DSA key of
+    ///   another parameter set, ``ActivationServerError/protocolFailure(_:)``.
+    public mutating func serve(
+        _ algorithm: ProtocolAlgorithm, masterKeyPair: ECP384KeyPair? = nil,
+        postQuantumMasterKeyPair: MLDSA.KeyPair? = nil
+    ) throws(ActivationServerError) {
+        guard algorithm.isV4 else {
+            self.algorithm = algorithm
+            return
+        }
+        if let set = algorithm.signatureParameterSet {
+            if let postQuantumMasterKeyPair {
+                guard postQuantumMasterKeyPair.parameterSet == set else {
+                    throw .invalidConfiguration(
+                        reason: "\(algorithm.rawValue) needs an \(V4TemporaryKeyJWT.algorithmName(set)) master key")
+                }
+                v4PostQuantumMasterKeyPair = postQuantumMasterKeyPair
+            } else if v4PostQuantumMasterKeyPair?.parameterSet != set {
+                do throws(PostQuantumError) {
+                    v4PostQuantumMasterKeyPair = try MLDSA.KeyPair.generate(set)
+                } catch {
+                    throw .invalidConfiguration(reason: "no ML-DSA master key: \(error)")
+                }
             }
-        case .ecP384MLL3, .ecP384MLL5:
-            throw .invalidConfiguration(
-                reason: "\(algorithm.rawValue) is not served: protocol V4 with ML-KEM/ML-DSA is not implemented")
+        } else {
+            v4PostQuantumMasterKeyPair = nil
+        }
+        if let masterKeyPair {
+            v4MasterKeyPair = masterKeyPair
+        } else if v4MasterKeyPair == nil {
+            v4MasterKeyPair = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }
         }
         self.algorithm = algorithm
     }

@@ -1,5 +1,6 @@
 import ActivationServer
 import Foundation
+import PostQuantum
 import PostgresStore
 import PowerAuthProtocol
 import SecureCore
@@ -112,6 +113,15 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             secret_sealed bytea NOT NULL,
             expires_at bigint NOT NULL);
         CREATE INDEX v4_temporary_key_expiry ON v4_temporary_key(expires_at);
+        """,
+        // 4: the ML-DSA master keys of the hybrid V4 suites, as SQLite's step 4: one row per
+        // parameter set, the 32-byte seed sealed, the public key beside it.
+        """
+        CREATE TABLE v4_pq_master_key(
+            parameter_set text PRIMARY KEY,
+            public_key bytea NOT NULL,
+            seed_nonce bytea NOT NULL,
+            seed_sealed bytea NOT NULL);
         """,
     ]
 
@@ -757,6 +767,50 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         } catch {
             throw .activationServer(error)
         }
+    }
+}
+
+extension PostgresActivationStore {
+    /// Loads the stored ML-DSA master key pair of `parameterSet`, or stores a fresh one on first
+    /// use: `INSERT ... ON CONFLICT DO NOTHING`, then read back, so that instances starting
+    /// together agree on the first one's key.
+    /// - Parameter parameterSet: ML-DSA-65 (`EC_P384_ML_L3`) or ML-DSA-87 (`EC_P384_ML_L5`).
+    /// - Returns: the pair in force.
+    /// - Throws: ``ReferenceServerError``.
+    public func loadOrStoreV4PostQuantumMasterKey(_ parameterSet: MLDSA.ParameterSet) throws(ReferenceServerError)
+        -> MLDSA.KeyPair
+    {
+        let name = V4PostQuantumMasterKey.name(parameterSet)
+        let label = V4PostQuantumMasterKey.label(parameterSet)
+        let select = "SELECT public_key, seed_nonce, seed_sealed FROM v4_pq_master_key WHERE parameter_set = $1"
+        var rows = try sql { () throws(PostgresError) in
+            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in try c.query(select, [.text(name)])
+            }
+        }
+        if rows.isEmpty {
+            let (seed, fresh) = try V4PostQuantumMasterKey.generate(parameterSet)
+            defer {
+                seed.destroy()
+                fresh.destroy()
+            }
+            let box = try seal(seed, label: label)
+            rows = try sql { () throws(PostgresError) in
+                try pool.withConnection { (c) throws(PostgresError) in
+                    _ = try c.query(
+                        """
+                        INSERT INTO v4_pq_master_key(parameter_set, public_key, seed_nonce, seed_sealed)
+                        VALUES ($1, $2, $3, $4) ON CONFLICT (parameter_set) DO NOTHING
+                        """, [.text(name), .bytes(fresh.publicKey), .bytes(box.nonce), .bytes(box.ciphertext)])
+                    return try c.query(select, [.text(name)])
+                }
+            }
+        }
+        guard let row = rows.first, let publicKey = row[0].bytes, let nonce = row[1].bytes,
+            let sealed = row[2].bytes
+        else { throw .corruptRecord(reason: "the \(name) master key") }
+        let seed = try open(nonce: nonce, sealed: sealed, label: label)
+        defer { seed.destroy() }
+        return try V4PostQuantumMasterKey.expand(parameterSet, seed: seed, publicKey: publicKey)
     }
 }
 

@@ -59,7 +59,8 @@ public final class ReferenceServer: Sendable {
         /// (0 picks a free one); `nil`, the default, opens none. On the main port `/metrics`
         /// needs the admin token.
         public var metricsPort: UInt16?
-        /// The algorithm the application serves: `LEGACY_P256` (V3.3, default) or `EC_P384` (V4).
+        /// The algorithm the application serves: `LEGACY_P256` (V3.3, default), `EC_P384` (V4) or a
+        /// hybrid V4 suite, `EC_P384_ML_L3` or `EC_P384_ML_L5` (with an ML-DSA master key).
         public var algorithm: ProtocolAlgorithm = .legacyP256
 
         /// Creates the options.
@@ -139,10 +140,13 @@ public final class ReferenceServer: Sendable {
             })
         var served = configuration
         let master: ECP384KeyPair? =
-            options.algorithm == .ecP384
+            options.algorithm.isV4
             ? try store.loadOrStoreV4MasterKey { () throws(ActivationServerError) in try protocolKeyPair() } : nil
+        let postQuantumMaster = try options.algorithm.signatureParameterSet.map {
+            (set) throws(ReferenceServerError) in try store.loadOrStoreV4PostQuantumMasterKey(set)
+        }
         do throws(ActivationServerError) {
-            try served.serve(options.algorithm, masterKeyPair: master)
+            try served.serve(options.algorithm, masterKeyPair: master, postQuantumMasterKeyPair: postQuantumMaster)
         } catch {
             throw .activationServer(error)
         }

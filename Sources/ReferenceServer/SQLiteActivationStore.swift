@@ -1,5 +1,6 @@
 import ActivationServer
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SQLiteStore
 import SecureCore
@@ -69,6 +70,15 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         ALTER TABLE server_configuration ADD COLUMN v4_master_public_key BLOB;
         ALTER TABLE server_configuration ADD COLUMN v4_master_private_nonce BLOB;
         ALTER TABLE server_configuration ADD COLUMN v4_master_private_sealed BLOB;
+        """,
+        // 4: the ML-DSA master keys of the hybrid V4 suites, one row per parameter set; the 32-byte
+        // seed is sealed, the public key beside it.
+        """
+        CREATE TABLE v4_pq_master_key(
+            parameter_set TEXT PRIMARY KEY,
+            public_key BLOB NOT NULL,
+            seed_nonce BLOB NOT NULL,
+            seed_sealed BLOB NOT NULL);
         """,
     ]
 
@@ -596,14 +606,76 @@ extension SQLiteActivationStore {
     }
 }
 
+extension SQLiteActivationStore {
+    /// Loads the stored ML-DSA master key pair of `parameterSet`, or stores a fresh one on first
+    /// use: insert-or-ignore, then read back, so that a second process starting on the same file
+    /// at the same moment ends with the first one's key.
+    /// - Parameter parameterSet: ML-DSA-65 (`EC_P384_ML_L3`) or ML-DSA-87 (`EC_P384_ML_L5`).
+    /// - Returns: the pair in force.
+    /// - Throws: ``ReferenceServerError``.
+    public func loadOrStoreV4PostQuantumMasterKey(_ parameterSet: MLDSA.ParameterSet) throws(ReferenceServerError)
+        -> MLDSA.KeyPair
+    {
+        let name = V4PostQuantumMasterKey.name(parameterSet)
+        let label = V4PostQuantumMasterKey.label(parameterSet)
+        if let stored = try storedV4PostQuantumMasterKey(parameterSet) { return stored }
+        let (seed, fresh) = try V4PostQuantumMasterKey.generate(parameterSet)
+        defer {
+            seed.destroy()
+            fresh.destroy()
+        }
+        let box = try seal(seed, label: label)
+        _ = try sqlV4 { () throws(SQLiteError) in
+            try database.run(
+                """
+                INSERT OR IGNORE INTO v4_pq_master_key(parameter_set, public_key, seed_nonce, seed_sealed)
+                VALUES (?, ?, ?, ?)
+                """, [.text(name), .blob(fresh.publicKey), .blob(box.nonce), .blob(box.ciphertext)])
+        }
+        guard let stored = try storedV4PostQuantumMasterKey(parameterSet) else {
+            throw .corruptRecord(reason: "the \(name) master key")
+        }
+        return stored
+    }
+
+    private func storedV4PostQuantumMasterKey(_ parameterSet: MLDSA.ParameterSet) throws(ReferenceServerError)
+        -> MLDSA.KeyPair?
+    {
+        let rows = try sqlV4 { () throws(SQLiteError) in
+            try database.query(
+                "SELECT public_key, seed_nonce, seed_sealed FROM v4_pq_master_key WHERE parameter_set = ?",
+                [.text(V4PostQuantumMasterKey.name(parameterSet))])
+        }
+        guard let row = rows.first else { return nil }
+        guard let publicKey = row[0].bytes, let nonce = row[1].bytes, let sealed = row[2].bytes else {
+            throw .corruptRecord(reason: "the \(V4PostQuantumMasterKey.name(parameterSet)) master key")
+        }
+        let seed = try open(nonce: nonce, sealed: sealed, label: V4PostQuantumMasterKey.label(parameterSet))
+        defer { seed.destroy() }
+        return try V4PostQuantumMasterKey.expand(parameterSet, seed: seed, publicKey: publicKey)
+    }
+
+    private func sqlV4<R>(_ body: () throws(SQLiteError) -> R) throws(ReferenceServerError) -> R {
+        do throws(SQLiteError) {
+            return try body()
+        } catch {
+            throw .storage(reason: "\(error)")
+        }
+    }
+}
+
 /// The binary form of `ActivationServer.V4ActivationState` inside its sealed column:
 /// `01 ‖ flags(1) ‖ server private (48) ‖ CTR_DATA (32) ‖ u32be(keyGeneration) ‖ then, when their flag
 /// is set, KEY_ACTIVATION_SECRET, knowledge key, next knowledge key, biometry key, next biometry key
-/// (32 bytes each) and the device public key (97)`. Flags: bit0 confirmation pending, bit1 secret,
-/// bit2 device key, bit3 ... bit6 the four factor keys, bit7 upgrade from V3.3 pending. Built and read in secure memory; only
-/// `EC_P384` exists.
+/// (32 bytes each) and the device public key (97)`, then for a hybrid suite the 32-byte seed of the
+/// activation's ML-DSA key. Flags: bit0 confirmation pending, bit1 secret, bit2 device key, bit3 ... bit6
+/// the four factor keys, bit7 upgrade from V3.3 pending. The first byte names the suite of this one
+/// layout: `01` `EC_P384` (all rows written before the hybrid suites), `02` `EC_P384_ML_L3`, `03`
+/// `EC_P384_ML_L5`. Built and read in secure memory.
 enum V4StateCoding {
     static let fixed = 86
+    /// The suites by their first byte (index + 1); never reorder.
+    static let suites: [ProtocolAlgorithm] = [.ecP384, .ecP384MLL3, .ecP384MLL5]
 
     static func encode(_ state: V4ActivationState) throws(ReferenceServerError) -> SecureBytes {
         let secrets = [
@@ -615,7 +687,13 @@ enum V4StateCoding {
         for (bit, secret) in zip([1, 3, 4, 5, 6], secrets) where secret != nil { flags |= 1 << bit }
         let present = secrets.compactMap { $0 }
         guard present.allSatisfy({ $0.count == 32 }) else { throw .corruptRecord(reason: "a V4 key size") }
-        let count = fixed + 32 * present.count + device.count
+        guard let version = suites.firstIndex(of: state.algorithm) else {
+            throw .corruptRecord(reason: "a V4 state of \(state.algorithm.rawValue)")
+        }
+        let seed = state.algorithm.signatureParameterSet == nil ? nil : state.postQuantumSeed
+        guard (state.algorithm.signatureParameterSet == nil) == (seed == nil), seed.map({ $0.count == 32 }) ?? true
+        else { throw .corruptRecord(reason: "the V4 ML-DSA seed") }
+        let count = fixed + 32 * present.count + device.count + (seed == nil ? 0 : 32)
         let out: SecureBytes
         do throws(SecureCoreError) {
             out = try SecureBytes(count: count)
@@ -624,7 +702,7 @@ enum V4StateCoding {
         }
         let generation = withUnsafeBytes(of: state.keyGeneration.bigEndian) { Array($0) }
         out.withUnsafeMutableBytes { target in
-            target[0] = 1
+            target[0] = UInt8(version + 1)
             target[1] = flags
             state.serverKeyPair.privateKey.withUnsafeBytes { key in
                 for i in 0..<48 { target[2 + i] = key[key.count - 48 + i] }
@@ -638,6 +716,10 @@ enum V4StateCoding {
                 at += 32
             }
             for (i, byte) in device.enumerated() { target[at + i] = byte }
+            at += device.count
+            seed?.withUnsafeBytes { bytes in
+                for i in 0..<32 { target[at + i] = bytes[i] }
+            }
         }
         return out
     }
@@ -652,11 +734,15 @@ enum V4StateCoding {
         let present = [1, 3, 4, 5, 6].map { flags & (1 << $0) != 0 }
         let hasDevice = flags & 4 != 0
         let secretCount = present.filter { $0 }.count
-        guard header.0 == 1, plain.count == fixed + 32 * secretCount + (hasDevice ? 97 : 0) else { throw bad }
+        guard (1...suites.count).contains(Int(header.0)) else { throw bad }
+        let algorithm = suites[Int(header.0) - 1]
+        let hybrid = algorithm.signatureParameterSet != nil
+        guard plain.count == fixed + 32 * secretCount + (hasDevice ? 97 : 0) + (hybrid ? 32 : 0) else { throw bad }
         do {
             let privateKey = try SecureBytes(count: 48)
             var secrets: [SecureBytes?] = []
             for flag in present { secrets.append(flag ? try SecureBytes(count: 32) : nil) }
+            let seed = hybrid ? try SecureBytes(count: 32) : nil
             let device: [UInt8]? = plain.withUnsafeBytes { source in
                 privateKey.withUnsafeMutableBytes { target in
                     for i in 0..<48 { target[i] = source[2 + i] }
@@ -669,10 +755,16 @@ enum V4StateCoding {
                     }
                     at += 32
                 }
-                return hasDevice ? Array(source[at..<(at + 97)]) : nil
+                let device = hasDevice ? Array(source[at..<(at + 97)]) : nil
+                at += hasDevice ? 97 : 0
+                let start = at
+                seed?.withUnsafeMutableBytes { target in
+                    for i in 0..<32 { target[i] = source[start + i] }
+                }
+                return device
             }
             var state = V4ActivationState(
-                algorithm: .ecP384, serverKeyPair: try ECP384KeyPair(privateKey: privateKey),
+                algorithm: algorithm, serverKeyPair: try ECP384KeyPair(privateKey: privateKey),
                 activationSecret: secrets[0], devicePublicKey: device,
                 counter: try V4HashCounter(bytes: header.2), confirmationPending: flags & 1 != 0)
             state.knowledgeKey = secrets[1]
@@ -681,6 +773,7 @@ enum V4StateCoding {
             state.biometryNext = secrets[4]
             state.keyGeneration = header.3.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
             state.upgradePending = flags & 0x80 != 0
+            state.postQuantumSeed = seed
             return state
         } catch {
             throw bad

@@ -13,10 +13,20 @@ import SecureCore
 #endif
 
 /// `securepin client <step>`: a PowerAuth client over HTTP (V3.3, or V4 with
-/// `--algorithm EC_P384`), one subcommand per step, the device state in `--state DIR` or in
+/// `--algorithm EC_P384|EC_P384_ML_L3|EC_P384_ML_L5`), one subcommand per step, the device state in `--state DIR` or in
 /// the Secret Service (`--store`). It parses options and calls ``ActivationService``; a network
 /// error never removes the local state.
 enum ClientCommand {
+    /// The algorithm of `--algorithm NAME`; without the option the library's default
+    /// (`EC_P384_ML_L3`) when the configuration string offers it (keys `0x02` and `0x03`), else
+    /// `LEGACY_P256` as before, so that a V3.3 server keeps working without the option.
+    /// - Returns: `nil` for an unknown name.
+    static func defaultAlgorithm(_ option: String?, configuration: String) -> ProtocolAlgorithm? {
+        if let option { return ProtocolAlgorithm(rawValue: option) }
+        let preferred = ActivationConfiguration.defaultAlgorithm
+        return ActivationConfiguration.offers(preferred, configuration: configuration) ? preferred : .legacyP256
+    }
+
     static func run(_ arguments: [String]) async -> Int32 {
         guard let sub = arguments.first else { CLI.fail("client: missing command", usage: Help.briefGroup("client")) }
         if ["-h", "--help", "help"].contains(sub) {
@@ -36,7 +46,7 @@ enum ClientCommand {
         let state = args.value("--state")
         let instance = args.value("--instance") ?? "securepin-client"
         let json = args.flag("--json")
-        let algorithmName = args.value("--algorithm") ?? ProtocolAlgorithm.legacyP256.rawValue
+        let algorithmOption = args.value("--algorithm")
         var input: PinInput?
         var format = PinFormat(.fourToEightDigits)
         var code: String?
@@ -61,17 +71,19 @@ enum ClientCommand {
             factors = parsed
         }
         args.finish()
-        guard
-            algorithmName == ProtocolAlgorithm.legacyP256.rawValue || algorithmName == ProtocolAlgorithm.ecP384.rawValue
-        else { args.usageError("--algorithm must be LEGACY_P256 or EC_P384") }
-        if sub == "upgrade", algorithmName != ProtocolAlgorithm.ecP384.rawValue {
-            args.usageError("client upgrade needs --algorithm EC_P384 (the protocol to upgrade to)")
-        }
-        if sub == "confirm", algorithmName == ProtocolAlgorithm.legacyP256.rawValue {
-            args.usageError("client confirm needs a V4 --algorithm (protocol V3.3 has no activation/confirm)")
-        }
         guard let url, !url.isEmpty else { args.usageError("--url BASE is required") }
         guard let config, !config.isEmpty else { args.usageError("--config STRING is required") }
+        let algorithm = defaultAlgorithm(algorithmOption, configuration: config)
+        guard let algorithm else {
+            args.usageError("--algorithm must be LEGACY_P256, EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5")
+        }
+        let algorithmName = algorithm.rawValue
+        if sub == "upgrade", !algorithm.isV4 {
+            args.usageError("client upgrade needs a V4 --algorithm (EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5)")
+        }
+        if sub == "confirm", !algorithm.isV4 {
+            args.usageError("client confirm needs a V4 --algorithm (protocol V3.3 has no activation/confirm)")
+        }
         guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
         if sub == "activate", code == nil { args.usageError("--code CODE is required") }
         let needsPIN =
@@ -200,7 +212,7 @@ enum ClientCommand {
                     (
                         "note",
                         .text(
-                            algorithmName == ProtocolAlgorithm.ecP384.rawValue
+                            algorithm.isV4
                                 ? "the vault key matched this activation's check value and was wiped; it is never printed"
                                 : "the vault key opened this device's sealed key and was wiped; it is never printed")
                     ),

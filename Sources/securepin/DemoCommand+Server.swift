@@ -32,6 +32,7 @@ extension DemoCommand {
         let sensor = SimulatedBiometricAuthenticator(type: .touchID)
         let configuration = try ActivationConfiguration(
             instanceId: "com.example.demo", baseEndpointURL: base, configuration: server.configuration,
+            algorithm: ProtocolAlgorithm.legacyP256.rawValue,
             knowledgeKeyParameters: PINKeyDerivationParameters(memoryKiB: 16 * 1024, iterations: 2))
         let storage = try FileActivationStorage(directory: directory + "/device")
         let transport = try HTTPActivationTransport(configuration: configuration)

@@ -6,8 +6,9 @@ import ReferenceServer
 import SecureCore
 
 extension DemoCommand {
-    /// Part 4: the same device story on PowerAuth V4 (`EC_P384`) against a second reference
-    /// server started with `--algorithm EC_P384`: activation, status, a V4 code, the server-side
+    /// Part 4: the same device story on PowerAuth V4 with the hybrid suite `EC_P384_ML_L3` (the
+    /// library's default: P-384 with ML-KEM-768 and ML-DSA-65) against a second reference server
+    /// started with `--algorithm EC_P384_ML_L3`: activation, status, a V4 code, the server-side
     /// PIN change, a counted wrong PIN and the block at the maximum.
     static func v4Story(_ story: Story, directory: String, pins: DemoPINs) async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -16,34 +17,37 @@ extension DemoCommand {
         try AdminToken.store(token, to: tokenFile)
         var child: ReferenceServerProcess?
         defer { child?.stop() }
-        try await story.step("start a second reference server with --algorithm EC_P384") {
+        try await story.step("start a second reference server with --algorithm EC_P384_ML_L3") {
             let executable =
                 (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
                 ?? CommandLine.arguments[0]
             let server = try ReferenceServerProcess(
                 executable: executable, database: directory + "/server.sqlite", tokenFile: tokenFile,
-                extraArguments: ["--algorithm", ProtocolAlgorithm.ecP384.rawValue])
+                extraArguments: ["--algorithm", ProtocolAlgorithm.ecP384MLL3.rawValue])
             child = server
             DemoDirectory.children.withLock { $0.append(server.process.processIdentifier) }
             let keys = try SDKConfiguration(parsing: server.configuration).keys
-            guard let p384 = keys.first(where: { $0.id == 0x02 }) else {
-                throw StepFailed(description: "the configuration string has no P-384 master key")
+            guard let p384 = keys.first(where: { $0.id == 0x02 }), let mldsa = keys.first(where: { $0.id == 0x03 })
+            else {
+                throw StepFailed(description: "the configuration string lacks the P-384 or the ML-DSA-65 master key")
             }
-            return "http://127.0.0.1:\(server.port), configuration string with the P-384 master key "
-                + "(key 02, \(p384.bytes.count) bytes)"
+            return "http://127.0.0.1:\(server.port), configuration string with the P-384 and ML-DSA-65 master keys "
+                + "(key 02, \(p384.bytes.count) bytes; key 03, \(mldsa.bytes.count) bytes)"
         }
         guard let server = child else { throw StepFailed(description: "no server") }
         let backOffice = try BackOfficeClient(baseURL: URL(string: server.baseURL)!, token: token)
         let configuration = try ActivationConfiguration(
             instanceId: "com.example.demo.v4", baseEndpointURL: server.baseURL, configuration: server.configuration,
-            algorithm: ProtocolAlgorithm.ecP384.rawValue,
             knowledgeKeyParameters: PINKeyDerivationParameters(memoryKiB: 16 * 1024, iterations: 2))
         let storage = try FileActivationStorage(directory: directory + "/device")
         let transport = try HTTPActivationTransport(configuration: configuration)
         let service = try ActivationService(configuration: configuration, storage: storage, transport: transport)
         var activationId = ""
 
-        try await story.step("activate with EC_P384 (V4: DHKEM on P-384, KMAC-256 keys), \(pins.label(.first))") {
+        try await story.step(
+            "activate with EC_P384_ML_L3, the default (V4: DHKEM P-384 + ML-KEM-768, ML-DSA-65 signed keys), "
+                + pins.label(.first)
+        ) {
             let prepared = try await backOffice.initActivation(userId: "bob")
             let result = try await service.createActivation(
                 activationCode: prepared.activationCode + "#" + prepared.activationSignature, name: "demo phone V4",
@@ -106,7 +110,7 @@ extension DemoCommand {
             try expect(detail.state == "BLOCKED", "the server shows \(detail.state)")
             return "server: \(detail.state), \(detail.failedAttempts) failures; even the right PIN is refused"
         }
-        try await story.step("stop the EC_P384 server with SIGTERM") {
+        try await story.step("stop the EC_P384_ML_L3 server with SIGTERM") {
             child = nil
             let status = server.stop()
             try expect(status == 0, "the server exited with \(status)")

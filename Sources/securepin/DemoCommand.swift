@@ -56,7 +56,8 @@ enum DemoCommand {
             try await localVaultStory(story, directory: base + "/vault", pins: pins)
             print("SecurePIN demo, part 3: what a copy of the vault directory is worth, per binding")
             try await bindingStory(story, directory: base + "/binding")
-            print("SecurePIN demo, part 4: the activation again on PowerAuth V4 (EC_P384), against a second server")
+            print(
+                "SecurePIN demo, part 4: the activation again on PowerAuth V4 (EC_P384_ML_L3), against a second server")
             try await v4Story(story, directory: base + "/v4", pins: pins)
             print("All \(story.steps) steps behaved as expected.")
             return 0

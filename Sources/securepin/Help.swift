@@ -38,7 +38,7 @@ enum Help {
     static let commands: [(name: String, summary: String)] = [
         ("demo", "the end-to-end story, one line per step"),
         ("server", "the reference activation server over HTTP"),
-        ("client", "a PowerAuth client (V3.3, or V4 with --algorithm EC_P384): activate, status, validate, ..."),
+        ("client", "a PowerAuth client (V3.3, or V4 incl. the hybrid suites): activate, status, validate, ..."),
         ("doctor", "what protection this machine gives to secrets"),
         ("kdf", "Argon2id: hash standard input, calibrate the cost"),
         ("vault", "a secret sealed under a PIN"),
@@ -71,7 +71,7 @@ enum Help {
             ("token-create", "create a MAC token, kept in the state directory"),
             ("vault-unlock", "fetch and check the vault key with the PIN (never printed)"),
             ("change-pin", "change the PIN: checked by the server; in V4 the server rotates the knowledge key"),
-            ("upgrade", "upgrade this V3.3 activation to V4 (--algorithm EC_P384), crash-safe"),
+            ("upgrade", "upgrade this V3.3 activation to V4 (a V4 --algorithm), crash-safe"),
             ("biometry-add", "add the biometry factor: its key in the keyring, gated by the login keyring"),
             ("biometry-remove", "remove the biometry factor and its keyring item"),
             ("remove", "remove the activation on the server, then locally"),
@@ -416,8 +416,10 @@ enum Help {
                                     instead of standard error; SIGHUP reopens it
               --ready-file PATH     write the port to PATH once listening (removed at stop);
                                     with NOTIFY_SOCKET set, READY=1 goes to systemd too
-              --algorithm NAME      LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol
-                                    V4: new activations use the /pa/v4 endpoints)
+              --algorithm NAME      LEGACY_P256 (protocol V3.3, default), EC_P384 (protocol V4:
+                                    new activations use the /pa/v4 endpoints), or the hybrid
+                                    post-quantum EC_P384_ML_L3 / EC_P384_ML_L5 (V4 with ML-KEM
+                                    and ML-DSA; the ML-DSA master key is key 03 / 04)
 
             example:
               securepin server --port 0 --db server.sqlite
@@ -446,8 +448,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --code CODE      XXXXX-XXXXX-XXXXX-XXXXX or CODE#SIGNATURE
@@ -469,8 +473,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
             \(Self.keyringOptions)
               --json           one JSON object on standard output
 
@@ -489,8 +495,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --factors F      possession, possession_knowledge (default) or possession_biometry
@@ -513,8 +521,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
@@ -535,8 +545,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
@@ -546,7 +558,7 @@ enum Help {
               securepin client vault-unlock --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
             """,
             "client confirm": """
-            usage: securepin client confirm --url BASE --config STRING --state DIR --algorithm EC_P384 [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N]
+            usage: securepin client confirm --url BASE --config STRING --state DIR [--algorithm NAME] [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N]
 
             Confirms a V4 activation once the server committed it (activation/confirm, signed
             with the PIN; a wrong PIN is counted). The server clears its confirmation flag and
@@ -559,7 +571,8 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME EC_P384 (protocol V4; the server must serve it)
+              --algorithm NAME EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (protocol V4; the server
+                               must serve it; default EC_P384_ML_L3 when --config offers it)
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
@@ -573,7 +586,7 @@ enum Help {
 
             Changes the PIN. The current PIN is checked by the server first (a wrong one is
             counted). V3.3 then re-wraps the knowledge key under the new PIN on the device; V4
-            (--algorithm EC_P384) asks the server for a new knowledge key (password/change), wraps
+            (a V4 --algorithm) asks the server for a new knowledge key (password/change), wraps
             it under the new PIN and confirms it once, after which the old PIN no longer works.
 
             options:
@@ -581,8 +594,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the current PIN from descriptor N (else the terminal pad)
@@ -593,21 +608,22 @@ enum Help {
               securepin client change-pin --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 --new-pin-fd 4 3<pin 4<newpin
             """,
             "client upgrade": """
-            usage: securepin client upgrade --url BASE --config STRING --state DIR --algorithm EC_P384 [--pin-fd N]
+            usage: securepin client upgrade --url BASE --config STRING --state DIR [--algorithm NAME] [--pin-fd N]
 
-            Upgrades the stored V3.3 activation to protocol V4 once its server serves EC_P384
+            Upgrades the stored V3.3 activation to protocol V4 once its server serves a V4 suite
             (--config is then the application's new configuration string, with the P-384 key):
             upgrade/start with a V3.3 code and the PIN, the V4 state stored next to the V3.3
             one, upgrade/confirm with a V4 code, then the V4 state replaces the V3.3 state. A
             crash or kill at any point leaves the device working in V3.3 or V4; the next client
-            command with --algorithm EC_P384 finishes (or abandons) a half-done upgrade.
+            command with a V4 --algorithm finishes (or abandons) a half-done upgrade.
 
             options:
               --url BASE       the server's address before /pa/ (http or https)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME EC_P384 (required: the protocol to upgrade to)
+              --algorithm NAME EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5: the protocol to upgrade
+                               to (default EC_P384_ML_L3 when --config offers it)
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
@@ -627,8 +643,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
@@ -645,7 +663,7 @@ enum Help {
             --keychain-biometry, key --biometry-key) and released while the login keyring is
             unlocked; the login secret is the gate (biometryType loginKeyring). V3.3 checks the
             PIN with vault/unlock (counted) and opens the biometry key sealed at activation; V4
-            (--algorithm EC_P384) gets a new key from biometry/add. Refused (exit 2) when the
+            (a V4 --algorithm) gets a new key from biometry/add. Refused (exit 2) when the
             activation is in files: a key file would have no gate. Exit 3 when the keyring is
             locked.
 
@@ -654,8 +672,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
@@ -676,8 +696,10 @@ enum Help {
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME LEGACY_P256 (protocol V3.3, default) or EC_P384 (protocol V4,
-                               the /pa/v4 endpoints; the server must serve EC_P384)
+              --algorithm NAME LEGACY_P256 (V3.3), EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5 (V4,
+                               the /pa/v4 endpoints; the server must serve that suite).
+                               Default: EC_P384_ML_L3 when --config has keys 02 and 03,
+                               else LEGACY_P256
             \(Self.keyringOptions)
               --json           one JSON object on standard output
 

@@ -31,9 +31,9 @@ enum ServerCommand {
         let poolSize = args.integer("--pool-size", range: 1...1024)
         let statementTimeout = args.integer("--statement-timeout", range: 1...600_000)
         args.finish()
-        guard let algorithm = ProtocolAlgorithm(rawValue: algorithmName),
-            algorithm == .legacyP256 || algorithm == .ecP384
-        else { args.usageError("--algorithm must be LEGACY_P256 or EC_P384") }
+        guard let algorithm = ProtocolAlgorithm(rawValue: algorithmName) else {
+            args.usageError("--algorithm must be LEGACY_P256, EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5")
+        }
         guard let port = portValue else { args.usageError("--port is required (0 picks a free one)") }
         let postgres: Bool
         switch storeName {

@@ -54,7 +54,8 @@ struct ServerSetup {
         transport = TestTransport(server: server)
         configuration = try ActivationConfiguration(
             instanceId: instanceId, baseEndpointURL: "https://bank.example/enrollment-server",
-            configuration: try serverConfiguration.configurationString(), knowledgeKeyParameters: .testing)
+            configuration: try serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
+            knowledgeKeyParameters: .testing)
     }
 
     func service(_ storage: any DeviceActivationStorage) throws -> ActivationService {

@@ -64,7 +64,8 @@ struct RegistryAndEndpointTests {
         let other = try ActivationService(
             configuration: try ActivationConfiguration(
                 instanceId: "second", baseEndpointURL: "https://x.example",
-                configuration: try h.serverConfiguration.configurationString(), knowledgeKeyParameters: .testing),
+                configuration: try h.serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
+                knowledgeKeyParameters: .testing),
             storage: h.storage, transport: h.transport, clock: h.clock)
         await #expect(throws: ActivationError.server(statusCode: 400, code: "ERR_ACTIVATION")) {
             try await other.createActivation(activationCode: prepared.activationCode, name: "b", password: p)
@@ -82,7 +83,7 @@ struct RegistryAndEndpointTests {
                 applicationKey: h.serverConfiguration.applicationKey,
                 applicationSecret: h.serverConfiguration.applicationSecret,
                 masterServerPublicKey: impostor.masterKeyPair.publicKey
-            ).encoded, knowledgeKeyParameters: .testing)
+            ).encoded, algorithm: "LEGACY_P256", knowledgeKeyParameters: .testing)
         let service = try ActivationService(
             configuration: mixed, storage: h.storage, transport: h.transport, clock: h.clock)
         let prepared = try h.server.initActivation(userId: "u")

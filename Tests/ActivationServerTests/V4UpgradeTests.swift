@@ -18,7 +18,8 @@ struct V4UpgradeTests {
         let directory = temporaryDirectory()
         let configuration = try ActivationConfiguration(
             instanceId: "upgrade", baseEndpointURL: "https://bank.example",
-            configuration: try legacyConfiguration.configurationString(), knowledgeKeyParameters: .testing)
+            configuration: try legacyConfiguration.configurationString(), algorithm: "LEGACY_P256",
+            knowledgeKeyParameters: .testing)
         let storage = try FileActivationStorage(directory: directory)
         let v3 = try ActivationService(
             configuration: configuration, storage: storage, transport: InProcessTransport(server: legacy))

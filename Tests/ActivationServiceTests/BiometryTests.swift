@@ -138,7 +138,7 @@ struct OfflineCodeTests {
         for length in [4, 6, 8] {
             let configuration = try ActivationConfiguration(
                 instanceId: "offline-\(length)", baseEndpointURL: "https://bank.example/s",
-                configuration: try base.serverConfiguration.configurationString(),
+                configuration: try base.serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
                 offlineAuthenticationCodeComponentLength: length, knowledgeKeyParameters: .testing)
             let service = try ActivationService(
                 configuration: configuration, storage: base.storage, transport: base.transport, clock: base.clock)

@@ -33,11 +33,22 @@ struct ConfigurationAndStorageTests {
     }
 
     static func configuration(_ text: String) throws(ActivationError) -> ActivationConfiguration {
-        try ActivationConfiguration(instanceId: "app", baseEndpointURL: "https://e.example/s", configuration: text)
+        try ActivationConfiguration(
+            instanceId: "app", baseEndpointURL: "https://e.example/s", configuration: text, algorithm: "LEGACY_P256")
     }
 
     @Test("a valid configuration parses with the seed's defaults")
     func defaults() throws {
+        // The seed's default algorithm is EC_P384_ML_L3, which needs keys 0x02 and 0x03: this
+        // V3.3-only string refuses it by default, and LEGACY_P256 must be asked for.
+        #expect(ActivationConfiguration.defaultAlgorithm == .ecP384MLL3)
+        #expect(
+            throws: ActivationError.wrongParameter(
+                reason: "EC_P384_ML_L3 needs the P-384 master key (key 0x02) in the configuration string")
+        ) {
+            try ActivationConfiguration(
+                instanceId: "app", baseEndpointURL: "https://e.example/s", configuration: Self.validConfiguration)
+        }
         let c = try Self.configuration(Self.validConfiguration)
         #expect(c.algorithm == .legacyP256)
         #expect(c.offlineAuthenticationCodeComponentLength == 8)
@@ -96,21 +107,15 @@ struct ConfigurationAndStorageTests {
     @Test("algorithms, component lengths, instance ids and URLs are validated")
     func parameters() throws {
         let text = Self.validConfiguration
-        // EC_P384 is protocol V4 and needs the P-384 master key (key 0x02), which this V3.3
-        // configuration string lacks; the hybrid suites are refused as unsupported.
-        #expect(throws: ActivationError.self) {
-            _ = try ActivationConfiguration(
-                instanceId: "a", baseEndpointURL: "https://x.example", configuration: text, algorithm: "EC_P384")
-        }
-        for name in ["EC_P384_ML_L3", "EC_P384_ML_L5"] {
-            #expect {
+        // The V4 suites need the P-384 master key (key 0x02), which this V3.3 configuration
+        // string lacks.
+        for name in ["EC_P384", "EC_P384_ML_L3", "EC_P384_ML_L5"] {
+            #expect(
+                throws: ActivationError.wrongParameter(
+                    reason: "\(name) needs the P-384 master key (key 0x02) in the configuration string")
+            ) {
                 _ = try ActivationConfiguration(
                     instanceId: "a", baseEndpointURL: "https://x.example", configuration: text, algorithm: name)
-            } throws: { error in
-                guard case ActivationError.protocolError(.unsupportedAlgorithm(let found, _)) = error else {
-                    return false
-                }
-                return found == name
             }
         }
         #expect(throws: ActivationError.protocolError(.unknownAlgorithm("P256"))) {
@@ -121,23 +126,26 @@ struct ConfigurationAndStorageTests {
             #expect(throws: ActivationError.wrongParameter(reason: "offline component length must be 4 ... 8")) {
                 try ActivationConfiguration(
                     instanceId: "a", baseEndpointURL: "https://x.example", configuration: text,
+                    algorithm: "LEGACY_P256",
                     offlineAuthenticationCodeComponentLength: length)
             }
         }
         for length in 4...8 {
             let c = try ActivationConfiguration(
-                instanceId: "a", baseEndpointURL: "https://x.example", configuration: text,
+                instanceId: "a", baseEndpointURL: "https://x.example", configuration: text, algorithm: "LEGACY_P256",
                 offlineAuthenticationCodeComponentLength: length)
             #expect(c.offlineAuthenticationCodeComponentLength == length)
         }
         for id in ["", "a/b", "..", "a b", String(repeating: "x", count: 129), "é"] {
             #expect(throws: ActivationError.self) {
-                try ActivationConfiguration(instanceId: id, baseEndpointURL: "https://x.example", configuration: text)
+                try ActivationConfiguration(
+                    instanceId: id, baseEndpointURL: "https://x.example", configuration: text, algorithm: "LEGACY_P256")
             }
         }
         for url in ["ftp://x", "https://", "https://x.example/?q=1", "x.example", "https://x.example/a b"] {
             #expect(throws: ActivationError.self) {
-                try ActivationConfiguration(instanceId: "a", baseEndpointURL: url, configuration: text)
+                try ActivationConfiguration(
+                    instanceId: "a", baseEndpointURL: url, configuration: text, algorithm: "LEGACY_P256")
             }
         }
     }
@@ -213,7 +221,8 @@ struct ConfigurationAndStorageTests {
         try await h.activate(first)
         let other = try ActivationConfiguration(
             instanceId: "com.example.other", baseEndpointURL: "https://bank.example/s",
-            configuration: try h.serverConfiguration.configurationString(), knowledgeKeyParameters: .testing)
+            configuration: try h.serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
+            knowledgeKeyParameters: .testing)
         let second = try ActivationService(
             configuration: other, storage: h.storage, transport: h.transport, clock: h.clock)
         #expect(await second.hasValidActivation() == false)
@@ -239,7 +248,7 @@ struct ConfigurationAndStorageTests {
         let base = try Harness()
         let configuration = try ActivationConfiguration(
             instanceId: "tagged", baseEndpointURL: "https://bank.example/s",
-            configuration: try base.serverConfiguration.configurationString(),
+            configuration: try base.serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
             clientConfiguration: ActivationClientConfiguration(requestInterceptors: [Tagger()], userAgent: nil),
             knowledgeKeyParameters: .testing)
         let service = try ActivationService(

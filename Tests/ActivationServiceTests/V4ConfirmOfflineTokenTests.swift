@@ -8,7 +8,7 @@ import Testing
 
 @testable import ActivationServer
 
-@Suite("V4 client: activation/confirm with biometry, offline codes, token headers")
+@Suite("V4 client: activation/confirm with biometry, offline codes, token headers, status, user info, detail")
 struct V4ConfirmOfflineTokenTests {
     struct Setup {
         let server: ActivationServer
@@ -145,6 +145,35 @@ struct V4ConfirmOfflineTokenTests {
         #expect(try setup.server.verifyV4Token(header: second).activationId == prepared.activationId)
         #expect(throws: ActivationServerError.tokenInvalid) { try setup.server.verifyV4Token(header: first.value) }
         await #expect(throws: ActivationError.self) { try await service.tokenHeader(for: token) }
+    }
+
+    @Test("/pa/v4/status, /pa/v4/user/info and /pa/v4/activation/detail (V4 token), and token/remove")
+    func statusUserInfoDetail() async throws {
+        let setup = try Setup()
+        let service = try setup.service()
+        let status = try await service.fetchServerStatus()
+        #expect(status.supportedAlgorithms == ["EC_P384"])
+        #expect(abs(Double(status.serverTime) / 1000 - Date().timeIntervalSince1970) < 60)
+        let prepared = try setup.server.initActivation(userId: "radek")
+        let pinCode = try pin("7531")
+        _ = try await service.createActivation(
+            activationCode: prepared.activationCode, name: "radek's phone", password: pinCode)
+        // Not active yet: no claims.
+        await #expect(throws: ActivationError.self) { try await service.fetchUserInfo() }
+        try setup.server.commitActivation(prepared.activationId)
+        let claims = try await service.fetchUserInfo()
+        #expect(claims.sub == "radek")
+        let token = try await service.createToken(authentication: .possessionWithPassword(pinCode))
+        defer { token.destroy() }
+        let detail = try await service.fetchActivationDetail(token: token)
+        #expect(detail.activationId == prepared.activationId && detail.activationName == "radek's phone")
+        // A possession-only token is not enough for the detail.
+        let weak = try await service.createToken(authentication: .possession())
+        defer { weak.destroy() }
+        await #expect(throws: ActivationError.self) { try await service.fetchActivationDetail(token: weak) }
+        // token/remove (upstream's {"requestObject":{"tokenId"}}): the token no longer opens anything.
+        try await service.removeToken(token.tokenId, authentication: .possession())
+        await #expect(throws: ActivationError.self) { try await service.fetchActivationDetail(token: token) }
     }
 
     @Test("protocol V3.3 has no activation/confirm: a typed refusal, nothing sent")

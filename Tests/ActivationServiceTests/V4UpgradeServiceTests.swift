@@ -11,7 +11,8 @@ import Testing
 @Suite("ActivationService.upgradeToV4: V3.3 to V4, and a crash after each durable step")
 struct V4UpgradeServiceTests {
     /// A V3.3 activation made while the application served `LEGACY_P256`, then the same
-    /// application and store serving `EC_P384`, and the device's `EC_P384` configuration.
+    /// application and store serving a V4 suite (`EC_P384` unless asked), and the device's
+    /// configuration of that suite.
     struct Setup {
         let server: ActivationServer
         let configuration: ActivationConfiguration
@@ -21,7 +22,9 @@ struct V4UpgradeServiceTests {
         let pinCode: Password
         let sensor: SimulatedBiometricAuthenticator?
 
-        init(biometry sensor: SimulatedBiometricAuthenticator? = nil) async throws {
+        init(algorithm: ProtocolAlgorithm = .ecP384, biometry sensor: SimulatedBiometricAuthenticator? = nil)
+            async throws
+        {
             self.sensor = sensor
             let store = InMemoryServerActivationStore()
             let legacyConfiguration = try ActivationServerConfiguration.generate(autoCommit: true)
@@ -31,7 +34,8 @@ struct V4UpgradeServiceTests {
             let v3 = try ActivationService(
                 configuration: try ActivationConfiguration(
                     instanceId: "upgrade", baseEndpointURL: "https://bank.example",
-                    configuration: try legacyConfiguration.configurationString(), knowledgeKeyParameters: .testing),
+                    configuration: try legacyConfiguration.configurationString(), algorithm: "LEGACY_P256",
+                    knowledgeKeyParameters: .testing),
                 storage: storage, transport: InProcessTransport(server: legacy), authenticator: sensor)
             let prepared = try legacy.initActivation(userId: "grace")
             pinCode = try pin("1357")
@@ -41,11 +45,11 @@ struct V4UpgradeServiceTests {
             ).activationId
             try await v3.validatePassword(pinCode)
             var v4Configuration = legacyConfiguration
-            try v4Configuration.serve(.ecP384)
+            try v4Configuration.serve(algorithm)
             server = try ActivationServer(configuration: v4Configuration, store: store)
             configuration = try ActivationConfiguration(
                 instanceId: "upgrade", baseEndpointURL: "https://bank.example",
-                configuration: try v4Configuration.configurationString(), algorithm: "EC_P384",
+                configuration: try v4Configuration.configurationString(), algorithm: algorithm.rawValue,
                 knowledgeKeyParameters: .testing)
         }
 
@@ -90,14 +94,20 @@ struct V4UpgradeServiceTests {
         }
     }
 
-    @Test("the happy path: V3.3 works before, V4 after, the V3.3 state is gone and a restart loads V4")
-    func happyPath() async throws {
-        let setup = try await Setup()
+    @Test(
+        "the happy path: V3.3 works before, V4 after, the V3.3 state is gone and a restart loads V4",
+        arguments: [ProtocolAlgorithm.ecP384, .ecP384MLL3, .ecP384MLL5])
+    func happyPath(algorithm: ProtocolAlgorithm) async throws {
+        let setup = try await Setup(algorithm: algorithm)
         let service = try setup.service()
         try await setup.expectV3(service)
         try await service.upgradeToV4(password: setup.pinCode)
         try await setup.expectV4(service)
         try await setup.expectV4(try setup.service())
+        #expect(try setup.server.activationDetail(setup.activationId).fingerprint != nil)
+        let state = try LocalV4State.decode(
+            try #require(try setup.storage.read(setup.names.state)), instanceId: "upgrade")
+        #expect(state.suite == algorithm && (state.serverPostQuantumKey == nil) == (algorithm == .ecP384))
         await #expect(throws: ActivationError.invalidActivationState(reason: "the activation speaks V4 already")) {
             try await service.upgradeToV4(password: setup.pinCode)
         }
@@ -202,9 +212,9 @@ struct V4UpgradeServiceTests {
 
     @Test(
         "a crash with the V4 state stored, before or after the server confirmed: the restart resolves it to V4",
-        arguments: [UpgradeCheckpoint.pendingStateStored, .confirmed])
-    func crashWhilePending(_ checkpoint: UpgradeCheckpoint) async throws {
-        let setup = try await Setup()
+        arguments: [UpgradeCheckpoint.pendingStateStored, .confirmed], [ProtocolAlgorithm.ecP384, .ecP384MLL3])
+    func crashWhilePending(_ checkpoint: UpgradeCheckpoint, algorithm: ProtocolAlgorithm) async throws {
+        let setup = try await Setup(algorithm: algorithm)
         try await setup.upgrade(interruptedAfter: checkpoint)
         #expect(try setup.stored(setup.names.upgradeState) && setup.stored(setup.names.upgradeKeys))
         let restarted = try setup.service()

@@ -209,7 +209,8 @@ struct WireProtocolTests {
         let fresh = try ActivationService(
             configuration: try ActivationConfiguration(
                 instanceId: "fresh", baseEndpointURL: "https://x.example",
-                configuration: try s.h.serverConfiguration.configurationString(), knowledgeKeyParameters: .testing),
+                configuration: try s.h.serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
+                knowledgeKeyParameters: .testing),
             storage: s.h.storage, transport: s.transport, clock: s.h.clock)
         s.transport.catchNext(path)
         switch path {

@@ -135,7 +135,7 @@ package struct Harness {
         storage = FlakyStorage(try FileActivationStorage(directory: directory))
         configuration = try ActivationConfiguration(
             instanceId: "com.example.bank", baseEndpointURL: "https://bank.example/enrollment-server",
-            configuration: try serverConfiguration.configurationString(),
+            configuration: try serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
             biometricConfiguration: biometric, knowledgeKeyParameters: .testing)
     }
 

@@ -1,5 +1,6 @@
 import ActivationServer
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 
@@ -16,15 +17,23 @@ package final class V4TestDevice {
     package var keys: V4ActivationKeys?
     package var counter = V4HashCounter.random()
     package var serverPublicKey: [UInt8] = []
+    /// The suite the application serves (the device's requests and expected signatures).
+    package let algorithm: ProtocolAlgorithm
+    /// The ML-DSA master public key of a hybrid application.
+    package let masterPostQuantumKey: (publicKey: [UInt8], parameterSet: MLDSA.ParameterSet)?
+    /// The activation's ML-DSA server key (hybrid suites), from `activation/create`.
+    package var serverPostQuantumKey: (publicKey: [UInt8], parameterSet: MLDSA.ParameterSet)?
     /// The knowledge key after a password change (`nil`: the key tree's).
     package var knowledge: SecureBytes?
     /// The biometry key after a biometry addition (`nil`: the key tree's).
     package var biometry: SecureBytes?
     package var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// A device for the application of `configuration` (an `EC_P384` one), over `transport`.
+    /// A device for the application of `configuration` (a V4 one, in its suite), over `transport`.
     package init(configuration: ActivationServerConfiguration, transport: any ActivationTransport) throws {
         self.transport = transport
+        algorithm = configuration.algorithm
+        masterPostQuantumKey = configuration.v4PostQuantumMasterKeyPair.map { ($0.publicKey, $0.parameterSet) }
         applicationKey = Data(configuration.applicationKey).base64EncodedString()
         applicationSecret = Data(configuration.applicationSecret).base64EncodedString()
         masterPublicKey = try Self.require(configuration.v4MasterKeyPair?.publicKey, "a V4 master key")
@@ -54,7 +63,7 @@ package final class V4TestDevice {
 
     /// A temporary key in application scope (`activation == false`) or activation scope.
     package func temporaryKey(activation: Bool) async throws -> (id: String, secret: SecureBytes) {
-        let (context, shared) = try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        let (context, shared) = try V4SharedSecret.makeRequest(algorithm: algorithm)
         let claims = V4TemporaryKeyRequestClaims(
             applicationKey: applicationKey, activationId: activation ? activationId : nil,
             challenge: try V4TemporaryKeyJWT.makeChallenge(), sharedSecretRequest: shared, iat: now / 1000,
@@ -64,11 +73,14 @@ package final class V4TestDevice {
             ? try Self.require(keys, "keys").activationTemporaryKeyMAC
             : try V4ActivationKeys.applicationTemporaryKeyMAC(applicationSecret: applicationSecret)
         let jwt = try V4TemporaryKeyJWT.signRequest(claims, key: macKey)
+        // The bare `{"jwt"}` request the server also accepts (the client sends upstream's wrapped one).
         let response = await send(V4API.keystoreCreate.path, body: try WireCoding.encode(JWTMessage(jwt: jwt)))
         guard response.statusCode == 200 else { throw Failure(what: "keystore/create: HTTP \(response.statusCode)") }
-        let message = try WireCoding.decode(JWTMessage.self, response.body)
+        let message = try Self.require(
+            try WireCoding.decode(ResponseEnvelope<JWTMessage>.self, response.body).responseObject, "responseObject")
         let verified = try V4TemporaryKeyJWT.verifyResponse(
-            message.jwt, publicKey: activation ? serverPublicKey : masterPublicKey, request: claims, now: Date())
+            message.jwt, publicKey: activation ? serverPublicKey : masterPublicKey,
+            postQuantum: activation ? serverPostQuantumKey : masterPostQuantumKey, request: claims, now: Date())
         return (verified.temporaryKeyId, try V4SharedSecret.finish(context, response: verified.sharedSecretResponse))
     }
 
@@ -93,7 +105,7 @@ package final class V4TestDevice {
 
     package func activate(code: String) async throws -> TransportResponse {
         let key = try await temporaryKey(activation: false)
-        let (sharedContext, shared) = try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        let (sharedContext, shared) = try V4SharedSecret.makeRequest(algorithm: algorithm)
         let inner = try context(key, .activation, activation: false)
         let innerBody = V4ActivationLayer2Request(
             sharedSecretRequest: shared,
@@ -123,6 +135,12 @@ package final class V4TestDevice {
         counter = try V4HashCounter(base64: layer2.ctrData)
         serverPublicKey = try Self.require(
             Data(base64Encoded: layer2.serverPublicKeys.ecdsa).map { [UInt8]($0) }, "server key")
+        if let set = algorithm.signatureParameterSet {
+            let der = try Self.require(
+                layer2.serverPublicKeys.mldsa.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) },
+                "server ML-DSA key")
+            serverPostQuantumKey = (try MLDSA.publicKey(set, fromPublicKeyInfo: der), set)
+        }
         return response
     }
 
@@ -193,7 +211,7 @@ package final class V4TestDevice {
 
     /// `password/change` or `biometry/add`: the new factor key from a shared-secret exchange.
     package func rotate(_ endpoint: V4API.Endpoint) async throws -> (Int, SecureBytes?) {
-        let (context, request) = try V4SharedSecret.makeRequest(algorithm: .ecP384)
+        let (context, request) = try V4SharedSecret.makeRequest(algorithm: algorithm)
         let (code, body) = try await encryptedCall(
             endpoint, plaintext: try WireCoding.encode(request), factorSet: .possessionKnowledge)
         guard code == 200 else { return (code, nil) }

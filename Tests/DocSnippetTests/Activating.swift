@@ -13,7 +13,8 @@ func activate(
 ) async throws -> String {
     let configuration = try ActivationConfiguration(
         instanceId: "com.example.bank", baseEndpointURL: "https://bank.example/enrollment-server",
-        configuration: configurationString)  // the string the server prints; public
+        configuration: configurationString,  // the string the server prints; public
+        algorithm: "LEGACY_P256")  // a V3.3 server; the default is EC_P384_ML_L3 (keys 02 and 03)
     let service = try ActivationService(
         configuration: configuration, storage: try FileActivationStorage(directory: storageDirectory),
         transport: transport, authenticator: nil)

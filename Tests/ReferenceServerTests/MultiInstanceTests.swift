@@ -57,7 +57,7 @@ struct MultiInstanceTests {
             try HTTPActivationTransport(
                 configuration: try ActivationConfiguration(
                     instanceId: "com.example.multi", baseEndpointURL: instances[index].baseURL,
-                    configuration: instances[index].configuration,
+                    configuration: instances[index].configuration, algorithm: "LEGACY_P256",
                     clientConfiguration: ActivationClientConfiguration(requestTimeout: .seconds(30)),
                     knowledgeKeyParameters: .testing))
         }

@@ -2,6 +2,7 @@ import Activation
 import ActivationHTTP
 import ActivationServer
 import Foundation
+import PostQuantum
 import PostgresStore
 import PowerAuthProtocol
 import SecureCore
@@ -59,7 +60,9 @@ struct PostgresStorageTests {
         #expect(try Self.query(dsn, "SELECT max(version) FROM schema_version").first?[0].int64 == Int64(newer))
     }
 
-    @Test("four processes' stores opening one empty database at once: one schema, one configuration, one V4 key")
+    @Test(
+        "four processes' stores opening one empty database at once: one schema, one configuration, one V4 key, one ML-DSA key"
+    )
     func concurrentFirstStart() async throws {
         let dsn = try StoreBackend.freshPostgresDatabase()
         let key = try SecureBytes.random(count: 32)
@@ -79,7 +82,10 @@ struct PostgresStorageTests {
                             throw .protocolFailure(error)
                         }
                     }
+                    // And the ML-DSA master key of a hybrid suite: insert-or-ignore, then read back.
+                    let postQuantum = try store.loadOrStoreV4PostQuantumMasterKey(.mldsa65)
                     return try configuration.configurationString() + Data(v4.publicKey).base64EncodedString()
+                        + Data(postQuantum.publicKey).base64EncodedString()
                 }
             }
             return try await group.reduce(into: [String]()) { $0.append($1) }
@@ -90,6 +96,7 @@ struct PostgresStorageTests {
             try Self.query(dsn, "SELECT count(*) FROM schema_version").first?[0].int64
                 == Int64(PostgresActivationStore.schemaVersion))
         #expect(try Self.query(dsn, "SELECT count(*) FROM server_configuration").first?[0].int64 == 1)
+        #expect(try Self.query(dsn, "SELECT count(*) FROM v4_pq_master_key").first?[0].int64 == 1)
     }
 
     @Test("replay records: accepted once while remembered, again after; expired rows are swept")

@@ -41,9 +41,10 @@ struct Device {
     let transport: HTTPActivationTransport
     let configuration: ActivationConfiguration
 
-    init(baseURL: String, configurationString: String, directory: String) throws {
+    init(baseURL: String, configurationString: String, directory: String, algorithm: String = "LEGACY_P256") throws {
         configuration = try ActivationConfiguration(
             instanceId: "com.example.http", baseEndpointURL: baseURL, configuration: configurationString,
+            algorithm: algorithm,
             clientConfiguration: ActivationClientConfiguration(requestTimeout: .seconds(30)),
             knowledgeKeyParameters: .testing)
         transport = try HTTPActivationTransport(configuration: configuration)
@@ -189,7 +190,8 @@ struct InProcessServer {
     func device() throws -> Device {
         try Device(
             baseURL: baseURL, configurationString: try server.configurationString(),
-            directory: directory + "/device-\(UUID().uuidString)")
+            directory: directory + "/device-\(UUID().uuidString)",
+            algorithm: server.activationServer.configuration.algorithm.rawValue)
     }
 
     /// A device activated, committed and ready.

@@ -10,13 +10,13 @@ import SecureCore
 import TestSupport
 import Testing
 
-@Suite("Protocol V4 (EC_P384) over HTTP against the reference server, on each store")
+@Suite("Protocol V4 (EC_P384 and the hybrid suites) over HTTP against the reference server, on each store")
 struct V4HTTPTests {
     @Test(
-        "activate, status, validate, a counted wrong PIN; a restart keeps the V4 keys, counter and master key",
-        arguments: StoreBackend.available)
-    func lifecycleAcrossRestart(backend: StoreBackend) async throws {
-        let first = try InProcessServer(backend: backend, algorithm: .ecP384)
+        "activate, status, validate, a counted wrong PIN; a restart keeps the V4 keys, counter and master keys",
+        arguments: StoreBackend.available, [ProtocolAlgorithm.ecP384, .ecP384MLL3, .ecP384MLL5])
+    func lifecycleAcrossRestart(backend: StoreBackend, algorithm: ProtocolAlgorithm) async throws {
+        let first = try InProcessServer(backend: backend, algorithm: algorithm)
         let configuration = first.server.activationServer.configuration
         let configurationString = try first.server.configurationString()
         let transport = try HTTPActivationTransport(
@@ -39,7 +39,7 @@ struct V4HTTPTests {
         #expect(status.state == .active && status.failedAttempts == 1 && !status.isConfirmationPending)
         first.server.stop()
 
-        let second = try InProcessServer(store: first.store, algorithm: .ecP384)
+        let second = try InProcessServer(store: first.store, algorithm: algorithm)
         #expect(try second.server.configurationString() == configurationString)
         let again = try V4TestDevice(
             configuration: second.server.activationServer.configuration,
@@ -49,6 +49,7 @@ struct V4HTTPTests {
         again.keys = device.keys
         again.counter = device.counter
         again.serverPublicKey = device.serverPublicKey
+        again.serverPostQuantumKey = device.serverPostQuantumKey
         let ok = try await again.call(V4API.validate, body: Array("{}".utf8), factorSet: .possessionKnowledge)
         #expect(ok.statusCode == 200)
         let after = try await again.status()
@@ -56,6 +57,42 @@ struct V4HTTPTests {
         let keys = try #require(again.keys)
         #expect(try after.serverDistance(from: again.counter, counterDataMACKey: keys.counterDataMAC) == 0)
         second.server.stop()
+    }
+
+    @Test(
+        "the activation service end to end: activate, status, validate, token, vault unlock, PIN change, remove",
+        arguments: StoreBackend.available, [ProtocolAlgorithm.ecP384, .ecP384MLL3, .ecP384MLL5])
+    func serviceLifecycle(backend: StoreBackend, algorithm: ProtocolAlgorithm) async throws {
+        let s = try InProcessServer(backend: backend, algorithm: algorithm)
+        defer { s.server.stop() }
+        let keys = try SDKConfiguration(parsing: try s.server.configurationString()).keys.map(\.id)
+        #expect(keys.contains(0x02) && keys.contains(0x03) == (algorithm == .ecP384MLL3))
+        #expect(keys.contains(0x04) == (algorithm == .ecP384MLL5))
+        let (device, id) = try await s.activeDevice(pin: "2580")
+        #expect(device.configuration.algorithm == algorithm)
+        let service = device.service
+        #expect(try await service.fetchActivationStatus().state == .active)
+        try await service.validatePassword(try TestSupport.pin("2580"))
+        await #expect(throws: ActivationError.authentication) {
+            try await service.validatePassword(try TestSupport.pin("0000"))
+        }
+        #expect(try await service.fetchActivationStatus().failCount == 1)
+        let token = try await service.createToken(authentication: .possessionWithPassword(try TestSupport.pin("2580")))
+        #expect(token.factorSet == .possessionKnowledge)
+        try await service.removeToken(token.tokenId, authentication: .possession())
+        let vault = try await service.unlockVault(authentication: .possessionWithPassword(try TestSupport.pin("2580")))
+        #expect(vault.count == 32)
+        vault.destroy()
+        let current = try MutablePassword()
+        for scalar in "2580".unicodeScalars { try current.addCharacter(scalar) }
+        let change = try await service.beginPasswordChange(currentPassword: current)
+        try await service.finishPasswordChange(newPassword: try TestSupport.pin("13579"), data: change)
+        await #expect(throws: ActivationError.authentication) {
+            try await service.validatePassword(try TestSupport.pin("2580"))
+        }
+        try await service.validatePassword(try TestSupport.pin("13579"))
+        try await service.removeActivation(authentication: .possessionWithPassword(try TestSupport.pin("13579")))
+        #expect(try s.server.activationServer.activationDetail(id).state == .removed)
     }
 
     @Test("a LEGACY_P256 server answers the V4 paths with a 400 naming its algorithm")

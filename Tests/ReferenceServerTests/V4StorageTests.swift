@@ -1,5 +1,6 @@
 import ActivationServer
 import Foundation
+import PostQuantum
 import PostgresStore
 import PowerAuthProtocol
 import ReferenceServer
@@ -8,7 +9,7 @@ import SecureCore
 import TestSupport
 import Testing
 
-@Suite("Storage of protocol V4 state (SQLite schema 3, PostgreSQL schema 3)")
+@Suite("Storage of protocol V4 state (SQLite schema 3-4, PostgreSQL schema 3-4)")
 struct V4StorageTests {
     static func reveal(_ value: SecureBytes?) -> [UInt8] { value?.withUnsafeBytes { Array($0) } ?? [] }
 
@@ -78,8 +79,8 @@ struct V4StorageTests {
 
     @Test(
         "an activation's V4 state is sealed at rest and survives reopening; the counter moves with an attempt",
-        arguments: StoreBackend.available)
-    func v4StateRoundTrip(backend: StoreBackend) throws {
+        arguments: StoreBackend.available, [ProtocolAlgorithm.ecP384, .ecP384MLL3, .ecP384MLL5])
+    func v4StateRoundTrip(backend: StoreBackend, algorithm: ProtocolAlgorithm) throws {
         let database = try Database(backend)
         let storageKey = try SecureBytes.random(count: 32)
         let store = try database.open(storageKey)
@@ -95,12 +96,16 @@ struct V4StorageTests {
             activationId: "4f0c1d2e-aaaa-4bbb-8ccc-000000000001", activationCode: "AAAAA-AAAAA-AAAAA-AAAAA",
             userId: "u", serverKeyPair: try ActivationCrypto().generateKeyPair(), counter: HashCounter.random(),
             maxFailedAttempts: 5)
-        record.v4 = try V4ActivationState(algorithm: .ecP384)
+        record.v4 = try V4ActivationState(algorithm: algorithm)
         record.state = .active
         try store.insert(record)
         let fetched = try #require(try store.fetch(activationId: record.activationId)?.v4)
         #expect(fetched.serverKeyPair.publicKey == record.v4?.serverKeyPair.publicKey)
         #expect(fetched.activationSecret == nil && fetched.devicePublicKey == nil && fetched.confirmationPending)
+        #expect(fetched.algorithm == algorithm)
+        let postQuantum = try record.v4?.postQuantumKeyPair()
+        #expect((postQuantum == nil) == (algorithm == .ecP384))
+        #expect(try fetched.postQuantumKeyPair()?.publicKey == postQuantum?.publicKey)
 
         let secret = try SecureBytes.random(count: 32)
         let device = try ECP384KeyPair.generate().publicKey
@@ -127,6 +132,8 @@ struct V4StorageTests {
         #expect(Self.reveal(state.knowledgeNext) == Self.reveal(nextKnowledge))
         #expect(state.knowledgeKey == nil && state.biometryKey == nil && state.biometryNext == nil)
         #expect(state.keyGeneration == 7)
+        #expect(state.algorithm == algorithm)
+        #expect(try state.postQuantumKeyPair()?.publicKey == postQuantum?.publicKey)
         #expect(state.counter == (try start.advanced(by: 3)))
         #expect(again.counterIndex == 3)
         let masterAgain = try reopened.loadOrStoreV4MasterKey { () throws(ActivationServerError) in
@@ -141,5 +148,30 @@ struct V4StorageTests {
         #expect(!(0...(sealed.count - 32)).contains { Array(sealed[$0..<($0 + 32)]) == secretBytes })
         let stranger = try database.open(try SecureBytes.random(count: 32))
         #expect(throws: ActivationServerError.self) { try stranger.fetch(activationId: record.activationId) }
+    }
+
+    @Test(
+        "the ML-DSA master keys: one per parameter set, stored once, sealed, the same after reopening and for a second store",
+        arguments: StoreBackend.available)
+    func postQuantumMasterKeys(backend: StoreBackend) throws {
+        let database = try Database(backend)
+        let storageKey = try SecureBytes.random(count: 32)
+        let store = try database.open(storageKey)
+        let second = try database.open(storageKey)
+        let level3 = try store.loadOrStoreV4PostQuantumMasterKey(.mldsa65)
+        let level5 = try second.loadOrStoreV4PostQuantumMasterKey(.mldsa87)
+        #expect(level3.parameterSet == .mldsa65 && level3.publicKey.count == 1952)
+        #expect(level5.parameterSet == .mldsa87 && level5.publicKey.count == 2592)
+        #expect(try second.loadOrStoreV4PostQuantumMasterKey(.mldsa65).publicKey == level3.publicKey)
+        let reopened = try database.open(storageKey)
+        #expect(try reopened.loadOrStoreV4PostQuantumMasterKey(.mldsa65).publicKey == level3.publicKey)
+        #expect(try reopened.loadOrStoreV4PostQuantumMasterKey(.mldsa87).publicKey == level5.publicKey)
+        // The reloaded key signs what the stored public key verifies.
+        let message = Array("hybrid".utf8)
+        let signature = try reopened.loadOrStoreV4PostQuantumMasterKey(.mldsa65).sign(message)
+        #expect(MLDSA.isValid(signature: signature, of: message, publicKey: level3.publicKey, .mldsa65))
+        // Sealed: another storage key cannot open the seed.
+        let stranger = try database.open(try SecureBytes.random(count: 32))
+        #expect(throws: ReferenceServerError.self) { try stranger.loadOrStoreV4PostQuantumMasterKey(.mldsa65) }
     }
 }

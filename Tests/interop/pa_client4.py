@@ -358,6 +358,15 @@ def scenario(a):
     ck.check("configuration string: 16-byte key and secret, P-384 master key 0x02 (49 bytes, compressed)",
              len(c.cfg["keys"][0x02]) == 49, "key 02 is %d bytes" % len(c.cfg["keys"][0x02]))
 
+    # ---- /pa/v4/status (restful-integration docs/RESTful-API-Methods.md: ObjectRequest<ServerStatusRequest>
+    # with an optional applicationKey; ObjectResponse {serverTime, supportedAlgorithms, application})
+    r = c.post("/pa/v4/status", dumps({"requestObject": {"applicationKey": c.app_key}}))
+    ro = (r.body or {}).get("responseObject") or {}
+    ck.check("/pa/v4/status: 200 {status OK, responseObject {serverTime, supportedAlgorithms, application}}",
+             r.ok() and isinstance(ro.get("serverTime"), int) and "application" in ro, repr(r))
+    ck.check("/pa/v4/status: this application's supportedAlgorithms name EC_P384",
+             "EC_P384" in (ro.get("supportedAlgorithms") or []), repr(ro))
+
     # ---- keystore, application scope
     tk = ck.run("keystore/create application scope: HS384 JWT in, ES384 JWS JSON by the master key out, challenge echoed, "
                 "DHKEM+KMAC secret", lambda: c.temporary_key("application"))
@@ -469,6 +478,14 @@ def scenario(a):
     st = ck.run("activation/status after the right PIN", lambda: c.read_status())
     if st:
         ck.check("status: a knowledge success resets the failures to 0", st[0]["failedAttempts"] == 0, repr(st[0]))
+    # ---- /pa/v4/user/info (RESTful-API-Methods.md: activation-scope encryption of an empty request,
+    # the answer a bare OIDC claims map; SDK EndpointSpec: ACTIVATION_SCOPE_GENERIC)
+    e = c.e2ee("activation", pa.SH1["generic_activation"])
+    r = c.post("/pa/v4/user/info", dumps(e.encrypt_request(b"{}")), c.encryption_header("activation"))
+    if ck.check("user/info: activation-scope E2EE (sh1 /pa/generic/activation) answered 200", r.ok(), repr(r)):
+        claims = json.loads(e.decrypt_response(r.body))
+        ck.check("user/info: the claims' sub is the back office's user id", claims.get("sub") == "interop4-user",
+                 repr(claims))
     # offline code over the same counter, checked online: not an upstream endpoint, just a local consistency note
     print("note - offline code for the current counter: %s" % pa.auth_code_offline(
         c.factor_keys("possession_knowledge"), c.ctr, pa.normalized_data("POST", "/operation/authorize/offline",
@@ -555,12 +572,25 @@ def scenario(a):
         tok = (inner["tokenId"], pa.b64d(inner["tokenSecret"]))
         ck.check("token/create: the token secret is 32 bytes (Constants.h)", len(tok[1]) == 32, len(tok[1]))
     if tok:
-        r = c.post("/pa/v4/activation/detail", b"{}", {"X-PowerAuth-Token": pa.token_header(*tok)})
+        # restful-integration docs/RESTful-API-Methods.md, POST /pa/v4/activation/detail: a PowerAuth
+        # token (POSSESSION_KNOWLEDGE or POSSESSION_BIOMETRY), "Request body: none (encrypted via
+        # ACTIVATION_SCOPE)", response ObjectResponse<ActivationDetailResponse> (encrypted).
+        e = c.e2ee("activation", pa.SH1["generic_activation"])
+        enc = e.encrypt_request(b"{}")
+        h = {"X-PowerAuth-Token": pa.token_header(*tok)}
+        h.update(c.encryption_header("activation"))
+        r = c.post("/pa/v4/activation/detail", dumps(enc), h)
         if r.status == 404:
-            print("note - no token-checked V4 endpoint on this server (the upstream V4 API lists none either); "
+            print("note - no token-checked V4 endpoint on this server; "
                   "the V4 token digest is checked against the official vectors only")
-        else:
-            ck.check("token-checked call with a fresh KMAC digest", r.ok(), repr(r))
+        elif ck.check("token-checked call (activation/detail) with a fresh KMAC digest", r.ok(), repr(r)):
+            obj = json.loads(e.decrypt_response(r.body))
+            ro = obj.get("responseObject", obj) if isinstance(obj, dict) else {}
+            ck.check("activation/detail: the decrypted ObjectResponse names this activation",
+                     ro.get("activationId") == c.activation_id and "activationName" in ro, repr(obj))
+            r = c.post("/pa/v4/activation/detail", dumps(enc), h)
+            ck.check("activation/detail: the same token header again (nonce replay) refused 4xx",
+                     refused_cleanly(r), repr(r))
     e, _, r = c.signed_encrypted("/pa/v4/token/create", "/pa/token/create", pa.SH1["token_create"],
                                  "possession_knowledge", b"{}", mutate=tamper)
     ck.check("token/create with a broken E2EE body and a right code refused 4xx", refused_cleanly(r), repr(r))

@@ -1,4 +1,5 @@
 import Biometry
+import PostQuantum
 import PowerAuthProtocol
 
 /// Everything an ``ActivationService`` needs to know about its application
@@ -6,6 +7,10 @@ import PowerAuthProtocol
 public struct ActivationConfiguration: Sendable {
     /// Default length of an offline authentication-code component.
     public static let defaultOfflineComponentLength = 8
+    /// The default algorithm, as in the upstream SDK: `EC_P384_ML_L3` (protocol V4, hybrid level 3),
+    /// which needs keys `0x02` and `0x03` in the configuration string. Pass `LEGACY_P256`
+    /// explicitly for a protocol V3.3 server.
+    public static let defaultAlgorithm = ProtocolAlgorithm.ecP384MLL3
 
     /// Distinguishes several service instances in one application; every
     /// storage name is scoped by it. 1 ... 128 letters, digits, `.`, `_` or `-`.
@@ -14,7 +19,8 @@ public struct ActivationConfiguration: Sendable {
     public let baseEndpointURL: String
     /// The parsed configuration string.
     public let sdkConfiguration: SDKConfiguration
-    /// The protocol algorithm: `LEGACY_P256` (V3.3) or `EC_P384` (V4); the hybrid suites are refused.
+    /// The protocol algorithm: `LEGACY_P256` (V3.3), `EC_P384` (V4), or a hybrid V4 suite
+    /// `EC_P384_ML_L3` (the default) or `EC_P384_ML_L5`.
     public let algorithm: ProtocolAlgorithm
     /// Digits of an offline authentication-code component, 4 ... 8 (default 8).
     public let offlineAuthenticationCodeComponentLength: Int
@@ -35,13 +41,16 @@ public struct ActivationConfiguration: Sendable {
     ///   - instanceId: 1 ... 128 letters, digits, `.`, `_` or `-` (a bundle id fits).
     ///   - baseEndpointURL: an `http://` or `https://` URL without query or fragment.
     ///   - configuration: the configuration string issued by the server.
-    ///   - algorithm: the algorithm name; default `LEGACY_P256`.
+    ///   - algorithm: the algorithm name; default ``defaultAlgorithm`` (`EC_P384_ML_L3`). A V4 suite
+    ///     needs the P-384 master key (`0x02`) in the configuration string, a hybrid suite also its
+    ///     ML-DSA master key (`0x03` for `EC_P384_ML_L3`, `0x04` for `EC_P384_ML_L5`).
     ///   - offlineAuthenticationCodeComponentLength: 4 ... 8, default 8.
     ///   - biometryKeyAccount: the biometry key's account; default the instance id.
     ///   - biometricConfiguration: the biometry behaviour.
     ///   - clientConfiguration: the HTTP client settings.
     ///   - knowledgeKeyParameters: Argon2id cost of the PIN wrap (default 64 MiB, 3 passes).
-    /// - Throws: ``ActivationError/wrongParameter(reason:)`` for a client setting;
+    /// - Throws: ``ActivationError/wrongParameter(reason:)`` for a client setting or a master key
+    ///   the algorithm needs and the configuration string lacks (or carries malformed);
     ///   ``ActivationError/protocolError(_:)`` with `PowerAuthProtocol.ProtocolError.invalidConfiguration(reason:)`
     ///   for a configuration string that does not parse,
     ///   `PowerAuthProtocol.ProtocolError.invalidKDFParameters(memoryKiB:iterations:)`,
@@ -49,7 +58,7 @@ public struct ActivationConfiguration: Sendable {
     ///   `PowerAuthProtocol.ProtocolError.unsupportedAlgorithm(name:missing:)`.
     public init(
         instanceId: String, baseEndpointURL: String, configuration: String,
-        algorithm: String = ProtocolAlgorithm.legacyP256.rawValue,
+        algorithm: String = ActivationConfiguration.defaultAlgorithm.rawValue,
         offlineAuthenticationCodeComponentLength: Int = ActivationConfiguration.defaultOfflineComponentLength,
         biometryKeyAccount: String? = nil, biometricConfiguration: BiometricConfiguration = BiometricConfiguration(),
         clientConfiguration: ActivationClientConfiguration = ActivationClientConfiguration(),
@@ -66,25 +75,58 @@ public struct ActivationConfiguration: Sendable {
         guard Self.isValidName(account) else { throw .wrongParameter(reason: "biometry key account is not valid") }
         let parsedAlgorithm = try protocolStep { () throws(ProtocolError) in
             try knowledgeKeyParameters.validate()
-            let parsed = try ProtocolAlgorithm(name: algorithm)
-            // EC_P384 is protocol V4 (ActivationService+V4); the hybrid suites are refused.
-            if parsed != .ecP384 { try parsed.requireSupported() }
-            return parsed
+            // Every name is served: LEGACY_P256 by ActivationCrypto, the V4 suites by ActivationService+V4.
+            return try ProtocolAlgorithm(name: algorithm)
         }
         self.instanceId = instanceId
         self.baseEndpointURL = baseEndpointURL.hasSuffix("/") ? String(baseEndpointURL.dropLast()) : baseEndpointURL
         self.sdkConfiguration = try protocolStep { () throws(ProtocolError) in
             try SDKConfiguration(parsing: configuration)
         }
-        if parsedAlgorithm == .ecP384, !sdkConfiguration.keys.contains(where: { $0.id == 0x02 }) {
-            throw .wrongParameter(reason: "EC_P384 needs the P-384 master key (key 0x02) in the configuration string")
-        }
+        try Self.checkMasterKeys(for: parsedAlgorithm, in: sdkConfiguration)
         self.algorithm = parsedAlgorithm
         self.offlineAuthenticationCodeComponentLength = offlineAuthenticationCodeComponentLength
         self.biometryKeyAccount = account
         self.biometricConfiguration = biometricConfiguration
         self.clientConfiguration = clientConfiguration
         self.knowledgeKeyParameters = knowledgeKeyParameters
+    }
+
+    /// Checks that a configuration string carries the master keys `algorithm` needs: key `0x02`
+    /// (P-384) for a V4 suite, and key `0x03` (ML-DSA-65) or `0x04` (ML-DSA-87) for a hybrid one,
+    /// a SubjectPublicKeyInfo of its parameter set.
+    /// - Parameters:
+    ///   - algorithm: the algorithm.
+    ///   - sdkConfiguration: the parsed configuration string.
+    /// - Throws: ``ActivationError/wrongParameter(reason:)`` naming the missing or malformed key.
+    public static func checkMasterKeys(for algorithm: ProtocolAlgorithm, in sdkConfiguration: SDKConfiguration)
+        throws(ActivationError)
+    {
+        guard algorithm.isV4 else { return }
+        let name = algorithm.rawValue
+        guard sdkConfiguration.keys.contains(where: { $0.id == ProtocolAlgorithm.ecdsaMasterKeyId }) else {
+            throw .wrongParameter(reason: "\(name) needs the P-384 master key (key 0x02) in the configuration string")
+        }
+        guard let set = algorithm.signatureParameterSet, let id = algorithm.postQuantumMasterKeyId else { return }
+        let hex = "0x0\(id)"
+        guard let der = sdkConfiguration.keys.first(where: { $0.id == id })?.bytes else {
+            throw .wrongParameter(
+                reason: "\(name) needs the ML-DSA master key (key \(hex)) in the configuration string")
+        }
+        guard (try? MLDSA.publicKey(set, fromPublicKeyInfo: der)) != nil else {
+            throw .wrongParameter(reason: "key \(hex) of the configuration string is not an ML-DSA public key")
+        }
+    }
+
+    /// Whether a configuration string carries the master keys `algorithm` needs (what
+    /// ``checkMasterKeys(for:in:)`` checks).
+    /// - Parameters:
+    ///   - algorithm: the algorithm.
+    ///   - configuration: the configuration string.
+    /// - Returns: `false` also for a string that does not parse.
+    public static func offers(_ algorithm: ProtocolAlgorithm, configuration: String) -> Bool {
+        guard let parsed = try? SDKConfiguration(parsing: configuration) else { return false }
+        return (try? checkMasterKeys(for: algorithm, in: parsed)) != nil
     }
 
     /// The storage names of this instance, scoped by ``instanceId``.

@@ -23,7 +23,7 @@ extension ActivationService {
     public func signRequest(
         method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication
     ) async throws(ActivationError) -> AuthorizationHeader {
-        if isV4 { throw Self.v4Unsupported("V3.3 headers (use signRequestV4)") }
+        if isV4 { throw v4Unsupported("V3.3 headers (use signRequestV4)") }
         return try await sign(method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
     }
 

@@ -18,7 +18,7 @@ extension ActivationService {
     ///   ``ActivationError/invalidResponse(reason:)`` for a response that does not verify,
     ///   ``ActivationError/server(statusCode:code:)`` and the network errors.
     public func temporaryEncryptionKey(scope: ECIES.Scope) async throws(ActivationError) -> TemporaryEncryptionKey {
-        if isV4 { throw Self.v4Unsupported("V3.3 temporary keys") }
+        if isV4 { throw v4Unsupported("V3.3 temporary keys") }
         let activationId = scope == .activation ? record?.activationId : nil
         if scope == .activation, activationId == nil { throw .missingActivation }
         if let cached = temporaryKeys[scope], cached.activationId == activationId,

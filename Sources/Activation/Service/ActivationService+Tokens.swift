@@ -56,7 +56,7 @@ extension ActivationService {
     /// - Returns: the header.
     /// - Throws: ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)``.
     public func tokenHeader(for token: ActivationToken) throws(ActivationError) -> TokenHeader {
-        if isV4 { throw Self.v4Unsupported("V3.3 token headers (use v4TokenHeader(for:))") }
+        if isV4 { throw v4Unsupported("V3.3 token headers (use v4TokenHeader(for:))") }
         let nonce = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
         }
@@ -114,7 +114,7 @@ extension ActivationService {
     public func removeToken(_ tokenId: String, authentication: ActivationAuthentication) async throws(ActivationError) {
         if isV4 {
             let body = try protocolStep { () throws(ProtocolError) in
-                try WireCoding.encode(V4TokenRemoveRequest(tokenId: tokenId))
+                try WireCoding.encode(RequestEnvelope(requestObject: V4TokenRemoveRequest(tokenId: tokenId)))
             }
             return try await v4Send(V4API.tokenRemove, body: body, authentication: authentication)
         }
@@ -123,13 +123,14 @@ extension ActivationService {
     }
 
     /// The activation's name as the server has it (`activation/detail`: MAC token and
-    /// ECIES in activation scope). The token must have been created with two factors.
+    /// ECIES in activation scope; in V4 the V4 token header and V4 encryption). The token must
+    /// have been created with two factors.
     /// - Parameter token: the token.
     /// - Returns: the details.
     /// - Throws: ``ActivationError/authentication`` (token refused), the network and server errors.
     public func fetchActivationDetail(token: ActivationToken) async throws(ActivationError) -> ActivationDetailResponse
     {
-        if isV4 { throw Self.v4Unsupported("the V3.3 activation detail") }
+        if isV4 { return try await v4FetchActivationDetail(token: token) }
         let endpoint = ActivationAPI.activationDetail
         let (encryptor, activationId) = try await encryptor(scope: .activation, sharedInfo1: endpoint.sharedInfo1)
         let request = try securePlaintext(EmptyMessage())
@@ -157,22 +158,37 @@ extension ActivationService {
         return detail
     }
 
-    /// The user's claims (`user/info`, ECIES in activation scope, unsigned).
+    /// The user's claims (`user/info`, ECIES in activation scope, unsigned; in V4
+    /// `/pa/v4/user/info` with V4 encryption).
     /// - Returns: the claims.
     /// - Throws: the network and server errors, ``ActivationError/invalidResponse(reason:)``.
     public func fetchUserInfo() async throws(ActivationError) -> UserInfoResponse {
-        if isV4 { throw Self.v4Unsupported("user info") }
+        if isV4 {
+            let answer = try await v4SendEncrypted(V4API.userInfo, plaintext: nil, authentication: nil)
+            return try decodePlaintext(answer, UserInfoResponse.self, path: V4API.userInfo.path)
+        }
         let request = try securePlaintext(EmptyMessage())
         defer { request.destroy() }
         let answer = try await sendEncrypted(ActivationAPI.userInfo, plaintext: request, authentication: nil)
         return try decodePlaintext(answer, UserInfoResponse.self, path: ActivationAPI.userInfo.path)
     }
 
-    /// The server's time and name (`/pa/v3/status`).
+    /// The server's time and name (`/pa/v3/status`; in V4 `/pa/v4/status`, which also lists the
+    /// algorithms the server serves this application).
     /// - Returns: the status.
     /// - Throws: the network and server errors.
     public func fetchServerStatus() async throws(ActivationError) -> ServerStatusResponse {
-        if isV4 { throw Self.v4Unsupported("the V3.3 server status") }
+        if isV4 {
+            let request = RequestEnvelope(
+                requestObject: V4ServerStatusRequest(applicationKey: configuration.sdkConfiguration.applicationKey))
+            let body = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(request) }
+            let answer = try await exchange(
+                path: V4API.serverStatus.path, body: body, headers: [:], authentication: nil)
+            guard let envelope = try? WireCoding.decode(ResponseEnvelope<ServerStatusResponse>.self, answer),
+                let status = envelope.responseObject
+            else { throw .invalidResponse(reason: "\(V4API.serverStatus.path): the body does not follow the API") }
+            return status
+        }
         return try await send(ActivationAPI.serverStatus, EmptyMessage(), authentication: nil)
     }
 

@@ -57,8 +57,8 @@ extension ActivationService {
     ///   and server errors, ``ActivationError/invalidResponse(reason:)``,
     ///   ``ActivationError/storage(operation:errno:)``, ``ActivationError/core(_:)``.
     public func upgradeToV4(password: Password) async throws(ActivationError) {
-        guard configuration.algorithm == .ecP384 else {
-            throw .wrongParameter(reason: "the upgrade to V4 needs an EC_P384 configuration")
+        guard configuration.algorithm.isV4 else {
+            throw .wrongParameter(reason: "the upgrade to V4 needs a V4 configuration (EC_P384 or a hybrid suite)")
         }
         if upgrade != nil, try await resolvePendingUpgrade() == .upgraded { return }
         guard v4 == nil else { throw .invalidActivationState(reason: "the activation speaks V4 already") }
@@ -136,10 +136,14 @@ extension ActivationService {
         guard let uriIdentifier = endpoint.uriIdentifier else { throw .missingActivation }
         let device = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }
         defer { device.privateKey.destroy() }
+        let suite = configuration.algorithm
         let (kem, shared) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+            try V4SharedSecret.makeRequest(algorithm: suite)
         }
-        defer { kem.keyPair.privateKey.destroy() }
+        defer {
+            kem.keyPair.privateKey.destroy()
+            kem.destroy()
+        }
         let key = try await v4TemporaryKey(activation: nil)
         defer { key.secret.destroy() }
         let context = try v4Context(key, .upgradeStart, activation: nil)
@@ -169,6 +173,8 @@ extension ActivationService {
         let response = try decodePlaintext(
             try v4Open(answer, context: context, nonce: nonce, path: endpoint.path), V4UpgradeStartResponse.self,
             path: endpoint.path)
+        let serverPostQuantum = try Self.v4ServerPostQuantumKey(
+            response.serverPublicKeys.mldsa, suite: suite, step: "upgrade/start")
         let (server, counter, tree) = try v4CompleteExchange(
             kem, response: response.sharedSecretResponse, serverKey: response.serverPublicKeys.ecdsa,
             ctrData: response.ctrData, step: "upgrade/start")
@@ -193,12 +199,13 @@ extension ActivationService {
             }
             let state = LocalV4State(
                 kind: LocalV4State.kind, instanceId: configuration.instanceId, activationId: current.activationId,
-                algorithm: ProtocolAlgorithm.ecP384.rawValue, devicePublicKey: Base64.encode(device.publicKey),
+                algorithm: suite.rawValue, devicePublicKey: Base64.encode(device.publicKey),
                 serverPublicKey: Base64.encode(server), counter: counter.base64, counterIndex: 0,
                 counterHistory: [], knowledgeKey: wrapped, vaultCheck: Base64.encode(vaultCheck),
                 keyCheck: Base64.encode(try newKeys.keyCheck()), biometryEnabled: biometry ? true : nil,
                 enrolledSetFingerprint: biometry ? current.enrolledSetFingerprint : nil,
-                biometryAccount: biometry ? configuration.upgradeBiometryKeyAccount : nil)
+                biometryAccount: biometry ? configuration.upgradeBiometryKeyAccount : nil,
+                serverPostQuantumPublicKey: serverPostQuantum)
             return V4ClientActivation(state: state, keys: newKeys)
         } catch {
             newKeys.destroy()

@@ -1,21 +1,23 @@
 import Biometry
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 
-/// The protocol V4 (`EC_P384`) path of the service, taken when the configuration's algorithm is
-/// `EC_P384`: activation, status, codes (possession and knowledge), tokens, vault unlock and
+/// The protocol V4 path of the service, taken when the configuration's algorithm is a V4 suite
+/// (`EC_P384`, `EC_P384_ML_L3`, `EC_P384_ML_L5`): activation, status, codes (possession and knowledge), tokens, vault unlock and
 /// removal, the server-side password change and biometry add/remove, against the `/pa/v4`
 /// endpoints (`docs/protocol-v4.md`). Biometry at activation, offline codes and the other V3
 /// extras throw ``ActivationError/protocolError(_:)`` with
 /// `unsupportedAlgorithm` on this path.
 extension ActivationService {
-    /// The V4 path: an `EC_P384` configuration, unless a V3.3 activation (one to upgrade) is loaded.
-    var isV4: Bool { configuration.algorithm == .ecP384 && record == nil }
+    /// The V4 path: a V4 configuration, unless a V3.3 activation (one to upgrade) is loaded.
+    var isV4: Bool { configuration.algorithm.isV4 && record == nil }
 
-    static func v4Unsupported(_ what: String) -> ActivationError {
+    /// What the V4 client does not do, named with the configured suite.
+    func v4Unsupported(_ what: String) -> ActivationError {
         .protocolError(
-            .unsupportedAlgorithm(name: ProtocolAlgorithm.ecP384.rawValue, missing: "\(what) in the V4 client"))
+            .unsupportedAlgorithm(name: configuration.algorithm.rawValue, missing: "\(what) in the V4 client"))
     }
 
     /// The P-384 master key of the configuration string (key `0x02`).
@@ -26,6 +28,35 @@ extension ActivationService {
             }
             return key
         }
+    }
+
+    /// The ML-DSA master key of the configuration string for a hybrid configuration (key `0x03`
+    /// or `0x04`, checked by ``ActivationConfiguration``); `nil` for `EC_P384`.
+    var v4PostQuantumMasterKey: (publicKey: [UInt8], parameterSet: MLDSA.ParameterSet)? {
+        get throws(ActivationError) {
+            let suite = configuration.algorithm
+            guard let set = suite.signatureParameterSet, let id = suite.postQuantumMasterKeyId else { return nil }
+            guard let der = configuration.sdkConfiguration.keys.first(where: { $0.id == id })?.bytes,
+                let key = try? MLDSA.publicKey(set, fromPublicKeyInfo: der)
+            else {
+                throw .wrongParameter(reason: "the configuration string has no ML-DSA master key (key \(id))")
+            }
+            return (key, set)
+        }
+    }
+
+    /// The server's ML-DSA key of an `activation/create` or `upgrade/start` response: for a hybrid
+    /// suite a SubjectPublicKeyInfo of its parameter set (kept as received, Base64), else absent.
+    static func v4ServerPostQuantumKey(_ text: String?, suite: ProtocolAlgorithm, step: String)
+        throws(ActivationError) -> String?
+    {
+        guard let set = suite.signatureParameterSet else {
+            guard text == nil else { throw .invalidResponse(reason: "\(step): unexpected ML-DSA key") }
+            return nil
+        }
+        guard let text, let der = Base64.decode(text), (try? MLDSA.publicKey(set, fromPublicKeyInfo: der)) != nil
+        else { throw .invalidResponse(reason: "\(step): malformed field") }
+        return text
     }
 
     /// The common end of `activation/create` and `upgrade/start`: the server's P-384 key (97 bytes, on
@@ -132,10 +163,14 @@ extension ActivationService {
         }
         let device = try protocolStep { () throws(ProtocolError) in try ECP384KeyPair.generate() }
         defer { device.privateKey.destroy() }
+        let suite = configuration.algorithm
         let (kem, shared) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+            try V4SharedSecret.makeRequest(algorithm: suite)
         }
-        defer { kem.keyPair.privateKey.destroy() }
+        defer {
+            kem.keyPair.privateKey.destroy()
+            kem.destroy()
+        }
         let key = try await v4TemporaryKey(activation: nil)
         defer { key.secret.destroy() }
         let inner = try v4Context(key, .activation, activation: nil)
@@ -171,6 +206,8 @@ extension ActivationService {
         guard (try? AuthorizationHeader.validateActivationId(layer2.activationId)) != nil else {
             throw .invalidResponse(reason: "activation/create: malformed field")
         }
+        let serverPostQuantum = try Self.v4ServerPostQuantumKey(
+            layer2.serverPublicKeys.mldsa, suite: suite, step: "activation/create")
         let (server, counter, tree) = try v4CompleteExchange(
             kem, response: layer2.sharedSecretResponse, serverKey: layer2.serverPublicKeys.ecdsa,
             ctrData: layer2.ctrData, step: "activation/create")
@@ -182,13 +219,13 @@ extension ActivationService {
         }
         let state = LocalV4State(
             kind: LocalV4State.kind, instanceId: configuration.instanceId, activationId: layer2.activationId,
-            algorithm: ProtocolAlgorithm.ecP384.rawValue, devicePublicKey: Base64.encode(device.publicKey),
+            algorithm: suite.rawValue, devicePublicKey: Base64.encode(device.publicKey),
             serverPublicKey: Base64.encode(server), counter: counter.base64, counterIndex: 0, counterHistory: [],
             knowledgeKey: wrapped, vaultCheck: Base64.encode(vaultCheck),
             keyCheck: Base64.encode(try newKeys.keyCheck()), biometryEnabled: enableBiometry ? true : nil,
             enrolledSetFingerprint: enableBiometry
                 ? authenticator.map { Base64.encode($0.enrolledSetFingerprint) } : nil,
-            confirmationPending: true)
+            confirmationPending: true, serverPostQuantumPublicKey: serverPostQuantum)
         // The key tree's `auth/biometry` key is the first biometry key (the server uses it once
         // `activation/confirm` says `enableBiometry`); it goes to the authenticator only.
         if enableBiometry, let authenticator {
@@ -225,7 +262,8 @@ extension ActivationService {
         else { throw .missingActivation }
         return try protocolStep { () throws(ProtocolError) in
             try V4Fingerprint.compute(
-                algorithm: .ecP384, devicePublicKey: device, activationId: state.activationId, serverPublicKey: server)
+                algorithm: state.suite, devicePublicKey: device, activationId: state.activationId,
+                serverPublicKey: server)
         }
     }
 
@@ -271,17 +309,22 @@ extension ActivationService {
     // MARK: - Temporary keys and encryption
 
     /// A fresh temporary key (`/pa/v4/keystore/create`), application scope (`activation == nil`)
-    /// or activation scope; the response's ES384 signature is checked with the master key or the
-    /// activation's server key.
+    /// or activation scope, in the configuration's suite or the activation's; the response's
+    /// ES384 signature is checked with the master key or the activation's server key, and for a
+    /// hybrid suite its ML-DSA signature too (both must hold).
     func v4TemporaryKey(activation: V4ClientActivation?) async throws(ActivationError) -> (
         id: String, secret: SecureBytes
     ) {
         let sdk = configuration.sdkConfiguration
         let now = clock.now()
+        let suite = activation?.state.suite ?? configuration.algorithm
         let (kem, shared) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+            try V4SharedSecret.makeRequest(algorithm: suite)
         }
-        defer { kem.keyPair.privateKey.destroy() }
+        defer {
+            kem.keyPair.privateKey.destroy()
+            kem.destroy()
+        }
         let challenge: String
         do throws(JWTError) {
             challenge = try V4TemporaryKeyJWT.makeChallenge()
@@ -294,10 +337,16 @@ extension ActivationService {
             sharedSecretRequest: shared, iat: seconds, exp: seconds + 300)
         let macKey: SecureBytes
         let verifier: [UInt8]
+        let postQuantumVerifier: (publicKey: [UInt8], parameterSet: MLDSA.ParameterSet)?
         if let activation {
+            postQuantumVerifier = activation.state.serverPostQuantumKey
+            guard (postQuantumVerifier == nil) == (suite.signatureParameterSet == nil) else {
+                throw .invalidActivationData(reason: "the V4 state has a bad ML-DSA public key")
+            }
             macKey = try coreStep { () throws(SecureCoreError) in try activation.keys.activationTemporaryKeyMAC.copy() }
             verifier = Base64.decode(activation.state.serverPublicKey) ?? []
         } else {
+            postQuantumVerifier = try v4PostQuantumMasterKey
             macKey = try protocolStep { () throws(ProtocolError) in
                 try V4ActivationKeys.applicationTemporaryKeyMAC(applicationSecret: sdk.applicationSecret)
             }
@@ -311,13 +360,18 @@ extension ActivationService {
             throw .protocolError(.jwt(error))
         }
         let path = V4API.keystoreCreate.path
+        // `ObjectRequest<TemporaryKeyRequest>` / `ObjectResponse<TemporaryKeyResponse>` as upstream; a
+        // bare `{"jwt"}` answer is read too.
         let answer = try await exchange(
             path: path,
-            body: try protocolStep { () throws(ProtocolError) in try WireCoding.encode(JWTMessage(jwt: jwt)) },
+            body: try protocolStep { () throws(ProtocolError) in
+                try WireCoding.encode(RequestEnvelope(requestObject: JWTMessage(jwt: jwt)))
+            },
             headers: [:], authentication: nil)
-        guard let message = try? WireCoding.decode(JWTMessage.self, answer),
+        let wrapped = (try? WireCoding.decode(ResponseEnvelope<JWTMessage>.self, answer))?.responseObject
+        guard let message = wrapped ?? (try? WireCoding.decode(JWTMessage.self, answer)),
             let verified = try? V4TemporaryKeyJWT.verifyResponse(
-                message.jwt, publicKey: verifier, request: claims, now: clock.now())
+                message.jwt, publicKey: verifier, postQuantum: postQuantumVerifier, request: claims, now: clock.now())
         else { throw .invalidResponse(reason: "keystore/create: the response does not verify") }
         do throws(ProtocolError) {
             return (
@@ -377,15 +431,18 @@ extension ActivationService {
             try context.encryptRequest(plaintext, timestampMilliseconds: now)
         }
         let body = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(request) }
-        var headers = [
-            V4EncryptionHeader.name: V4EncryptionHeader(
-                applicationKey: configuration.sdkConfiguration.applicationKey,
-                activationId: activation.state.activationId
-            ).value
-        ]
+        // As upstream's SDK: the encryption header goes with unsigned requests only (a signed one
+        // names the application and the activation in its authorization header).
+        var headers: [String: String] = [:]
         if let authentication {
             headers[AuthorizationHeader.name] = try await v4Sign(endpoint, body: body, authentication: authentication)
                 .value
+        } else {
+            headers[V4EncryptionHeader.name] =
+                V4EncryptionHeader(
+                    applicationKey: configuration.sdkConfiguration.applicationKey,
+                    activationId: activation.state.activationId
+                ).value
         }
         let answer = try await exchange(
             path: endpoint.path, body: body, headers: headers, authentication: authentication)
@@ -633,10 +690,14 @@ extension ActivationService {
         }
         defer { old.destroy() }
         guard newPassword.length > 0 else { throw .protocolError(.emptyPIN) }
+        let suite = current.state.suite
         let (kem, shared) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+            try V4SharedSecret.makeRequest(algorithm: suite)
         }
-        defer { kem.keyPair.privateKey.destroy() }
+        defer {
+            kem.keyPair.privateKey.destroy()
+            kem.destroy()
+        }
         let request = try securePlaintext(shared)
         defer { request.destroy() }
         let answer = try await v4SendEncrypted(
@@ -662,11 +723,14 @@ extension ActivationService {
     func v4AddBiometry(password: Password) async throws(ActivationError) {
         guard let authenticator else { throw .biometryNotAvailable(.notSupported) }
         guard authenticator.systemStatus == .available else { throw .biometryNotAvailable(authenticator.systemStatus) }
-        guard v4 != nil else { throw .missingActivation }
+        guard let suite = v4?.state.suite else { throw .missingActivation }
         let (kem, shared) = try protocolStep { () throws(ProtocolError) in
-            try V4SharedSecret.makeRequest(algorithm: .ecP384)
+            try V4SharedSecret.makeRequest(algorithm: suite)
         }
-        defer { kem.keyPair.privateKey.destroy() }
+        defer {
+            kem.keyPair.privateKey.destroy()
+            kem.destroy()
+        }
         let request = try securePlaintext(shared)
         defer { request.destroy() }
         let answer = try await v4SendEncrypted(

@@ -30,7 +30,7 @@ public actor ActivationService {
     var keys: LocalActivationKeys?
     /// Temporary encryption keys (3.3), one per scope, until shortly before they expire.
     var temporaryKeys: [ECIES.Scope: TemporaryEncryptionKey] = [:]
-    /// The V4 (`EC_P384`) activation, when the configuration's algorithm is `EC_P384`.
+    /// The V4 activation (any V4 suite), when the configuration's algorithm is a V4 one.
     var v4: V4ClientActivation?
     /// The V4 state of an upgrade from V3.3 the server has not confirmed yet (stored under
     /// `StorageNames.upgradeState` and `upgradeKeys`), while ``record`` is still current.
@@ -62,11 +62,11 @@ public actor ActivationService {
         self.clock = clock
         // The V3.3 crypto also wraps the V4 knowledge key's halves (Argon2id, no MAC).
         self.crypto = try protocolStep { () throws(ProtocolError) in
-            try ActivationCrypto(algorithm: configuration.algorithm == .ecP384 ? .legacyP256 : configuration.algorithm)
+            try ActivationCrypto(algorithm: configuration.algorithm.isV4 ? .legacyP256 : configuration.algorithm)
         }
         let names = configuration.storageNames
-        if configuration.algorithm == .ecP384 {
-            // A V3.3 state under an EC_P384 configuration is an activation to upgrade (or being
+        if configuration.algorithm.isV4 {
+            // A V3.3 state under a V4 configuration is an activation to upgrade (or being
             // upgraded): it loads as V3.3 below, with its pending V4 state, if any.
             let current = try storage.read(names.state)
             if current.map(LocalV4State.isV4State) ?? true {
@@ -91,7 +91,7 @@ public actor ActivationService {
         }
         record = loaded
         keys = loadedKeys
-        if configuration.algorithm == .ecP384 {
+        if configuration.algorithm.isV4 {
             upgrade = try Self.loadPendingUpgrade(configuration, storage: storage, activationId: loaded.activationId)
         }
     }

@@ -1,8 +1,10 @@
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 
-/// The device's public V4 (`EC_P384`) state, JSON in the state file. Nothing here is secret:
+/// The device's public V4 state (any V4 suite: the one the activation was created with), JSON in
+/// the state file. Nothing here is secret:
 /// the knowledge key is wrapped under Argon2id(PIN) without a MAC (two 16-byte halves, each
 /// wrapped as V3 wraps its knowledge key), so a wrong PIN gives a wrong key that only the
 /// server can tell.
@@ -32,6 +34,20 @@ struct LocalV4State: Codable, Equatable {
     /// `true` from `activation/create` until `activation/confirm` answered OK; `nil` in states
     /// written before the client confirmed (treated as not pending).
     var confirmationPending: Bool?
+    /// The server's ML-DSA public key for this activation (SubjectPublicKeyInfo, Base64): hybrid
+    /// suites only; it verifies activation-scope temporary keys beside ``serverPublicKey``.
+    var serverPostQuantumPublicKey: String?
+
+    /// The suite (validated by ``decode(_:instanceId:)``; `EC_P384` for anything else).
+    var suite: ProtocolAlgorithm { ProtocolAlgorithm(rawValue: algorithm) ?? .ecP384 }
+
+    /// The server's raw ML-DSA key and parameter set of a hybrid activation; `nil` otherwise.
+    var serverPostQuantumKey: (publicKey: [UInt8], parameterSet: MLDSA.ParameterSet)? {
+        guard let set = suite.signatureParameterSet, let text = serverPostQuantumPublicKey,
+            let der = Base64.decode(text), let key = try? MLDSA.publicKey(set, fromPublicKeyInfo: der)
+        else { return nil }
+        return (key, set)
+    }
 
     private struct Kind: Decodable { let kind: String? }
 
@@ -48,9 +64,12 @@ struct LocalV4State: Codable, Equatable {
             throw .invalidActivationData(reason: "the activation state is not a V4 (EC_P384) state")
         }
         func bad(_ what: String) -> ActivationError { .invalidActivationData(reason: "the V4 state has \(what)") }
-        guard state.kind == kind, state.algorithm == ProtocolAlgorithm.ecP384.rawValue else {
+        guard state.kind == kind, let suite = ProtocolAlgorithm(rawValue: state.algorithm), suite.isV4 else {
             throw bad("an unknown kind")
         }
+        guard (suite.signatureParameterSet == nil) == (state.serverPostQuantumPublicKey == nil),
+            suite.signatureParameterSet == nil || state.serverPostQuantumKey != nil
+        else { throw bad("a bad ML-DSA public key") }
         guard state.instanceId == instanceId else { throw bad("another instance id") }
         guard (try? AuthorizationHeader.validateActivationId(state.activationId)) != nil else { throw bad("a bad id") }
         guard let device = Base64.decode(state.devicePublicKey), let server = Base64.decode(state.serverPublicKey),

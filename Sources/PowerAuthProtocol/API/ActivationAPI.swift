@@ -458,12 +458,16 @@ public struct ServerStatusResponse: Codable, Sendable, Equatable {
     public var serverTime: Int64
     /// The server's name and version.
     public var application: Application
+    /// The algorithms served (`/pa/v4/status` only; absent in V3.3).
+    public var supportedAlgorithms: [String]?
     /// Creates the response.
     /// - Parameters:
     ///   - serverTime: milliseconds since 1970.
     ///   - application: name and version.
-    public init(serverTime: Int64, application: Application) {
+    ///   - supportedAlgorithms: the algorithms served (V4), or `nil` (V3.3).
+    public init(serverTime: Int64, application: Application, supportedAlgorithms: [String]? = nil) {
         self.serverTime = serverTime
         self.application = application
+        self.supportedAlgorithms = supportedAlgorithms
     }
 }

@@ -75,11 +75,23 @@ public enum V4API {
     public static let upgradeConfirm = Endpoint(
         path: "/pa/v4/upgrade/confirm", uriIdentifier: "/pa/upgrade/confirm", sharedInfo1: nil)
 
+    /// `POST /pa/v4/status`: the server's time, name and the algorithms it serves
+    /// (`{"requestObject":{"applicationKey"}}`, optional), plain.
+    public static let serverStatus = Endpoint(path: "/pa/v4/status", uriIdentifier: nil, sharedInfo1: nil)
+    /// `POST /pa/v4/user/info`: the user's claims, activation scope, `/pa/generic/activation` (the
+    /// SDK's `ACTIVATION_SCOPE_GENERIC`), unsigned.
+    public static let userInfo = Endpoint(
+        path: "/pa/v4/user/info", uriIdentifier: nil, sharedInfo1: .genericActivation)
+    /// `POST /pa/v4/activation/detail`: the activation's name, checked by a V4 MAC token
+    /// (`possession_knowledge` or `possession_biometry`), activation scope, `/pa/generic/activation`.
+    public static let activationDetail = Endpoint(
+        path: "/pa/v4/activation/detail", uriIdentifier: nil, sharedInfo1: .genericActivation)
+
     /// Every V4 endpoint.
     public static let all: [Endpoint] = [
         keystoreCreate, activationCreate, activationConfirm, activationStatus, activationRemove, validate,
         tokenCreate, tokenRemove, vaultUnlock, passwordChange, biometryAdd, biometryRemove, upgradeStart,
-        upgradeConfirm,
+        upgradeConfirm, serverStatus, userInfo, activationDetail,
     ]
 
     /// The vault keys `vault/unlock` releases, by upstream name.
@@ -91,9 +103,25 @@ public enum V4API {
 public struct V4PublicKeys: Codable, Equatable, Sendable {
     /// The P-384 ECDSA public key, Base64.
     public let ecdsa: String
+    /// The ML-DSA public key of a hybrid suite, Base64 of its SubjectPublicKeyInfo; absent otherwise.
+    public let mldsa: String?
+    /// Wraps the keys.
+    /// - Parameters:
+    ///   - ecdsa: Base64 of the P-384 key.
+    ///   - mldsa: Base64 of the ML-DSA key's SubjectPublicKeyInfo (hybrid suites), or `nil`.
+    public init(ecdsa: String, mldsa: String? = nil) {
+        self.ecdsa = ecdsa
+        self.mldsa = mldsa
+    }
+}
+
+/// The `/pa/v4/status` request object: the application whose algorithms the answer lists.
+public struct V4ServerStatusRequest: Codable, Equatable, Sendable {
+    /// The application key, Base64 (optional).
+    public let applicationKey: String?
     /// Wraps the key.
-    /// - Parameter ecdsa: Base64 of the key.
-    public init(ecdsa: String) { self.ecdsa = ecdsa }
+    /// - Parameter applicationKey: the application key, or `nil`.
+    public init(applicationKey: String?) { self.applicationKey = applicationKey }
 }
 
 /// The outer (level 1) activation request, before its own encryption.

@@ -314,8 +314,26 @@ public enum V4TemporaryKeyJWT {
     public static func verifyResponse(
         _ json: String, publicKey: [UInt8], request: V4TemporaryKeyRequestClaims, now: Date
     ) throws(JWTError) -> V4TemporaryKeyResponseClaims {
+        try verifyResponse(json, publicKey: publicKey, postQuantum: nil, request: request, now: now)
+    }
+
+    /// As ``verifyResponse(_:publicKey:request:now:)``, requiring for a hybrid suite the ML-DSA
+    /// signature as well (``verifyResponseSignature(_:publicKey:postQuantum:)``).
+    /// - Parameters:
+    ///   - json: the JWS JSON text.
+    ///   - publicKey: the master server public key or the activation's server public key (P-384).
+    ///   - postQuantum: the matching raw ML-DSA public key and its parameter set, for a hybrid suite.
+    ///   - request: the claims that were sent.
+    ///   - now: the current time.
+    /// - Returns: the claims.
+    /// - Throws: ``JWTError``.
+    public static func verifyResponse(
+        _ json: String, publicKey: [UInt8], postQuantum: (publicKey: [UInt8], parameterSet: MLDSA.ParameterSet)?,
+        request: V4TemporaryKeyRequestClaims, now: Date
+    ) throws(JWTError) -> V4TemporaryKeyResponseClaims {
         let claims = try decode(
-            V4TemporaryKeyResponseClaims.self, try verifyResponseSignature(json, publicKey: publicKey))
+            V4TemporaryKeyResponseClaims.self,
+            try verifyResponseSignature(json, publicKey: publicKey, postQuantum: postQuantum))
         guard claims.challenge == request.challenge else { throw .claimMismatch(claim: "challenge") }
         guard claims.applicationKey == request.applicationKey else { throw .claimMismatch(claim: "applicationKey") }
         guard claims.activationId == request.activationId else { throw .claimMismatch(claim: "activationId") }

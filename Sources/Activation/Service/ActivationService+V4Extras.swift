@@ -32,3 +32,36 @@ extension ActivationService {
     /// - Returns: `true` while the confirmation is due.
     public func needsConfirmation() -> Bool { v4?.state.confirmationPending == true }
 }
+
+extension ActivationService {
+    /// `/pa/v4/activation/detail`: a V4 MAC token (two factors) and an empty body encrypted in
+    /// activation scope (`/pa/generic/activation`); the answer is the encrypted
+    /// `{"status":"OK","responseObject":{…}}`.
+    func v4FetchActivationDetail(token: ActivationToken) async throws(ActivationError) -> ActivationDetailResponse {
+        guard let activation = v4 else { throw .missingActivation }
+        let endpoint = V4API.activationDetail
+        let key = try await v4TemporaryKey(activation: activation)
+        defer { key.secret.destroy() }
+        let context = try v4Context(key, .genericActivation, activation: activation)
+        let now = Int64(clock.now().timeIntervalSince1970 * 1000)
+        let (request, nonce) = try protocolStep { () throws(ProtocolError) in
+            try context.encryptRequest(nil, timestampMilliseconds: now)
+        }
+        let body = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(request) }
+        let headers = [
+            TokenHeader.name: try v4TokenHeader(for: token).value,
+            V4EncryptionHeader.name: V4EncryptionHeader(
+                applicationKey: configuration.sdkConfiguration.applicationKey,
+                activationId: activation.state.activationId
+            ).value,
+        ]
+        let answer = try await exchange(path: endpoint.path, body: body, headers: headers, authentication: nil)
+        let response = try decodePlaintext(
+            try v4Open(answer, context: context, nonce: nonce, path: endpoint.path),
+            ResponseEnvelope<ActivationDetailResponse>.self, path: endpoint.path)
+        guard let detail = response.responseObject else {
+            throw .invalidResponse(reason: "\(endpoint.path): no responseObject")
+        }
+        return detail
+    }
+}
