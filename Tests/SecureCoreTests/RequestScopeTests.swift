@@ -52,22 +52,23 @@ struct RequestScopeTests {
         inside.destroy()
     }
 
-    @Test("nested scopes: only the outermost end closes; a secret freed in the scope leaves no page")
+    @Test("nested scopes: only the outermost end closes; a secret freed in the scope stays held till then")
     func nestedScopes() throws {
-        let (key, freedPage) = try SecureMemory.withRequestScope { () throws(SecureCoreError) in
+        let key = try SecureMemory.withRequestScope { () throws(SecureCoreError) in
             let key = try SecureBytes.random(count: large)
             let freed = try SecureBytes.random(count: large)
             let freedPage = address(freed)
             freed.destroy()
-            #expect(readable(freedPage) == true)  // empty but held: unmapped when the scope ends
+            // Empty but held: unmapped when the scope ends (checked by test_core.c:test_scope; here,
+            // with tests on other threads mapping memory, the address may be reused at once).
+            #expect(readable(freedPage) == true)
             try SecureMemory.withRequestScope { () throws(SecureCoreError) in
                 #expect(key.withUnsafeBytes { $0.count } == large)
             }
             #expect(readable(address(key)) == true)  // the inner end closes nothing
-            return (key, freedPage)
+            return key
         }
         #expect(readable(address(key)) == false)
-        #expect(readable(freedPage) == nil)
         key.destroy()
     }
 
