@@ -88,6 +88,8 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     /// The database.
     public let database: SQLiteDatabase
     private let storageKey: SecureBytes
+    /// Concurrent attempts, committed together (see ``recordAttempt(activationId:outcome:now:failureBlockDuration:)``).
+    private let attempts = GroupCommit<PendingAttempt, Result<AttemptResult, ActivationServerError>>(limit: 256)
 
     /// Opens (and creates or migrates) the database.
     /// - Parameters:
@@ -233,31 +235,71 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     }
 
     /// Counts one attempt and writes its audit row, in one `BEGIN IMMEDIATE` transaction.
+    ///
+    /// Group commit: attempts that arrive while another batch is being committed share the next
+    /// transaction (each in its own savepoint, applied in arrival order, so counts stay exact and
+    /// one attempt's error leaves the others), and one `fsync` makes the whole batch durable.
+    /// No attempt returns before its batch has committed; when the commit fails, all of its
+    /// attempts fail and none was counted.
     public func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
     ) throws(ActivationServerError) -> AttemptResult {
-        try inTransaction { () throws(ActivationServerError) -> AttemptResult in
-            var record = try load(activationId)
-            let before = (record.state, record.failedAttempts)
-            let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
-            let label: String
-            if accepted {
-                label = AuditOutcome.accepted.rawValue
-            } else if record.failedAttempts > before.1 || (record.state == .blocked && before.0 != .blocked) {
-                label = record.state == .blocked ? AuditOutcome.failureBlocked.rawValue : AuditOutcome.failure.rawValue
-            } else {
-                label = AuditOutcome.refused.rawValue
+        let attempt = PendingAttempt(
+            activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
+        return try attempts.submit(attempt) { batch in commitAttempts(batch) }.get()
+    }
+
+    /// One transaction for a batch of attempts, one savepoint per attempt.
+    private func commitAttempts(_ batch: [PendingAttempt]) -> [Result<AttemptResult, ActivationServerError>] {
+        var results: [Result<AttemptResult, ActivationServerError>] = []
+        do throws(ActivationServerError) {
+            try inTransaction { () throws(ActivationServerError) in
+                results = []
+                for attempt in batch {
+                    try sqlStep { () throws(SQLiteError) in try database.execute("SAVEPOINT attempt") }
+                    do throws(ActivationServerError) {
+                        let result = try applyAttempt(attempt)
+                        try sqlStep { () throws(SQLiteError) in try database.execute("RELEASE attempt") }
+                        results.append(.success(result))
+                    } catch {
+                        // This attempt changes nothing; the batch goes on.
+                        try sqlStep { () throws(SQLiteError) in
+                            try database.execute("ROLLBACK TO attempt")
+                            try database.execute("RELEASE attempt")
+                        }
+                        results.append(.failure(error))
+                    }
+                }
             }
-            try write(record)
-            _ = try sqlStep { () throws(SQLiteError) in
-                try database.run(
-                    "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES (?, ?, ?)",
-                    [.text(activationId), .real(now.timeIntervalSince1970), .text(label)])
-            }
-            return AttemptResult(
-                accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
-                maxFailedAttempts: record.maxFailedAttempts)
+        } catch {
+            return batch.map { _ in .failure(error) }
         }
+        return results
+    }
+
+    /// Counts one attempt and writes its audit row; the caller holds the transaction.
+    private func applyAttempt(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult {
+        var record = try load(attempt.activationId)
+        let before = (record.state, record.failedAttempts)
+        let accepted = record.apply(
+            attempt.outcome, now: attempt.now, failureBlockDuration: attempt.failureBlockDuration)
+        let label: String
+        if accepted {
+            label = AuditOutcome.accepted.rawValue
+        } else if record.failedAttempts > before.1 || (record.state == .blocked && before.0 != .blocked) {
+            label = record.state == .blocked ? AuditOutcome.failureBlocked.rawValue : AuditOutcome.failure.rawValue
+        } else {
+            label = AuditOutcome.refused.rawValue
+        }
+        try write(record)
+        _ = try sqlStep { () throws(SQLiteError) in
+            try database.run(
+                "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES (?, ?, ?)",
+                [.text(attempt.activationId), .real(attempt.now.timeIntervalSince1970), .text(label)])
+        }
+        return AttemptResult(
+            accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+            maxFailedAttempts: record.maxFailedAttempts)
     }
 
     // MARK: - Tokens
@@ -750,4 +792,12 @@ enum V4StateCoding {
             throw bad
         }
     }
+}
+
+/// One attempt waiting for its group commit.
+struct PendingAttempt: Sendable {
+    let activationId: String
+    let outcome: AttemptOutcome
+    let now: Date
+    let failureBlockDuration: TimeInterval?
 }
