@@ -150,8 +150,11 @@ public final class ActivationServer: Sendable {
             defer { serverPostQuantum?.destroy() }
             fingerprint = try? V4Fingerprint.compute(
                 algorithm: state.algorithm, devicePublicKey: device, activationId: record.activationId,
-                serverPublicKey: state.serverKeyPair.publicKey, devicePostQuantumKey: state.devicePostQuantumPublicKey,
-                serverPostQuantumKey: serverPostQuantum?.publicKey)
+                serverPublicKey: state.serverKeyPair.publicKey,
+                devicePostQuantumKey: state.algorithm.signatureParameterSet.flatMap { set in
+                    state.devicePostQuantumPublicKey.map { MLDSA.publicKeyInfo(set, publicKey: $0) }
+                },
+                serverPostQuantumKey: serverPostQuantum?.publicKeyInfo)
         }
         return ActivationDetail(
             activationId: record.activationId, userId: record.userId, state: record.state,

@@ -141,6 +141,15 @@ public enum MLDSA {
         }
     }
 
+    /// The SubjectPublicKeyInfo of a raw public key (the form PowerAuth V4 sends).
+    /// - Parameters:
+    ///   - parameterSet: the key's parameter set.
+    ///   - publicKey: the raw FIPS 204 public key.
+    /// - Returns: the DER.
+    public static func publicKeyInfo(_ parameterSet: ParameterSet, publicKey: [UInt8]) -> [UInt8] {
+        SubjectPublicKeyInfo.encode(publicKey, arc: 3, leaf: parameterSet.oidLeaf)
+    }
+
     /// The raw public key of a SubjectPublicKeyInfo.
     /// - Parameters:
     ///   - parameterSet: the parameter set the key must be of.

@@ -278,8 +278,9 @@ extension ActivationService {
         guard let state = v4?.state, let device = Base64.decode(state.devicePublicKey),
             let server = Base64.decode(state.serverPublicKey)
         else { throw .missingActivation }
-        let devicePostQuantum = state.devicePostQuantumKey
-        let serverPostQuantum = state.serverPostQuantumKey?.publicKey
+        // SubjectPublicKeyInfo, as sent and received (the state keeps them in that form, checked on load).
+        let devicePostQuantum = state.devicePostQuantumPublicKey.flatMap { Base64.decode($0) }
+        let serverPostQuantum = state.serverPostQuantumPublicKey.flatMap { Base64.decode($0) }
         return try protocolStep { () throws(ProtocolError) in
             try V4Fingerprint.compute(
                 algorithm: state.suite, devicePublicKey: device, activationId: state.activationId,

@@ -168,7 +168,8 @@ extension V4EncryptionContext {
 /// The V4 activation fingerprint (`powerauth-v4.md` §11.2): 8 decimal digits of
 /// `SHA3-256(UTF-8(suite name) ‖ device public key [‖ device ML-DSA key] ‖ UTF-8(activationId) ‖
 /// server public key [‖ server ML-DSA key])`, decimalised as V3 does (last four bytes, top bit
-/// cleared, modulo 10^8). The ML-DSA keys (hybrid suites) are the raw FIPS 204 public keys.
+/// cleared, modulo 10^8). The ML-DSA keys (hybrid suites) enter as SubjectPublicKeyInfo DER, the
+/// form they travel in (as the P-384 keys enter in the 97-byte form they travel in).
 ///
 /// **Specification only, with our own choices**: upstream gives no fingerprint vector and calls
 /// the key form only "normalized"; we use the 97-byte SEC1 uncompressed keys and the V3
@@ -180,8 +181,10 @@ public enum V4Fingerprint {
     ///   - devicePublicKey: the device's P-384 signing key, 97 bytes uncompressed.
     ///   - activationId: the activation identifier.
     ///   - serverPublicKey: the server's P-384 signing key.
-    ///   - devicePostQuantumKey: the device's raw ML-DSA public key (hybrid suites), if it sent one.
-    ///   - serverPostQuantumKey: the server's raw ML-DSA public key for the activation (hybrid suites).
+    ///   - devicePostQuantumKey: the device's ML-DSA public key as SubjectPublicKeyInfo (hybrid suites),
+    ///     if it sent one.
+    ///   - serverPostQuantumKey: the server's ML-DSA public key for the activation as
+    ///     SubjectPublicKeyInfo (hybrid suites).
     /// - Returns: 8 decimal digits.
     /// - Throws: ``ProtocolError/invalidKey(field:)``, ``ProtocolError/invalidLength(field:expected:actual:)``,
     ///   ``ProtocolError/core(_:)``.
