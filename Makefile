@@ -647,11 +647,17 @@ fuzz: fuzz-build
 
 fuzz-smoke: fuzz-build
 	$(call fuzz_run,$(FUZZ_SMOKE_SECONDS))
-## bench-server: authenticated requests per second and p50/p99 latency of the reference server
-## (HTTP + SQLite) on loopback, with the load generator in the same process.
+## bench-server: authenticated requests per second, p50/p99/max latency and the audit-count check of
+## the reference server on loopback, with the load generator in the same process: SQLite, and
+## PostgreSQL with one and with two instances (a throw-away cluster in $(PG_DIR)/bench, stopped and
+## removed on exit), side by side. BENCH_SERVER_ARGS="--json" for machines (only the JSON goes to
+## standard output: `make -s bench-server BENCH_SERVER_ARGS=--json > bench.json`); --clients N, --requests N.
 bench-server: deps
-	$(SWIFT) build -c release --product securepin-bench
-	$(BUILD_DIR)/release/securepin-bench server $(BENCH_SERVER_ARGS)
+	@$(SWIFT) build -c release --product securepin-bench >&2
+	@mkdir -p $(PG_DIR)
+	@trap 'Tests/postgres/cluster.sh stop $(PG_DIR)/bench' EXIT; \
+	Tests/postgres/cluster.sh start $(PG_DIR)/bench >&2; \
+	$(BUILD_DIR)/release/securepin-bench server --postgres $(PG_DIR)/bench/dsn $(BENCH_SERVER_ARGS)
 
 
 clean:

@@ -216,7 +216,7 @@ let tools: [Target] = [
         dependencies: [
             "SecureCore", "BenchmarkKit", "CSodium", "PinVault", "PowerAuthProtocol", "Activation",
             "ReferenceServer",
-            "ActivationHTTP",
+            "ActivationHTTP", "PostgresStore",
         ],
         path: "Benchmarks/securepin-bench",
         linkerSettings: linkHardening),

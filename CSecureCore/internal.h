@@ -5,8 +5,10 @@
 #include "secure_core.h"
 
 /* Two slab pools keep a password's scrambled data and its pad on different
- * pages, so a single leaked page never holds both halves. */
-enum { SPC_POOL_DATA = 0, SPC_POOL_PAD = 1, SPC_POOL_COUNT = 2 };
+ * pages, so a single leaked page never holds both halves. A third takes the
+ * data-pool allocations made inside a request scope (spc_scope_begin), so the
+ * slabs a scope keeps open never hold a secret made outside one. */
+enum { SPC_POOL_DATA = 0, SPC_POOL_PAD = 1, SPC_POOL_SCRATCH = 2, SPC_POOL_COUNT = 3 };
 
 /* spc_buffer_new, but from a chosen pool. */
 SPC_MUST_CHECK int spc__buffer_new_in(int pool, size_t size, spc_buffer **out);

@@ -7,7 +7,8 @@
  * Small buffers share a slab (one locked page holds up to 32 secrets: a 64 KiB
  * `ulimit -l` then still locks hundreds of passwords); a buffer larger than a
  * slot class gets a slab of its own. The data pages are PROT_NONE whenever no
- * buffer in the slab is open.
+ * buffer in the slab is open, except for a request scope's scratch slabs (see
+ * spc_scope_begin below), which go back to PROT_NONE when the scope ends.
  *
  * Deliberate global state: the pool itself. Locked pages are a per-process
  * resource (RLIMIT_MEMLOCK), so one process-wide pool guarded by one mutex is
@@ -53,6 +54,7 @@ struct slab {
     size_t stride;      /* slot stride; data_len for a dedicated slab    */
     unsigned nslots, used, open_count;
     unsigned prot;      /* SPC_PROT_* actually obtained                  */
+    int scratch;        /* in SPC_POOL_SCRATCH                           */
     uint64_t used_mask;
 };
 
@@ -71,6 +73,12 @@ static uint8_t canary[CANARY_SIZE];
 static size_t page_size;
 static int ready;
 static int secretmem_enabled = 1;
+
+/* The calling thread's request scope: its depth, and the scratch slabs whose
+ * last close it deferred (each holds one open until the outermost end). */
+#define SCOPE_HELD 8
+static _Thread_local unsigned scope_depth, scope_count;
+static _Thread_local struct slab *scope_held[SCOPE_HELD];
 
 int spc__ready(void) { return __atomic_load_n(&ready, __ATOMIC_ACQUIRE); }
 
@@ -98,6 +106,7 @@ static void fork_child(void) {
                 s->home = &inherited;
                 inherited = s;
             }
+    scope_count = 0; /* the forking thread's held slabs are inherited now: nothing to close */
     pthread_mutex_unlock(&pool_lock); /* taken by fork_prepare in the forking thread, the child's only one */
 }
 
@@ -202,6 +211,10 @@ static int slab_open(struct slab *s) {
 }
 
 static void slab_close(struct slab *s) {
+    if (s->open_count == 1 && s->scratch && scope_depth > 0 && scope_count < SCOPE_HELD) {
+        scope_held[scope_count++] = s; /* the scope keeps this last open until it ends */
+        return;
+    }
     if (--s->open_count == 0 && mprotect(s->data, s->data_len, PROT_NONE) != 0)
         s->prot &= ~(unsigned)SPC_PROT_NOACCESS_IDLE; /* report the truth */
 }
@@ -224,6 +237,7 @@ static struct slab *slab_with_free_slot(int pool, int c, size_t size) {
     size_t data_len = c < CLASS_COUNT ? page_size : ((size + CANARY_SIZE + page_size - 1) / page_size) * page_size;
     struct slab *s = slab_create(data_len, c < CLASS_COUNT ? class_stride[c] : data_len);
     if (s == NULL) return NULL;
+    s->scratch = pool == SPC_POOL_SCRATCH;
     s->home = &lists[pool][c];
     s->next = *s->home;
     *s->home = s;
@@ -234,6 +248,7 @@ int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) {
     *out = NULL;
     if (!spc__ready()) return SPC_E_INIT;
     if (size == 0 || size > SPC_BUFFER_MAX || pool < 0 || pool >= SPC_POOL_COUNT) return SPC_E_ARGUMENT;
+    if (pool == SPC_POOL_DATA && scope_depth > 0) pool = SPC_POOL_SCRATCH;
     spc_buffer *b = calloc(1, sizeof *b);
     if (b == NULL) return SPC_E_NOMEM;
     pthread_mutex_lock(&pool_lock);
@@ -279,8 +294,9 @@ void spc_buffer_free(spc_buffer *b) {
         slab_close(s);
     }
     s->used_mask &= ~((uint64_t)1 << b->slot);
-    /* Keep partly used slabs; unmap empty ones so freed secrets leave no pages behind. */
-    if (--s->used == 0) slab_release(s);
+    /* Keep partly used slabs; unmap empty ones so freed secrets leave no pages behind
+     * (an empty slab a scope holds open is unmapped when the scope ends). */
+    if (--s->used == 0 && s->open_count == 0) slab_release(s);
     pthread_mutex_unlock(&pool_lock);
     free(b);
 }
@@ -333,6 +349,24 @@ spc_status spc_buffer_equal(spc_buffer *a, spc_buffer *b, int *equal) {
     spc_buffer_close(b);
     spc_buffer_close(a);
     return SPC_OK;
+}
+
+spc_status spc_scope_begin(void) {
+    if (!spc__ready()) return SPC_E_INIT;
+    scope_depth++;
+    return SPC_OK;
+}
+
+void spc_scope_end(void) {
+    if (scope_depth == 0 || --scope_depth > 0) return;
+    pthread_mutex_lock(&pool_lock);
+    for (unsigned i = 0; i < scope_count; i++) {
+        struct slab *s = scope_held[i];
+        slab_close(s); /* scope_depth is 0: a real close */
+        if (s->used == 0 && s->open_count == 0) slab_release(s);
+    }
+    scope_count = 0;
+    pthread_mutex_unlock(&pool_lock);
 }
 
 void spc_wipe(void *p, size_t len) {

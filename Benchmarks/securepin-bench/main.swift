@@ -5,7 +5,7 @@
 //   securepin-bench [memory] [--json] [--rounds N]
 //   securepin-bench kdf [--out DIR] [--quick]
 //   securepin-bench vault
-//   securepin-bench server [--clients N] [--requests N]
+//   securepin-bench server [--clients N] [--requests N] [--postgres DSN-FILE] [--json]
 import BenchmarkKit
 import CSodium
 import Foundation
@@ -212,6 +212,7 @@ var outputDirectory = ".build/bench"
 var quick = false
 var clients = 16
 var requests = 200
+var postgresDSNFile: String?
 var rest = Array(CommandLine.arguments.dropFirst())
 while !rest.isEmpty {
     let a = rest.removeFirst()
@@ -233,6 +234,13 @@ while !rest.isEmpty {
         if a == "--clients" { clients = n } else { requests = n }
         rest.removeFirst()
     case "--quick": quick = true
+    case "--postgres":
+        guard let file = rest.first else {
+            print("securepin-bench: --postgres needs a file that holds the cluster's connection string")
+            exit(2)
+        }
+        postgresDSNFile = file
+        rest.removeFirst()
     case "--out":
         guard let dir = rest.first else {
             print("securepin-bench: --out needs a directory")
@@ -243,7 +251,7 @@ while !rest.isEmpty {
     default:
         print(
             "usage: securepin-bench [memory|vault] [--json] [--rounds N] | securepin-bench kdf [--out DIR] [--quick]"
-                + " | securepin-bench server [--clients N] [--requests N]")
+                + " | securepin-bench server [--clients N] [--requests N] [--postgres DSN-FILE] [--json]")
         exit(2)
     }
 }
@@ -251,7 +259,9 @@ do {
     switch suite {
     case "kdf": try kdfSuite(outputDirectory: outputDirectory, quick: quick)
     case "vault": try vaultSuite(rounds: rounds)
-    case "server": try ServerBench.run(clients: clients, requests: requests)
+    case "server":
+        try ServerBench.run(
+            .init(clients: clients, requests: requests, postgresDSNFile: postgresDSNFile, json: json))
     default: report(try memoryFigures(rounds: rounds), json: json)
     }
 } catch {

@@ -220,6 +220,39 @@ SPC_MUST_CHECK SPC_NONNULL(1, 2) spc_status spc_buffer_open(spc_buffer *buf, uin
  * No effect on a buffer inherited across fork(). */
 SPC_NONNULL(1) void spc_buffer_close(spc_buffer *buf);
 
+/*
+ * Request scopes. A server answers a request with a few dozen short-lived
+ * secrets (a shared secret, derived keys, opened records); opening and closing
+ * each toggles its slab between no-access and read-write, two mprotect calls
+ * and a TLB shootdown per use. Inside a scope the calling thread trades that
+ * for a bounded window:
+ *  - a buffer spc_buffer_new() makes goes to a separate scratch pool, never
+ *    into a slab that holds a secret made outside a scope;
+ *  - when the last open of a scratch slab closes, the slab stays readable and
+ *    writable (the scope holds it, up to 8 slabs per thread; beyond that the
+ *    slab closes as usual) until the outermost spc_scope_end(), which returns
+ *    every held slab to no-access and unmaps the ones left empty.
+ * Everything else is unchanged: locked, guard pages, canaries, wipe on free,
+ * DONTDUMP, fork handling; a buffer outliving the scope is no-access when
+ * idle from then on, and the protection report keeps SPC_PROT_NOACCESS_IDLE
+ * (idle now means "not open and no scope holds it"). Buffers made outside a
+ * scope, and passwords, behave exactly as without one.
+ * Scopes nest (only the outermost end releases) and belong to one thread:
+ * begin and end on the same thread, without giving the thread up in between.
+ */
+
+/**
+ * Begin a request scope on the calling thread (see above).
+ * Returns: SPC_OK; SPC_E_INIT before spc_init() (no scope begun then).
+ * Security: until the matching end, scratch slabs this thread closes stay
+ * readable and writable; pair every successful begin with spc_scope_end().
+ */
+SPC_MUST_CHECK spc_status spc_scope_begin(void);
+
+/** End a scope. The outermost end returns the slabs the thread held to
+ * no-access (empty ones are unmapped). Without an open scope: no effect. */
+void spc_scope_end(void);
+
 /**
  * Fill the buffer with bytes from the operating system's CSPRNG.
  * Returns: SPC_OK; SPC_E_NOMEM if the buffer cannot be opened.

@@ -20,6 +20,8 @@
 
 #include <valgrind/valgrind.h>
 
+#define SCOPE_TEST_BIG 10
+
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define UNDER_ASAN 1
@@ -666,6 +668,74 @@ static void test_machine_report(void) {
     CHECK_EQ(strcmp(spc_status_name(SPC_E_RANGE), "index out of range"), 0);
 }
 
+/* What /proc/self/maps says of the page holding `p`: 1 readable, 0 no-access, -1 not mapped. */
+static int readable(const void *p) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f != NULL);
+    if (f == NULL) return -1;
+    char line[512], perms[8];
+    int result = -1;
+    while (result < 0 && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && (uintptr_t)p >= lo && (uintptr_t)p < hi)
+            result = perms[0] == 'r';
+    }
+    fclose(f);
+    return result;
+}
+
+/* A request scope keeps its own scratch slabs open until it ends, and nothing else. */
+static void test_scope(void) {
+    spc_buffer *outside, *inside, *big[SCOPE_TEST_BIG];
+    uint8_t *po, *pi, *pb[SCOPE_TEST_BIG];
+    REQUIRE_OK(spc_buffer_new(32, &outside));
+    REQUIRE_OK(spc_buffer_open(outside, &po));
+    spc_buffer_close(outside);
+    CHECK_EQ(readable(po), 0);
+    spc_scope_end(); /* no scope: no effect */
+    REQUIRE_OK(spc_scope_begin());
+    REQUIRE_OK(spc_scope_begin()); /* nested */
+    REQUIRE_OK(spc_buffer_new(32, &inside));
+    REQUIRE_OK(spc_buffer_open(inside, &pi));
+    memset(pi, 0x5A, 32);
+    spc_buffer_close(inside);
+    CHECK_EQ(readable(pi), 1); /* held by the scope */
+    CHECK(((uintptr_t)pi >> 12) != ((uintptr_t)po >> 12)); /* a page of its own pool */
+    REQUIRE_OK(spc_buffer_open(outside, &po));
+    spc_buffer_close(outside);
+    CHECK_EQ(readable(po), 0); /* made outside: closes as before */
+    /* Large buffers have slabs of their own: the first 8 are held, the rest close at once. */
+    for (int i = 0; i < SCOPE_TEST_BIG; i++) {
+        REQUIRE_OK(spc_buffer_new(3000, &big[i]));
+        REQUIRE_OK(spc_buffer_open(big[i], &pb[i]));
+        spc_buffer_close(big[i]);
+    }
+    for (int i = 0; i < SCOPE_TEST_BIG; i++) CHECK_EQ(readable(pb[i]), i < 7 ? 1 : 0); /* `inside` holds one */
+    for (int i = 0; i < SCOPE_TEST_BIG; i++) spc_buffer_free(big[i]);
+    CHECK_EQ(readable(pb[0]), 1); /* empty but held: unmapped at the end */
+    CHECK_EQ(readable(pb[SCOPE_TEST_BIG - 1]), -1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        spc_scope_end(); /* the child's held slabs are inherited: nothing to close */
+        spc_scope_end();
+        _exit(0);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    spc_scope_end();
+    CHECK_EQ(readable(pi), 1); /* the inner end releases nothing */
+    spc_scope_end();
+    CHECK_EQ(readable(pi), 0);
+    CHECK_EQ(readable(pb[0]), -1);
+    REQUIRE_OK(spc_buffer_open(inside, &pi));
+    CHECK_EQ(pi[31], 0x5A);
+    spc_buffer_close(inside);
+    CHECK_EQ(readable(pi), 0);
+    spc_buffer_free(inside);
+    spc_buffer_free(outside);
+}
+
 int main(int argc, char **argv) {
     REQUIRE_OK(spc_init());
     int secretmem = !(argc > 1 && strcmp(argv[1], "--no-secretmem") == 0);
@@ -690,5 +760,6 @@ int main(int argc, char **argv) {
     RUN(test_pool_accounting);
     RUN(test_status_names_and_accessors);
     RUN(test_machine_report);
+    RUN(test_scope);
     return check_summary(secretmem ? "c-core" : "c-core (no secretmem)");
 }

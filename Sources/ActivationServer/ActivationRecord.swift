@@ -190,6 +190,9 @@ public struct V4ActivationState: Sendable {
     /// bytes): a store keeps the seed, ``postQuantumKeyPair()`` expands it when a key is signed or
     /// published.
     public var postQuantumSeed: SecureBytes? = nil
+    /// The device's raw ML-DSA public key (hybrid suites; `nil` when the device sent none, as an
+    /// older client did). Public; it enters the fingerprint.
+    public var devicePostQuantumPublicKey: [UInt8]? = nil
 
     /// A fresh state: a new server key pair (and, for a hybrid suite, a new ML-DSA seed) and
     /// counter, no device yet.

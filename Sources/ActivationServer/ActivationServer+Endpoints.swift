@@ -17,6 +17,12 @@ extension ActivationServer {
     /// - Parameter request: the request.
     /// - Returns: the response.
     public func respond(to request: TransportRequest) -> TransportResponse {
+        // One request scope: the request's short-lived secrets (shared secret, factor keys,
+        // opened record) skip the per-use no-access toggling until the answer is ready.
+        SecureMemory.withRequestScope { respondInScope(to: request) }
+    }
+
+    private func respondInScope(to request: TransportRequest) -> TransportResponse {
         if Self.v4Paths.contains(request.path) { return respondV4(to: request) }
         let isValidate = request.path == ActivationAPI.validateSignature.path
         let methods: Set<String> = isValidate ? ["GET", "POST", "PUT", "DELETE"] : [ActivationAPI.method]
@@ -367,11 +373,19 @@ extension ActivationServer {
         -> (ActivationRecord, FactorKeys)
     {
         let now = clock.now()
-        let record: ActivationRecord
+        var record: ActivationRecord
         do throws(ActivationServerError) {
-            record = try store.update(activationId: activationId) { r in
-                r.expireBlock(now: now)
-                return r
+            // A plain read: only a temporary block whose time is up needs the write transaction
+            // that ends it (the counted attempt re-reads the record in its own transaction).
+            guard let fetched = try store.fetch(activationId: activationId) else { throw .activationNotFound }
+            record = fetched
+            var expired = fetched
+            expired.expireBlock(now: now)
+            if expired.state != fetched.state {
+                record = try store.update(activationId: activationId) { r in
+                    r.expireBlock(now: now)
+                    return r
+                }
             }
         } catch {
             throw error == .activationNotFound ? failure : error
@@ -448,13 +462,21 @@ extension ActivationServer {
         }
     }
 
+    /// The activation's factor keys, from the cache (a copy) or derived (and a copy cached); the
+    /// caller destroys what it gets. A cache that cannot allocate is passed by, never fatal.
     func factorKeys(_ record: ActivationRecord, devicePublicKey: [UInt8]) throws(ActivationServerError) -> FactorKeys {
-        try protocolStep { () throws(ProtocolError) in
+        let now = clock.now()
+        if let cached = try? factorKeyCache.get(record, devicePublicKey: devicePublicKey, now: now) {
+            return cached
+        }
+        let keys = try protocolStep { () throws(ProtocolError) in
             let master = try crypto.masterSecret(
                 privateKey: record.serverKeyPair.privateKey, peerPublicKey: devicePublicKey)
             defer { master.destroy() }
             return try crypto.factorKeys(masterSecret: master)
         }
+        try? factorKeyCache.put(keys, record: record, devicePublicKey: devicePublicKey, now: now)
+        return keys
     }
 
     // MARK: - Wire helpers

@@ -363,6 +363,7 @@ extension ActivationServer {
         guard name.utf8.count <= 255 else { throw .malformedRequest(reason: "activationName is too long") }
         guard let activationId = try store.activationId(forCode: code) else { throw .invalidActivationCode }
         let suite = configuration.algorithm
+        let devicePostQuantum = try Self.v4DevicePostQuantumKey(inner.devicePublicKeys, suite: suite)
         let (shared, secret) = try Self.v4Respond(to: inner.sharedSecretRequest, suite: suite)
         let autoCommit = configuration.autoCommit
         let record = try store.update(activationId: activationId) { (r) throws(ActivationServerError) in
@@ -370,6 +371,7 @@ extension ActivationServer {
             guard r.state == .created, var state = r.v4, state.algorithm == suite else { throw .invalidActivationCode }
             state.activationSecret = secret
             state.devicePublicKey = device
+            state.devicePostQuantumPublicKey = devicePostQuantum
             state.confirmationPending = true
             r.v4 = state
             r.name = name
@@ -441,6 +443,19 @@ extension ActivationServer {
         }
         let response = V4StatusResponse(activationStatus: Base64.encode(blob))
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
+    }
+
+    /// The device's ML-DSA key (`devicePublicKeys.mldsa`, SubjectPublicKeyInfo in Base64) as its raw
+    /// FIPS 204 bytes; `nil` when the device sent none (upstream's API marks it optional). Refused for
+    /// `EC_P384` and when it is not a key of the suite's parameter set.
+    static func v4DevicePostQuantumKey(_ keys: V4PublicKeys, suite: ProtocolAlgorithm) throws(ActivationServerError)
+        -> [UInt8]?
+    {
+        guard let text = keys.mldsa else { return nil }
+        guard let set = suite.signatureParameterSet, let der = Base64.decode(text),
+            let key = try? MLDSA.publicKey(set, fromPublicKeyInfo: der)
+        else { throw .malformedRequest(reason: "devicePublicKeys.mldsa is not an ML-DSA key of this suite") }
+        return key
     }
 
     // MARK: - status, user/info, activation/detail
@@ -628,10 +643,12 @@ extension ActivationServer {
             (try? ECP384KeyPair.validate(publicKey: device)) != nil
         else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
         let suite = configuration.algorithm
+        let devicePostQuantum = try Self.v4DevicePostQuantumKey(body.devicePublicKeys, suite: suite)
         let (shared, secret) = try Self.v4Respond(to: body.sharedSecretRequest, suite: suite)
         var state = try V4ActivationState(algorithm: suite)
         state.activationSecret = secret
         state.devicePublicKey = device
+        state.devicePostQuantumPublicKey = devicePostQuantum
         state.confirmationPending = false
         state.upgradePending = true
         let fresh = state

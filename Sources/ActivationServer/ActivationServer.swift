@@ -1,4 +1,5 @@
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 
@@ -25,21 +26,27 @@ public final class ActivationServer: Sendable {
     public let replayCache: ECIESReplayCache
     /// The temporary keys of protocol V4 this server issued.
     public let v4TemporaryKeys: V4TemporaryKeyStore
+    /// The factor keys of recently used activations (see ``FactorKeyCache``).
+    public let factorKeyCache: FactorKeyCache
 
     /// Creates a server.
     /// - Parameters:
     ///   - configuration: the settings.
     ///   - store: the activation store (default in memory).
     ///   - clock: the time source (temporary blocks).
+    ///   - factorKeyLifetime: seconds the factor keys of an activation stay cached in secure
+    ///     memory after their derivation (``FactorKeyCache``; default 60, 0 derives per request).
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
     public init(
         configuration: ActivationServerConfiguration,
         store: any ServerActivationStore = InMemoryServerActivationStore(),
-        clock: any ActivationClock = SystemActivationClock()
+        clock: any ActivationClock = SystemActivationClock(),
+        factorKeyLifetime: TimeInterval = 60
     ) throws(ActivationServerError) {
         self.configuration = configuration
         self.store = store
         self.clock = clock
+        self.factorKeyCache = FactorKeyCache(lifetime: factorKeyLifetime, clock: { [clock] in clock.now() })
         self.crypto = try protocolStep { () throws(ProtocolError) in try ActivationCrypto() }
         self.applicationKey = Base64.encode(configuration.applicationKey)
         self.applicationSecret = Base64.encode(configuration.applicationSecret)
@@ -119,6 +126,7 @@ public final class ActivationServer: Sendable {
             r.state = .removed
             r.blockedUntil = nil
         }
+        factorKeyCache.remove(activationId)
     }
 
     /// The public facts of an activation, a temporary block applied.
@@ -138,9 +146,12 @@ public final class ActivationServer: Sendable {
                 activationId: record.activationId)
         }
         if let state = record.v4, let device = state.devicePublicKey {
+            let serverPostQuantum = try? state.postQuantumKeyPair()
+            defer { serverPostQuantum?.destroy() }
             fingerprint = try? V4Fingerprint.compute(
                 algorithm: state.algorithm, devicePublicKey: device, activationId: record.activationId,
-                serverPublicKey: state.serverKeyPair.publicKey)
+                serverPublicKey: state.serverKeyPair.publicKey, devicePostQuantumKey: state.devicePostQuantumPublicKey,
+                serverPostQuantumKey: serverPostQuantum?.publicKey)
         }
         return ActivationDetail(
             activationId: record.activationId, userId: record.userId, state: record.state,

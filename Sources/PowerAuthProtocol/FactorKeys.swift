@@ -23,6 +23,16 @@ public struct FactorKeys: Sendable {
     public func destroy() {
         for key in [possession, knowledge, biometry, transport, vault] { key.destroy() }
     }
+
+    /// The five keys copied into new secure memory: the copy is the caller's to destroy, and
+    /// destroying it leaves these keys as they are (and the other way round).
+    /// - Returns: the copy.
+    /// - Throws: `SecureCoreError.outOfMemory`; `SecureCoreError.destroyed` once these were destroyed.
+    public func copy() throws(SecureCoreError) -> FactorKeys {
+        FactorKeys(
+            possession: try possession.copy(), knowledge: try knowledge.copy(), biometry: try biometry.copy(),
+            transport: try transport.copy(), vault: try vault.copy())
+    }
 }
 
 extension FactorKeys: CustomStringConvertible, CustomDebugStringConvertible {

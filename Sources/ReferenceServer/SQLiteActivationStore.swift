@@ -88,6 +88,8 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     /// The database.
     public let database: SQLiteDatabase
     private let storageKey: SecureBytes
+    /// Concurrent attempts, committed together (see ``recordAttempt(activationId:outcome:now:failureBlockDuration:)``).
+    private let attempts = GroupCommit<PendingAttempt, Result<AttemptResult, ActivationServerError>>(limit: 256)
 
     /// Opens (and creates or migrates) the database.
     /// - Parameters:
@@ -233,31 +235,71 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     }
 
     /// Counts one attempt and writes its audit row, in one `BEGIN IMMEDIATE` transaction.
+    ///
+    /// Group commit: attempts that arrive while another batch is being committed share the next
+    /// transaction (each in its own savepoint, applied in arrival order, so counts stay exact and
+    /// one attempt's error leaves the others), and one `fsync` makes the whole batch durable.
+    /// No attempt returns before its batch has committed; when the commit fails, all of its
+    /// attempts fail and none was counted.
     public func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
     ) throws(ActivationServerError) -> AttemptResult {
-        try inTransaction { () throws(ActivationServerError) -> AttemptResult in
-            var record = try load(activationId)
-            let before = (record.state, record.failedAttempts)
-            let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
-            let label: String
-            if accepted {
-                label = AuditOutcome.accepted.rawValue
-            } else if record.failedAttempts > before.1 || (record.state == .blocked && before.0 != .blocked) {
-                label = record.state == .blocked ? AuditOutcome.failureBlocked.rawValue : AuditOutcome.failure.rawValue
-            } else {
-                label = AuditOutcome.refused.rawValue
+        let attempt = PendingAttempt(
+            activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
+        return try attempts.submit(attempt) { batch in commitAttempts(batch) }.get()
+    }
+
+    /// One transaction for a batch of attempts, one savepoint per attempt.
+    private func commitAttempts(_ batch: [PendingAttempt]) -> [Result<AttemptResult, ActivationServerError>] {
+        var results: [Result<AttemptResult, ActivationServerError>] = []
+        do throws(ActivationServerError) {
+            try inTransaction { () throws(ActivationServerError) in
+                results = []
+                for attempt in batch {
+                    try sqlStep { () throws(SQLiteError) in try database.execute("SAVEPOINT attempt") }
+                    do throws(ActivationServerError) {
+                        let result = try applyAttempt(attempt)
+                        try sqlStep { () throws(SQLiteError) in try database.execute("RELEASE attempt") }
+                        results.append(.success(result))
+                    } catch {
+                        // This attempt changes nothing; the batch goes on.
+                        try sqlStep { () throws(SQLiteError) in
+                            try database.execute("ROLLBACK TO attempt")
+                            try database.execute("RELEASE attempt")
+                        }
+                        results.append(.failure(error))
+                    }
+                }
             }
-            try write(record)
-            _ = try sqlStep { () throws(SQLiteError) in
-                try database.run(
-                    "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES (?, ?, ?)",
-                    [.text(activationId), .real(now.timeIntervalSince1970), .text(label)])
-            }
-            return AttemptResult(
-                accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
-                maxFailedAttempts: record.maxFailedAttempts)
+        } catch {
+            return batch.map { _ in .failure(error) }
         }
+        return results
+    }
+
+    /// Counts one attempt and writes its audit row; the caller holds the transaction.
+    private func applyAttempt(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult {
+        var record = try load(attempt.activationId)
+        let before = (record.state, record.failedAttempts)
+        let accepted = record.apply(
+            attempt.outcome, now: attempt.now, failureBlockDuration: attempt.failureBlockDuration)
+        let label: String
+        if accepted {
+            label = AuditOutcome.accepted.rawValue
+        } else if record.failedAttempts > before.1 || (record.state == .blocked && before.0 != .blocked) {
+            label = record.state == .blocked ? AuditOutcome.failureBlocked.rawValue : AuditOutcome.failure.rawValue
+        } else {
+            label = AuditOutcome.refused.rawValue
+        }
+        try write(record)
+        _ = try sqlStep { () throws(SQLiteError) in
+            try database.run(
+                "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES (?, ?, ?)",
+                [.text(attempt.activationId), .real(attempt.now.timeIntervalSince1970), .text(label)])
+        }
+        return AttemptResult(
+            accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+            maxFailedAttempts: record.maxFailedAttempts)
     }
 
     // MARK: - Tokens
@@ -626,7 +668,8 @@ extension SQLiteActivationStore {
 /// `01 ‖ flags(1) ‖ server private (48) ‖ CTR_DATA (32) ‖ u32be(keyGeneration) ‖ then, when their flag
 /// is set, KEY_ACTIVATION_SECRET, knowledge key, next knowledge key, biometry key, next biometry key
 /// (32 bytes each) and the device public key (97)`, then for a hybrid suite the 32-byte seed of the
-/// activation's ML-DSA key. Flags: bit0 confirmation pending, bit1 secret, bit2 device key, bit3 ... bit6
+/// activation's ML-DSA key and, when the device sent one, its raw ML-DSA public key (1,952 or
+/// 2,592 bytes; rows written before devices sent it end at the seed). Flags: bit0 confirmation pending, bit1 secret, bit2 device key, bit3 ... bit6
 /// the four factor keys, bit7 upgrade from V3.3 pending. The first byte names the suite of this one
 /// layout: `01` `EC_P384` (all rows written before the hybrid suites), `02` `EC_P384_ML_L3`, `03`
 /// `EC_P384_ML_L5`. Built and read in secure memory.
@@ -651,7 +694,12 @@ enum V4StateCoding {
         let seed = state.algorithm.signatureParameterSet == nil ? nil : state.postQuantumSeed
         guard (state.algorithm.signatureParameterSet == nil) == (seed == nil), seed.map({ $0.count == 32 }) ?? true
         else { throw .corruptRecord(reason: "the V4 ML-DSA seed") }
-        let count = fixed + 32 * present.count + device.count + (seed == nil ? 0 : 32)
+        let devicePostQuantum = seed == nil ? [] : (state.devicePostQuantumPublicKey ?? [])
+        guard
+            devicePostQuantum.isEmpty
+                || devicePostQuantum.count == state.algorithm.signatureParameterSet?.publicKeyByteCount
+        else { throw .corruptRecord(reason: "the device's ML-DSA key") }
+        let count = fixed + 32 * present.count + device.count + (seed == nil ? 0 : 32) + devicePostQuantum.count
         let out: SecureBytes
         do throws(SecureCoreError) {
             out = try SecureBytes(count: count)
@@ -678,6 +726,8 @@ enum V4StateCoding {
             seed?.withUnsafeBytes { bytes in
                 for i in 0..<32 { target[at + i] = bytes[i] }
             }
+            at += seed == nil ? 0 : 32
+            for (i, byte) in devicePostQuantum.enumerated() { target[at + i] = byte }
         }
         return out
     }
@@ -695,7 +745,9 @@ enum V4StateCoding {
         guard (1...suites.count).contains(Int(header.0)) else { throw bad }
         let algorithm = suites[Int(header.0) - 1]
         let hybrid = algorithm.signatureParameterSet != nil
-        guard plain.count == fixed + 32 * secretCount + (hasDevice ? 97 : 0) + (hybrid ? 32 : 0) else { throw bad }
+        let base = fixed + 32 * secretCount + (hasDevice ? 97 : 0) + (hybrid ? 32 : 0)
+        let devicePostQuantumCount = algorithm.signatureParameterSet?.publicKeyByteCount ?? 0
+        guard plain.count == base || (hybrid && plain.count == base + devicePostQuantumCount) else { throw bad }
         do {
             let privateKey = try SecureBytes(count: 48)
             var secrets: [SecureBytes?] = []
@@ -721,6 +773,8 @@ enum V4StateCoding {
                 }
                 return device
             }
+            let devicePostQuantum: [UInt8]? =
+                plain.count == base ? nil : plain.withUnsafeBytes { Array($0[base..<plain.count]) }
             var state = V4ActivationState(
                 algorithm: algorithm, serverKeyPair: try ECP384KeyPair(privateKey: privateKey),
                 activationSecret: secrets[0], devicePublicKey: device,
@@ -732,9 +786,18 @@ enum V4StateCoding {
             state.keyGeneration = header.3.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
             state.upgradePending = flags & 0x80 != 0
             state.postQuantumSeed = seed
+            state.devicePostQuantumPublicKey = devicePostQuantum
             return state
         } catch {
             throw bad
         }
     }
+}
+
+/// One attempt waiting for its group commit.
+struct PendingAttempt: Sendable {
+    let activationId: String
+    let outcome: AttemptOutcome
+    let now: Date
+    let failureBlockDuration: TimeInterval?
 }

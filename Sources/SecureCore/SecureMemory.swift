@@ -27,6 +27,29 @@ public enum SecureMemory {
             allocations: s.slots_in_use, lockedBytes: s.locked_bytes)
     }
 
+    /// Runs `body` as one request scope of the calling thread: a server's way to answer a request
+    /// without two `mprotect` calls (and a TLB shootdown) for every short-lived secret it touches.
+    ///
+    /// Inside the scope, ``SecureBytes`` made on this thread come from a separate scratch pool
+    /// (never a page that holds a secret made outside a scope), and a scratch page whose last
+    /// use ends stays readable until the scope ends (up to 8 pages per thread; more close as
+    /// usual), when every such page returns to no-access and empty ones are unmapped. Locking,
+    /// guard pages, canaries, wiping and fork protection are unchanged; secrets made outside a
+    /// scope, and ``Password`` objects, behave exactly as without one; a secret that outlives
+    /// the scope is no-access when idle from then on. Scopes nest (the outermost end releases).
+    ///
+    /// The closure is synchronous, so the scope begins and ends on one thread. Keep it short:
+    /// the trade is a window of readable pages as long as the scope (see `docs/security.md`).
+    /// - Parameter body: the work of one request.
+    /// - Returns: what `body` returns.
+    /// - Throws: only what `body` throws.
+    public static func withRequestScope<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        // Without a working core, no scope: `body`'s own secrets then fail as they would anyway.
+        let begun = CoreRuntime.isReady && spc_scope_begin() == SPC_OK
+        defer { if begun { spc_scope_end() } }
+        return try body()
+    }
+
     /// Zeroes memory the caller owns in a way the optimiser cannot remove (`sodium_memzero`
     /// through the C core): for a plain Swift local that briefly held a secret byte. A
     /// `defer { byte = 0 }` is a dead store the optimiser may delete; this is not.

@@ -1,5 +1,6 @@
 import ActivationTestSupport
 import Foundation
+import PostQuantum
 import PowerAuthProtocol
 import SecureCore
 import Testing
@@ -238,6 +239,33 @@ struct V4EndpointTests {
         #expect(try await !device.status().isBiometryEnabled)
         let after = try await device.call(V4API.validate, body: [], factorSet: .possessionBiometry)
         #expect(after.statusCode == 401)
+    }
+
+    @Test(
+        "devicePublicKeys.mldsa: refused for EC_P384 and for another parameter set; a hybrid key of the suite is kept")
+    func deviceMLDSAKey() async throws {
+        let plain = try Self.server()
+        let ml87 = try MLDSA.KeyPair.generate(.mldsa87)
+        defer { ml87.destroy() }
+        let spki87 = Data(ml87.publicKeyInfo).base64EncodedString()
+        let refused = try await V4TestDevice(server: plain).activate(
+            code: try plain.initActivation(userId: "p").activationCode, mldsa: spki87)
+        #expect(refused.statusCode == 400)
+        var configuration = try ActivationServerConfiguration.generate(autoCommit: true)
+        try configuration.serve(.ecP384MLL3)
+        let hybrid = try ActivationServer(configuration: configuration)
+        let wrongSet = try await V4TestDevice(server: hybrid).activate(
+            code: try hybrid.initActivation(userId: "h").activationCode, mldsa: spki87)
+        #expect(wrongSet.statusCode == 400)
+        let ml65 = try MLDSA.KeyPair.generate(.mldsa65)
+        defer { ml65.destroy() }
+        let prepared = try hybrid.initActivation(userId: "k")
+        let accepted = try await V4TestDevice(server: hybrid).activate(
+            code: prepared.activationCode, mldsa: Data(ml65.publicKeyInfo).base64EncodedString())
+        #expect(accepted.statusCode == 200)
+        #expect(
+            try hybrid.store.fetch(activationId: prepared.activationId)?.v4?.devicePostQuantumPublicKey
+                == ml65.publicKey)
     }
 
     @Test("malformed bodies and headers on every V4 path are 4xx, never a server error")

@@ -49,6 +49,10 @@ struct V4ServiceTests {
         #expect(result.activationId == prepared.activationId)
         #expect(try setup.server.activationDetail(result.activationId).fingerprint == result.activationFingerprint)
         #expect(setup.configuration.algorithm == algorithm)
+        // A hybrid device sent its ML-DSA key (devicePublicKeys.mldsa); it is part of the fingerprint.
+        let devicePostQuantum = try setup.server.store.fetch(activationId: result.activationId)?.v4?
+            .devicePostQuantumPublicKey
+        #expect(devicePostQuantum?.count == algorithm.signatureParameterSet?.publicKeyByteCount)
         #expect(try await service.fetchActivationStatus().state == .pendingCommit)
         try setup.server.commitActivation(result.activationId)
         #expect(try await service.fetchActivationStatus().state == .active)

@@ -103,13 +103,15 @@ package final class V4TestDevice {
 
     package static func reveal(_ value: SecureBytes?) -> [UInt8] { value?.withUnsafeBytes { Array($0) } ?? [] }
 
-    package func activate(code: String) async throws -> TransportResponse {
+    /// - Parameter mldsa: what to send as `devicePublicKeys.mldsa` (none by default).
+    package func activate(code: String, mldsa: String? = nil) async throws -> TransportResponse {
         let key = try await temporaryKey(activation: false)
         let (sharedContext, shared) = try V4SharedSecret.makeRequest(algorithm: algorithm)
         let inner = try context(key, .activation, activation: false)
         let innerBody = V4ActivationLayer2Request(
             sharedSecretRequest: shared,
-            devicePublicKeys: V4PublicKeys(ecdsa: Data(deviceKeyPair.publicKey).base64EncodedString()),
+            devicePublicKeys: V4PublicKeys(
+                ecdsa: Data(deviceKeyPair.publicKey).base64EncodedString(), mldsa: mldsa),
             activationName: "test device")
         let (innerRequest, innerNonce) = try inner.encryptRequest(
             try Self.secure(try WireCoding.encode(innerBody)), timestampMilliseconds: now)

@@ -401,6 +401,27 @@ struct V4ProtocolTests {
                 serverPublicKey: server)
         }
     }
+
+    @Test(
+        "spec only: a hybrid fingerprint hashes name ‖ device key ‖ device ML-DSA key ‖ id ‖ server key ‖ server ML-DSA key"
+    )
+    func hybridFingerprint() throws {
+        let device = try ECP384KeyPair.generate().publicKey
+        let server = try ECP384KeyPair.generate().publicKey
+        let deviceML = (0..<1952).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let serverML = (0..<1952).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let value = try V4Fingerprint.compute(
+            algorithm: .ecP384MLL3, devicePublicKey: device, activationId: "act-2", serverPublicKey: server,
+            devicePostQuantumKey: deviceML, serverPostQuantumKey: serverML)
+        let digest = try SHA3.hash256(
+            Array("EC_P384_ML_L3".utf8) + device + deviceML + Array("act-2".utf8) + server + serverML)
+        let tail = digest[28..<32].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        #expect(value == String(format: "%08u", (tail & 0x7FFF_FFFF) % 100_000_000))
+        let withoutDevice = try V4Fingerprint.compute(
+            algorithm: .ecP384MLL3, devicePublicKey: device, activationId: "act-2", serverPublicKey: server,
+            serverPostQuantumKey: serverML)
+        #expect(withoutDevice != value)
+    }
 }
 
 /// Base64 for tests (the module's own encoder is package-internal).

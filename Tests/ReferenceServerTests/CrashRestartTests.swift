@@ -92,20 +92,26 @@ struct CrashRestartTests {
         }
         let signed = headers
         let reader = try SQLiteDatabase(path: database)
+        // Each lane counts the failures the server acknowledged (401) before it died: the group
+        // commit answers none before its batch is durable, so none of them may be lost.
         let load = Task {
-            await withTaskGroup(of: Void.self) { group in
+            await withTaskGroup(of: Int.self) { group in
                 for lane in 0..<8 {
                     let transport = try? HTTPActivationTransport(configuration: device.configuration)
                     let mine = stride(from: lane, to: signed.count, by: 8).map { signed[$0] }
                     group.addTask {
+                        var acknowledged = 0
                         for header in mine {
-                            _ = try? await transport?.send(
+                            let response = try? await transport?.send(
                                 TransportRequest(
                                     path: ActivationAPI.validateSignature.path,
                                     headers: [AuthorizationHeader.name: header], body: body), timeout: .seconds(30))
+                            if response?.statusCode == 401 { acknowledged += 1 }
                         }
+                        return acknowledged
                     }
                 }
+                return await group.reduce(0, +)
             }
         }
         // Kill once some attempts are committed (bounded wait: at most 2,000 polls).
@@ -115,7 +121,7 @@ struct CrashRestartTests {
             try await Task.sleep(for: .milliseconds(5))
         }
         first.kill9()
-        await load.value
+        let acknowledged = await load.value
         #expect(seen >= 10)
 
         #expect(try reader.integrityCheck() == ["ok"])
@@ -128,6 +134,7 @@ struct CrashRestartTests {
             ).first?[0].int64)
         #expect(failures == audited)
         #expect(failures >= 10 && failures <= 160)
+        #expect(Int64(acknowledged) <= failures)
 
         let second = try childServer(database: database, tokenFile: tokenFile, extraArguments: limit)
         let detail = try await BackOfficeClient(baseURL: URL(string: second.baseURL)!, token: token).detail(id)

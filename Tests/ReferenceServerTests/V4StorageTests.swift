@@ -110,9 +110,16 @@ struct V4StorageTests {
         let secret = try SecureBytes.random(count: 32)
         let device = try ECP384KeyPair.generate().publicKey
         let nextKnowledge = try SecureBytes.random(count: 32)
+        // A hybrid device's ML-DSA key (after the seed, for rows written since devices send it).
+        let devicePostQuantum = try algorithm.signatureParameterSet.map { set in
+            let pair = try MLDSA.KeyPair.generate(set)
+            defer { pair.destroy() }
+            return pair.publicKey
+        }
         try store.update(activationId: record.activationId) { r in
             r.v4?.activationSecret = secret
             r.v4?.devicePublicKey = device
+            r.v4?.devicePostQuantumPublicKey = devicePostQuantum
             r.v4?.confirmationPending = false
             r.v4?.knowledgeNext = nextKnowledge
             r.v4?.keyGeneration = 7
@@ -129,6 +136,7 @@ struct V4StorageTests {
         let state = try #require(again.v4)
         #expect(Self.reveal(state.activationSecret) == Self.reveal(secret))
         #expect(state.devicePublicKey == device && !state.confirmationPending)
+        #expect(state.devicePostQuantumPublicKey == devicePostQuantum)
         #expect(Self.reveal(state.knowledgeNext) == Self.reveal(nextKnowledge))
         #expect(state.knowledgeKey == nil && state.biometryKey == nil && state.biometryNext == nil)
         #expect(state.keyGeneration == 7)

@@ -150,9 +150,11 @@ extension ActivationService {
         // Biometry stays on across the upgrade when the authenticator can take the new key.
         let keepBiometry =
             current.biometryEnabled == true && authenticator.map { $0.systemStatus == .available } == true
+        let devicePostQuantum = try Self.v4DevicePostQuantumKey(suite: suite)
         let plain = try securePlaintext(
             V4UpgradeStartRequest(
-                sharedSecretRequest: shared, devicePublicKeys: V4PublicKeys(ecdsa: Base64.encode(device.publicKey)),
+                sharedSecretRequest: shared,
+                devicePublicKeys: V4PublicKeys(ecdsa: Base64.encode(device.publicKey), mldsa: devicePostQuantum),
                 enableBiometry: keepBiometry))
         defer { plain.destroy() }
         let now = Int64(clock.now().timeIntervalSince1970 * 1000)
@@ -205,7 +207,7 @@ extension ActivationService {
                 keyCheck: Base64.encode(try newKeys.keyCheck()), biometryEnabled: biometry ? true : nil,
                 enrolledSetFingerprint: biometry ? current.enrolledSetFingerprint : nil,
                 biometryAccount: biometry ? configuration.upgradeBiometryKeyAccount : nil,
-                serverPostQuantumPublicKey: serverPostQuantum)
+                serverPostQuantumPublicKey: serverPostQuantum, devicePostQuantumPublicKey: devicePostQuantum)
             return V4ClientActivation(state: state, keys: newKeys)
         } catch {
             newKeys.destroy()

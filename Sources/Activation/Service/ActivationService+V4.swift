@@ -176,9 +176,11 @@ extension ActivationService {
         defer { key.secret.destroy() }
         let inner = try v4Context(key, .activation, activation: nil)
         let outer = try v4Context(key, .genericApplication, activation: nil)
+        let devicePostQuantum = try Self.v4DevicePostQuantumKey(suite: suite)
         let innerPlain = try securePlaintext(
             V4ActivationLayer2Request(
-                sharedSecretRequest: shared, devicePublicKeys: V4PublicKeys(ecdsa: Base64.encode(device.publicKey)),
+                sharedSecretRequest: shared,
+                devicePublicKeys: V4PublicKeys(ecdsa: Base64.encode(device.publicKey), mldsa: devicePostQuantum),
                 activationName: name))
         defer { innerPlain.destroy() }
         let now = Int64(clock.now().timeIntervalSince1970 * 1000)
@@ -226,7 +228,8 @@ extension ActivationService {
             keyCheck: Base64.encode(try newKeys.keyCheck()), biometryEnabled: enableBiometry ? true : nil,
             enrolledSetFingerprint: enableBiometry
                 ? authenticator.map { Base64.encode($0.enrolledSetFingerprint) } : nil,
-            confirmationPending: true, serverPostQuantumPublicKey: serverPostQuantum)
+            confirmationPending: true, serverPostQuantumPublicKey: serverPostQuantum,
+            devicePostQuantumPublicKey: devicePostQuantum)
         // The key tree's `auth/biometry` key is the first biometry key (the server uses it once
         // `activation/confirm` says `enableBiometry`); it goes to the authenticator only.
         if enableBiometry, let authenticator {
@@ -254,6 +257,20 @@ extension ActivationService {
         return ActivationResult(activationId: state.activationId, activationFingerprint: try v4Fingerprint())
     }
 
+    /// A fresh device ML-DSA key for a hybrid suite (`devicePublicKeys.mldsa`: SubjectPublicKeyInfo,
+    /// Base64); `nil` for `EC_P384`. Its signing key is destroyed at once, as the P-384 one is
+    /// discarded after the exchange: nothing here signs with the device key.
+    static func v4DevicePostQuantumKey(suite: ProtocolAlgorithm) throws(ActivationError) -> String? {
+        guard let set = suite.signatureParameterSet else { return nil }
+        do throws(PostQuantumError) {
+            let pair = try MLDSA.KeyPair.generate(set)
+            defer { pair.destroy() }
+            return Base64.encode(pair.publicKeyInfo)
+        } catch {
+            throw .invalidActivationState(reason: "the device's ML-DSA key could not be made (\(error))")
+        }
+    }
+
     /// The authenticator account of this V4 activation's biometry key.
     var v4BiometryAccount: String { v4?.state.biometryAccount ?? configuration.biometryKeyAccount }
 
@@ -261,10 +278,13 @@ extension ActivationService {
         guard let state = v4?.state, let device = Base64.decode(state.devicePublicKey),
             let server = Base64.decode(state.serverPublicKey)
         else { throw .missingActivation }
+        let devicePostQuantum = state.devicePostQuantumKey
+        let serverPostQuantum = state.serverPostQuantumKey?.publicKey
         return try protocolStep { () throws(ProtocolError) in
             try V4Fingerprint.compute(
                 algorithm: state.suite, devicePublicKey: device, activationId: state.activationId,
-                serverPublicKey: server)
+                serverPublicKey: server, devicePostQuantumKey: devicePostQuantum,
+                serverPostQuantumKey: serverPostQuantum)
         }
     }
 

@@ -37,6 +37,18 @@ struct LocalV4State: Codable, Equatable {
     /// The server's ML-DSA public key for this activation (SubjectPublicKeyInfo, Base64): hybrid
     /// suites only; it verifies activation-scope temporary keys beside ``serverPublicKey``.
     var serverPostQuantumPublicKey: String?
+    /// The device's ML-DSA public key sent at activation (SubjectPublicKeyInfo, Base64): hybrid
+    /// suites only, `nil` in states written before the client sent one. Its signing key is not kept
+    /// (as the P-384 one: nothing here signs with the device key). It enters the fingerprint.
+    var devicePostQuantumPublicKey: String?
+
+    /// The device's raw ML-DSA key of a hybrid activation, if it sent one.
+    var devicePostQuantumKey: [UInt8]? {
+        guard let set = suite.signatureParameterSet, let text = devicePostQuantumPublicKey,
+            let der = Base64.decode(text)
+        else { return nil }
+        return try? MLDSA.publicKey(set, fromPublicKeyInfo: der)
+    }
 
     /// The suite (validated by ``decode(_:instanceId:)``; `EC_P384` for anything else).
     var suite: ProtocolAlgorithm { ProtocolAlgorithm(rawValue: algorithm) ?? .ecP384 }
@@ -70,6 +82,9 @@ struct LocalV4State: Codable, Equatable {
         guard (suite.signatureParameterSet == nil) == (state.serverPostQuantumPublicKey == nil),
             suite.signatureParameterSet == nil || state.serverPostQuantumKey != nil
         else { throw bad("a bad ML-DSA public key") }
+        guard state.devicePostQuantumPublicKey == nil || state.devicePostQuantumKey != nil else {
+            throw bad("a bad device ML-DSA public key")
+        }
         guard state.instanceId == instanceId else { throw bad("another instance id") }
         guard (try? AuthorizationHeader.validateActivationId(state.activationId)) != nil else { throw bad("a bad id") }
         guard let device = Base64.decode(state.devicePublicKey), let server = Base64.decode(state.serverPublicKey),

@@ -166,8 +166,9 @@ extension V4EncryptionContext {
 }
 
 /// The V4 activation fingerprint (`powerauth-v4.md` §11.2): 8 decimal digits of
-/// `SHA3-256(UTF-8(suite name) ‖ device public key ‖ UTF-8(activationId) ‖ server public key)`,
-/// decimalised as V3 does (last four bytes, top bit cleared, modulo 10^8).
+/// `SHA3-256(UTF-8(suite name) ‖ device public key [‖ device ML-DSA key] ‖ UTF-8(activationId) ‖
+/// server public key [‖ server ML-DSA key])`, decimalised as V3 does (last four bytes, top bit
+/// cleared, modulo 10^8). The ML-DSA keys (hybrid suites) are the raw FIPS 204 public keys.
 ///
 /// **Specification only, with our own choices**: upstream gives no fingerprint vector and calls
 /// the key form only "normalized"; we use the 97-byte SEC1 uncompressed keys and the V3
@@ -179,11 +180,14 @@ public enum V4Fingerprint {
     ///   - devicePublicKey: the device's P-384 signing key, 97 bytes uncompressed.
     ///   - activationId: the activation identifier.
     ///   - serverPublicKey: the server's P-384 signing key.
+    ///   - devicePostQuantumKey: the device's raw ML-DSA public key (hybrid suites), if it sent one.
+    ///   - serverPostQuantumKey: the server's raw ML-DSA public key for the activation (hybrid suites).
     /// - Returns: 8 decimal digits.
     /// - Throws: ``ProtocolError/invalidKey(field:)``, ``ProtocolError/invalidLength(field:expected:actual:)``,
     ///   ``ProtocolError/core(_:)``.
     public static func compute(
-        algorithm: ProtocolAlgorithm, devicePublicKey: [UInt8], activationId: String, serverPublicKey: [UInt8]
+        algorithm: ProtocolAlgorithm, devicePublicKey: [UInt8], activationId: String, serverPublicKey: [UInt8],
+        devicePostQuantumKey: [UInt8]? = nil, serverPostQuantumKey: [UInt8]? = nil
     ) throws(ProtocolError) -> String {
         for (field, key) in [("devicePublicKey", devicePublicKey), ("serverPublicKey", serverPublicKey)] {
             guard key.count == P384KeyPairSizes.publicKey else {
@@ -192,7 +196,8 @@ public enum V4Fingerprint {
             try lift(keyField: field) { () throws(SecureCoreError) in try P384.validate(publicKey: key) }
         }
         let message =
-            Array(algorithm.rawValue.utf8) + devicePublicKey + Array(activationId.utf8) + serverPublicKey
+            Array(algorithm.rawValue.utf8) + devicePublicKey + (devicePostQuantumKey ?? [])
+            + Array(activationId.utf8) + serverPublicKey + (serverPostQuantumKey ?? [])
         let digest = try lift { () throws(SecureCoreError) in try SHA3.hash256(message) }
         return AuthenticationCodeFormat.decimalise(digest[...], digits: ProtocolConstants.decimalComponentLength)
     }

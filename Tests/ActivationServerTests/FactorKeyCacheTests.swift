@@ -1,0 +1,97 @@
+import Activation
+import ActivationTestSupport
+import Foundation
+import PowerAuthProtocol
+import SecureCore
+import Testing
+
+@testable import ActivationServer
+
+@Suite("Factor key cache")
+struct FactorKeyCacheTests {
+    /// Five random 16-byte keys.
+    static func randomKeys() throws -> FactorKeys {
+        let crypto = try ActivationCrypto()
+        let master = try SecureBytes.random(count: 16)
+        defer { master.destroy() }
+        return try crypto.factorKeys(masterSecret: master)
+    }
+
+    static func record(_ id: String) throws -> ActivationRecord {
+        let pair = KeyPair(
+            privateKey: try SecureBytes.random(count: 32), publicKey: [4] + (0..<64).map { _ in .random(in: 0...255) })
+        return ActivationRecord(
+            activationId: id, activationCode: "AAAAA-AAAAA-AAAAA-AAAAA", userId: "u", serverKeyPair: pair,
+            counter: .random(), maxFailedAttempts: 5)
+    }
+
+    @Test("a copy per lookup, for the same keys only, until the lifetime ends; then wiped")
+    func lifetimeAndCopies() throws {
+        let cache = FactorKeyCache(lifetime: 60)
+        let record = try Self.record("a")
+        let device: [UInt8] = [4] + Array(repeating: 7, count: 64)
+        let keys = try Self.randomKeys()
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        try cache.put(keys, record: record, devicePublicKey: device, now: start)
+        #expect(cache.count == 1)
+        let copy = try #require(try cache.get(record, devicePublicKey: device, now: start.addingTimeInterval(59)))
+        #expect(copy.possession !== keys.possession)
+        #expect(try copy.possession.isEqual(to: keys.possession))
+        #expect(try copy.vault.isEqual(to: keys.vault))
+        copy.destroy()  // the caller's copy: the cache keeps its own
+        let again = try #require(try cache.get(record, devicePublicKey: device, now: start.addingTimeInterval(1)))
+        #expect(try again.transport.isEqual(to: keys.transport))
+        again.destroy()
+        keys.destroy()  // and the caller's original does not touch the cache either
+        #expect(try cache.get(record, devicePublicKey: [4] + Array(repeating: 8, count: 64), now: start) == nil)
+        #expect(cache.count == 0)  // a mismatch drops the entry
+        try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start)
+        #expect(try cache.get(record, devicePublicKey: device, now: start.addingTimeInterval(60)) == nil)
+        #expect(cache.count == 0)
+        try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start)
+        cache.sweep(now: start.addingTimeInterval(61))
+        #expect(cache.count == 0)
+    }
+
+    @Test("capacity: the entry closest to its end goes; lifetime 0 keeps nothing; remove wipes at once")
+    func capacityOffAndRemove() throws {
+        let cache = FactorKeyCache(lifetime: 60, capacity: 2)
+        let device: [UInt8] = [4] + Array(repeating: 1, count: 64)
+        let records = try ["a", "b", "c"].map { try Self.record($0) }
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        for (i, record) in records.enumerated() {
+            try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start + Double(i))
+        }
+        #expect(cache.count == 2)
+        #expect(try cache.get(records[0], devicePublicKey: device, now: start + 3) == nil)
+        try #require(try cache.get(records[2], devicePublicKey: device, now: start + 3)).destroy()
+        cache.remove("c")
+        #expect(try cache.get(records[2], devicePublicKey: device, now: start + 3) == nil)
+        let off = FactorKeyCache(lifetime: 0)
+        try off.put(try Self.randomKeys(), record: records[0], devicePublicKey: device, now: start)
+        #expect(off.count == 0)
+        #expect(try off.get(records[0], devicePublicKey: device, now: start) == nil)
+    }
+
+    @Test("the server derives once, verifies from the cache, and forgets a removed activation")
+    func serverUsesTheCache() async throws {
+        let h = try Harness(maxFailedAttempts: 5)
+        let service = try h.makeService()
+        let id = try await h.activate(service)
+        for _ in 0..<3 {
+            let header = try await service.signRequest(
+                method: "POST", uriIdentifier: "/r", body: [], authentication: .possessionWithPassword(try pin("1234")))
+            _ = try h.server.verifyAuthorization(header: header.value, method: "POST", uriIdentifier: "/r", body: [])
+        }
+        #expect(h.server.factorKeyCache.count == 1)
+        // A wrong PIN still fails and counts, with cached keys.
+        let wrong = try await service.signRequest(
+            method: "POST", uriIdentifier: "/r", body: [], authentication: .possessionWithPassword(try pin("0000")))
+        #expect(throws: ActivationServerError.authenticationFailed) {
+            try h.server.verifyAuthorization(header: wrong.value, method: "POST", uriIdentifier: "/r", body: [])
+        }
+        #expect(try h.server.activationDetail(id).failedAttempts == 1)
+        try h.server.removeActivation(id)
+        #expect(h.server.factorKeyCache.count == 0)
+    }
+}
