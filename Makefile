@@ -242,16 +242,18 @@ test-keyring: deps
 	SWIFT=$(SWIFT) Tests/keyring/run.sh $(BUILD_DIR) $(BUILD_DIR)/debug/securepin | tee $(BUILD_DIR)/test-logs/keyring.log
 
 ## test-interop: SecurePIN against a PowerAuth V3 client and server written in Python from the upstream
-## PowerAuth documents alone (Tests/interop/README.md), then against a PowerAuth V4 (EC_P384) client
-## written the same way (run4.sh: `securepin server --algorithm EC_P384` in $(BUILD_DIR), always
-## stopped). The Python side runs in a venv under $(BUILD_DIR)/pyenv with `cryptography` and
-## `pycryptodome` (a second KMAC-256 for the V4 self-test) from PyPI, created on first use.
+## PowerAuth documents alone (Tests/interop/README.md), then against a PowerAuth V4 client written the
+## same way (run4.sh: one `securepin server --algorithm` EC_P384, EC_P384_ML_L3, EC_P384_ML_L5 after
+## the other in $(BUILD_DIR), each always stopped). The Python side runs in a venv under $(BUILD_DIR)/pyenv
+## with `cryptography` (the test-pq version, whose wheel has ML-KEM and ML-DSA) and `pycryptodome`
+## (a second KMAC-256 for the V4 self-test) from PyPI, created on first use.
 PYENV := $(BUILD_DIR)/pyenv
 test-interop: deps
 	@mkdir -p $(BUILD_DIR)/test-logs
 	$(SWIFT) build --product securepin
 	@[ -x $(PYENV)/bin/python3 ] || python3 -m venv $(PYENV)
-	@$(PYENV)/bin/python3 -c 'import cryptography' 2>/dev/null || $(PYENV)/bin/pip install -q cryptography
+	@$(PYENV)/bin/python3 -c 'from cryptography.hazmat.primitives.asymmetric import mldsa, mlkem' 2>/dev/null \
+	  || $(PYENV)/bin/pip install -q --disable-pip-version-check cryptography==$(PQ_CRYPTOGRAPHY)
 	@$(PYENV)/bin/python3 -c 'import Crypto.Hash.KMAC256' 2>/dev/null || $(PYENV)/bin/pip install -q pycryptodome
 	INTEROP_LOG_DIR=$(BUILD_DIR)/test-logs/interop \
 	  Tests/interop/run.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop.log

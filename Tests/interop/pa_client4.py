@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""A PowerAuth V4 (EC_P384) client, written from the upstream documents and reference code, and
-the scenario that drives a V4 enrollment server with it (README.md, "Protocol V4").
+"""A PowerAuth V4 client (suites EC_P384, EC_P384_ML_L3, EC_P384_ML_L5), written from the upstream
+documents and reference code, and the scenario that drives a V4 enrollment server with it
+(README.md, "Protocol V4").
 
-    python3 pa_client4.py scenario --url BASE --config STRING --admin-token T [--known-differences FILE]
+    python3 pa_client4.py scenario --url BASE --config STRING --admin-token T [--suite S] [--known-differences FILE]
+
+With a hybrid --suite every check name starts with "v4 SUITE " (known-differences.txt matches by prefix).
 
 Every check prints one line (`ok`, `FAIL` or `known difference`); notes that are not checks start
 with `note -`. The last line is `interop4: N passed, M failed` (known differences are neither).
@@ -78,14 +81,28 @@ class TemporaryKey:
 
 
 class Client:
-    """What the mobile SDK sends in protocol 4.0, suite EC_P384."""
+    """What the mobile SDK sends in protocol 4.0, suite EC_P384 or a hybrid suite."""
 
-    def __init__(self, base, config):
+    def __init__(self, base, config, suite=pa.SUITE):
         self.base = base.rstrip("/")
+        self.suite = suite
         self.cfg = pa.parse_config(config)
         if 0x02 not in self.cfg["keys"]:
             raise ProtocolFailure("configuration has no P-384 master key (id 0x02)")
         self.master_pub = pa.pub_from_bytes(self.cfg["keys"][0x02])
+        # Hybrid suites: the ML-DSA master key of the suite's level (SDK-Configuration.md, key 0x03
+        # ML-DSA-65 / 0x04 ML-DSA-87), which signs application-scope temporary keys with the P-384 key.
+        self.mldsa_alg = pa.HYBRID[suite][1] if suite in pa.HYBRID else None
+        self.master_mldsa = None
+        if self.mldsa_alg:
+            self.master_mldsa = self.cfg["mldsa"].get(self.mldsa_alg)
+            if self.master_mldsa is None:
+                raise ProtocolFailure("configuration has no %s master key (id 0x%02x) for %s"
+                                      % (self.mldsa_alg, pa.HYBRID[suite][2], suite))
+        self.server_mldsa = None
+        self.server_mldsa_bytes = b""
+        self.device_mldsa = None
+        self.last_jws = None
         self.app_key = self.cfg["appKey"]
         self.app_secret = self.cfg["appSecret"]
         self.app_secret_raw = self.cfg["appSecretRaw"]
@@ -113,7 +130,7 @@ class Client:
         if cached and not fresh and pa.now_ms() < cached.exp_ms - 10_000:
             return cached
         challenge = pa.b64e(os.urandom(32))
-        ssc = pa.SharedSecretClient()
+        ssc = pa.SharedSecretClient(self.suite)
         claims = {"applicationKey": self.app_key, "challenge": challenge}
         if scope == "activation":
             claims["activationId"] = self.activation_id
@@ -147,8 +164,8 @@ class Client:
         jws = (r.body["responseObject"] if wrapped else r.body).get("jwt")
         if not isinstance(jws, str):
             raise ProtocolFailure("keystore/create: responseObject.jwt is not a string: %r" % r)
-        signer = self.master_pub if scope == "application" else self.server_pub
-        got = pa.jws_json_verify_es384(jws, signer)
+        self.last_jws = (scope, jws)
+        got = pa.jws_json_verify(jws, *self.jws_keys(scope), suite=self.suite)
         if got.get("challenge") != challenge or got.get("applicationKey") != self.app_key:
             raise ProtocolFailure("keystore/create: challenge/applicationKey not echoed: %r" % got)
         if scope == "activation" and got.get("activationId") != self.activation_id:
@@ -162,6 +179,13 @@ class Client:
         tk = TemporaryKey(got["sub"], secret, got["exp_ms"], got)
         self.temp[scope] = tk
         return tk
+
+    def jws_keys(self, scope):
+        """The keys a temporary key's JWS must verify under: the master keys (application scope) or the
+        activation's server keys (activation scope); ECDSA P-384, plus ML-DSA in a hybrid suite."""
+        if scope == "application":
+            return self.master_pub, self.master_mldsa
+        return self.server_pub, self.server_mldsa
 
     def e2ee(self, scope, sh1):
         tk = self.temporary_key(scope)
@@ -192,12 +216,19 @@ class Client:
         return {"X-PowerAuth-Authorization": pa.auth_header(self.activation_id, self.app_key, nonce, factors, code)}
 
     # -------------------------------------------------------------- activation
-    def activate(self, code, name="interop4"):
-        """POST /pa/v4/activation/create: two application-scope layers (Standard-RESTful-API.md V4)."""
+    def activate(self, code, name="interop4", ss_suite=None):
+        """POST /pa/v4/activation/create: two application-scope layers (Standard-RESTful-API.md V4).
+        `ss_suite` sends the sharedSecretRequest in another suite (a refusal check)."""
         self.device = pa.p384_generate()
-        ssc = pa.SharedSecretClient()
-        l2 = {"sharedSecretRequest": ssc.request(),
-              "devicePublicKeys": {"ecdsa": pa.b64e(pa.pub_bytes(self.device.public_key()))},
+        ssc = pa.SharedSecretClient(ss_suite or self.suite)
+        dpk = {"ecdsa": pa.b64e(pa.pub_bytes(self.device.public_key()))}
+        if self.mldsa_alg:
+            # Hybrid suites: the device also has an ML-DSA key pair of the suite's level (design digest
+            # section 11, Activation-via-Activation-Code.md V4 devicePublicKeys {ecdsa, mldsa}), SPKI DER.
+            cls = {"ML-DSA-65": pa.mldsa.MLDSA65PrivateKey, "ML-DSA-87": pa.mldsa.MLDSA87PrivateKey}[self.mldsa_alg]
+            self.device_mldsa = cls.generate()
+            dpk["mldsa"] = pa.b64e(pa.spki(self.device_mldsa.public_key()))
+        l2 = {"sharedSecretRequest": ssc.request(), "devicePublicKeys": dpk,
               "activationName": name, "platform": "unknown", "deviceInfo": "python-interop4"}
         self.keys = None
         tk = self.temporary_key("application")
@@ -219,6 +250,12 @@ class Client:
             raise ProtocolFailure("ctrData must be 32 bytes, got %d" % len(ctr))
         self.server_pub_bytes = pa.b64d(out2["serverPublicKeys"]["ecdsa"])
         self.server_pub = pa.pub_from_bytes(self.server_pub_bytes)
+        if self.mldsa_alg:
+            spk = out2["serverPublicKeys"].get("mldsa")
+            if not isinstance(spk, str):
+                raise ProtocolFailure("%s activation: serverPublicKeys.mldsa missing: %r" % (self.suite, out2["serverPublicKeys"]))
+            self.server_mldsa_bytes = pa.b64d(spk)
+            self.server_mldsa = pa.mldsa_public_from_spki(self.mldsa_alg, self.server_mldsa_bytes)
         self.activation_id = out2["activationId"]
         self.keys = pa.ActivationKeys(secret)
         self.knowledge, self.biometry, self.ctr = self.keys.knowledge, self.keys.biometry, ctr
@@ -262,9 +299,9 @@ class Client:
     def validate(self, factors, **kw):
         return self.signed_plain("/pa/v4/auth/validate", "/pa/auth/validate", factors, {"requestObject": {"data": "interop4"}}, **kw)
 
-    def dynamic_key(self, path, uri_id, sh1):
+    def dynamic_key(self, path, uri_id, sh1, ss_suite=None):
         """password/change, biometry/add: a SharedSecret exchange inside activation-scope E2EE."""
-        ssc = pa.SharedSecretClient()
+        ssc = pa.SharedSecretClient(ss_suite or self.suite)
         e, _, r = self.signed_encrypted(path, uri_id, sh1, "possession_knowledge", dumps(ssc.request()))
         if not r.ok():
             raise ProtocolFailure("%s refused: %r" % (path, r))
@@ -288,12 +325,13 @@ class BackOffice:
 
 
 class Checks:
-    def __init__(self, known):
+    def __init__(self, known, suite=pa.SUITE):
         self.passed = self.failed = self.known_count = 0
         self.known = known
+        self.prefix = "v4 " if suite == pa.SUITE else "v4 %s " % suite
 
     def check(self, name, cond, detail=""):
-        name = "v4 " + name
+        name = self.prefix + name
         if cond:
             self.passed += 1
             print("ok - %s" % name)
@@ -337,7 +375,7 @@ def verify_code_signature(pub, code, sig_b64, h=None):
 
 
 def new_client(a, bo, ck, user, label, commit=True):
-    c = Client(a.url, a.config)
+    c = Client(a.url, a.config, a.suite)
     init = bo.call("init", {"userId": user})
     code, sig = init["activationCode"], init.get("activationSignature")
     if label:
@@ -352,11 +390,19 @@ def new_client(a, bo, ck, user, label, commit=True):
 
 
 def scenario(a):
-    ck = Checks(load_known(a.known_differences))
+    ck = Checks(load_known(a.known_differences), a.suite)
     bo = BackOffice(a.url, a.admin_token)
-    c = Client(a.url, a.config)
+    c = Client(a.url, a.config, a.suite)
     ck.check("configuration string: 16-byte key and secret, P-384 master key 0x02 (49 bytes, compressed)",
              len(c.cfg["keys"][0x02]) == 49, "key 02 is %d bytes" % len(c.cfg["keys"][0x02]))
+    if c.mldsa_alg:
+        kid = pa.HYBRID[a.suite][2]
+        size = {"ML-DSA-65": 1974, "ML-DSA-87": 2614}[c.mldsa_alg]
+        ck.check("configuration string: %s master key 0x%02x is an SPKI DER of %d bytes (SDK-Configuration.md)"
+                 % (c.mldsa_alg, kid, size), len(c.cfg["keys"][kid]) == size, "key %02x is %d bytes" % (kid, len(c.cfg["keys"][kid])))
+        other = 0x04 if kid == 0x03 else 0x03
+        print("note - configuration key ids: %s (the other level's key 0x%02x %s)" % (
+            sorted("%02x" % k for k in c.cfg["keys"]), other, "present" if other in c.cfg["keys"] else "absent"))
 
     # ---- /pa/v4/status (restful-integration docs/RESTful-API-Methods.md: ObjectRequest<ServerStatusRequest>
     # with an optional applicationKey; ObjectResponse {serverTime, supportedAlgorithms, application})
@@ -364,12 +410,18 @@ def scenario(a):
     ro = (r.body or {}).get("responseObject") or {}
     ck.check("/pa/v4/status: 200 {status OK, responseObject {serverTime, supportedAlgorithms, application}}",
              r.ok() and isinstance(ro.get("serverTime"), int) and "application" in ro, repr(r))
-    ck.check("/pa/v4/status: this application's supportedAlgorithms name EC_P384",
-             "EC_P384" in (ro.get("supportedAlgorithms") or []), repr(ro))
+    ck.check("/pa/v4/status: this application's supportedAlgorithms name %s" % a.suite,
+             a.suite in (ro.get("supportedAlgorithms") or []), repr(ro))
 
     # ---- keystore, application scope
-    tk = ck.run("keystore/create application scope: HS384 JWT in, ES384 JWS JSON by the master key out, challenge echoed, "
-                "DHKEM+KMAC secret", lambda: c.temporary_key("application"))
+    what = ("ES384 JWS JSON by the master key" if not c.mldsa_alg else
+            "ES384 + %s JWS JSON by the master keys 0x02 + 0x%02x (both verified)" % (c.mldsa_alg, pa.HYBRID[a.suite][2]))
+    kems = "DHKEM" if not c.mldsa_alg else "DHKEM + %s" % pa.HYBRID[a.suite][0]
+    tk = ck.run("keystore/create application scope: HS384 JWT in, %s out, challenge echoed, %s + KMAC secret" % (what, kems),
+                lambda: c.temporary_key("application"))
+    if tk and c.mldsa_alg:
+        hybrid_jws_checks(ck, c, "application")
+    wrong_suite_checks(ck, c, a.suite)
     ck.check("keystore/create accepts the upstream request envelope {requestObject: {jwt}} (Standard-RESTful-API.md V4, "
              "mobile-sdk EndpointSpec/RequestBuilder)", c.wrapped_keystore_refused is None, repr(c.wrapped_keystore_refused))
     ck.check("keystore/create answers in the upstream envelope {status: OK, responseObject: {jwt}} (Standard-RESTful-API.md V4, "
@@ -382,7 +434,7 @@ def scenario(a):
     # The mobile SDK's GetTemporaryKeyRequest::toJson has no iat/exp (whether its JwtWriter adds
     # them was not found); record what the server does with such a JWT, as a note.
     claims = {"applicationKey": c.app_key, "challenge": pa.b64e(os.urandom(32)),
-              "sharedSecretRequest": pa.SharedSecretClient().request()}
+              "sharedSecretRequest": pa.SharedSecretClient(a.suite).request()}
     r = c.post("/pa/v4/keystore/create", dumps({"jwt": pa.jwt_hs384(claims, pa.mac_get_app_temp_key(c.app_secret_raw))}))
     print("note - keystore/create request JWT without iat/exp: %r" % (r,))
     accepted = _try_keystore(c, os.urandom(32))
@@ -392,7 +444,8 @@ def scenario(a):
     ck.check("keystore/create malformed JWT: 4xx PowerAuth error body", refused_cleanly(r), repr(r))
 
     # ---- activation
-    init = bo.call("init", {"userId": "interop4-user"})
+    user = "interop4-user" if a.suite == pa.SUITE else "interop4-user-" + a.suite
+    init = bo.call("init", {"userId": user})
     code, sig = init["activationCode"], init.get("activationSignature")
     ck.check("back office init: a CRC-valid activation code", pa3.validate_activation_code(code), code)
     if sig is not None:
@@ -403,13 +456,25 @@ def scenario(a):
             print("note - the activation code signature verifies under the P-256 (V3) master key 0x01 with SHA-256: %s"
                   % verify_code_signature(p256, code, sig, hashes.SHA256()))
     # a wrong code is refused and changes nothing
-    c0 = Client(a.url, a.config)
+    c0 = Client(a.url, a.config, a.suite)
     try:
         c0.activate("AAAAA-AAAAA-AAAAA-AAAAA")
         ck.check("activation/create with an unknown code refused", False, "accepted")
     except ProtocolFailure as e:
         ck.check("activation/create with an unknown code refused", "HTTP 4" in str(e), str(e))
-    out = ck.run("activation/create: two E2EE layers (sh1 /pa/generic/application, /pa/activation), DHKEM+KMAC secret",
+    # a sharedSecretRequest in another suite than the application's: refused (an activation keeps
+    # the application's suite; SharedSecret.cpp refuses an algorithm other than its own)
+    other = "EC_P384" if a.suite in pa.HYBRID else "EC_P384_ML_L3"
+    init_w = bo.call("init", {"userId": user + "-wrong-suite"})
+    cw = Client(a.url, a.config, a.suite)
+    try:
+        cw.activate(init_w["activationCode"], ss_suite=other)
+        ck.check("activation/create with a sharedSecretRequest in suite %s refused 4xx" % other, False, "accepted")
+    except ProtocolFailure as e:
+        ck.check("activation/create with a sharedSecretRequest in suite %s refused 4xx" % other, "HTTP 4" in str(e), str(e))
+    dw = bo.call("detail", {"activationId": init_w["activationId"]})
+    print("note - the activation after the wrong-suite activation/create: %s" % dw.get("state"))
+    out = ck.run("activation/create: two E2EE layers (sh1 /pa/generic/application, /pa/activation), %s + KMAC secret" % kems,
                  lambda: c.activate(code))
     if not out:
         return ck
@@ -419,12 +484,26 @@ def scenario(a):
     ck.check("activation/create: activationId equals the back office's", c.activation_id == init["activationId"],
              "%s vs %s" % (c.activation_id, init["activationId"]))
     ck.check("activation/create: server ECDSA key is a P-384 point", len(c.server_pub_bytes) in (49, 97), len(c.server_pub_bytes))
+    if c.mldsa_alg:
+        ck.check("activation/create: serverPublicKeys.mldsa is an %s SPKI, not the master key" % c.mldsa_alg,
+                 c.server_mldsa is not None and pa.spki(c.server_mldsa) != pa.spki(c.master_mldsa),
+                 "%d bytes" % len(c.server_mldsa_bytes))
     d = bo.call("detail", {"activationId": c.activation_id})
     ck.check("back office: PENDING_COMMIT after activation/create", d.get("state") == "PENDING_COMMIT", repr(d))
-    fp = pa.fingerprint(pa.pub_bytes(c.device.public_key()), c.activation_id, c.server_pub_bytes)
-    ck.check("fingerprint: our reading (SHA3-256(suite || device key || activation id || server key), 8 digits; "
-             "upstream has no published formula) equals the back office's", fp == d.get("fingerprint"),
-             "ours %s, back office %s" % (fp, d.get("fingerprint")))
+    if not c.mldsa_alg:
+        fp = pa.fingerprint(pa.pub_bytes(c.device.public_key()), c.activation_id, c.server_pub_bytes)
+        ck.check("fingerprint: our reading (SHA3-256(suite || device key || activation id || server key), 8 digits; "
+                 "upstream has no published formula) equals the back office's", fp == d.get("fingerprint"),
+                 "ours %s, back office %s" % (fp, d.get("fingerprint")))
+    else:
+        fp = pa.fingerprint(pa.pub_bytes(c.device.public_key()) + pa.spki(c.device_mldsa.public_key()), c.activation_id,
+                            c.server_pub_bytes + c.server_mldsa_bytes, a.suite)
+        ck.check("fingerprint: our reading of the hybrid form (SHA3-256(suite || device ECDSA || device ML-DSA || activation id "
+                 "|| server ECDSA || server ML-DSA), design digest section 11) equals the back office's",
+                 fp == d.get("fingerprint"), "ours %s, back office %s" % (fp, d.get("fingerprint")))
+        ec_only = pa.fingerprint(pa.pub_bytes(c.device.public_key()), c.activation_id, c.server_pub_bytes, a.suite)
+        print("note - the back office's hybrid fingerprint equals the ECDSA-keys-only form with the suite name %s: %s"
+              % (a.suite, ec_only == d.get("fingerprint")))
 
     st = ck.run("activation/status before commit: E2EE activation scope, 80-byte blob, KMAC status MAC verifies",
                 lambda: c.read_status())
@@ -484,7 +563,7 @@ def scenario(a):
     r = c.post("/pa/v4/user/info", dumps(e.encrypt_request(b"{}")), c.encryption_header("activation"))
     if ck.check("user/info: activation-scope E2EE (sh1 /pa/generic/activation) answered 200", r.ok(), repr(r)):
         claims = json.loads(e.decrypt_response(r.body))
-        ck.check("user/info: the claims' sub is the back office's user id", claims.get("sub") == "interop4-user",
+        ck.check("user/info: the claims' sub is the back office's user id", claims.get("sub") == user,
                  repr(claims))
     # offline code over the same counter, checked online: not an upstream endpoint, just a local consistency note
     print("note - offline code for the current counter: %s" % pa.auth_code_offline(
@@ -543,8 +622,11 @@ def scenario(a):
     ck.check("activation/status: missing encryptedData/nonce/timestamp refused 4xx", refused_cleanly(r), repr(r))
 
     # ---- keystore, activation scope, with the application-scope MAC key: refused
-    ok_act = ck.run("keystore/create activation scope: KEY_MAC_GET_ACT_TEMP_KEY, ES384 by the activation's server key",
+    ok_act = ck.run("keystore/create activation scope: KEY_MAC_GET_ACT_TEMP_KEY, ES384%s by the activation's server key%s"
+                    % (" + " + c.mldsa_alg if c.mldsa_alg else "", "s" if c.mldsa_alg else ""),
                     lambda: c.temporary_key("activation", fresh=True))
+    if ok_act and c.mldsa_alg:
+        hybrid_jws_checks(ck, c, "activation")
     if ok_act:
         ck.check("keystore/create activation scope: activationId echoed", ok_act.claims.get("activationId") == c.activation_id,
                  repr(ok_act.claims))
@@ -652,6 +734,15 @@ def scenario(a):
 
     # ---- password change --------------------------------------------------------------------------
     old_k = c.knowledge
+    other = "EC_P384" if a.suite in pa.HYBRID else "EC_P384_ML_L3"
+    try:
+        c.dynamic_key("/pa/v4/password/change", "/pa/password/change", pa.SH1["password_change"], ss_suite=other)
+        ck.check("password/change with a sharedSecretRequest in suite %s refused 4xx" % other, False, "accepted")
+    except ProtocolFailure as e:
+        ck.check("password/change with a sharedSecretRequest in suite %s refused 4xx" % other, "HTTP 4" in str(e), str(e))
+    st = ck.run("activation/status after the wrong-suite password/change", lambda: c.read_status())
+    if st:
+        print("note - failures after the wrong-suite password/change (right code): %d" % st[0]["failedAttempts"])
     new_k = ck.run("password/change (possession_knowledge, E2EE sh1 /pa/password/change, SharedSecret JSON)",
                    lambda: c.dynamic_key("/pa/v4/password/change", "/pa/password/change", pa.SH1["password_change"]))
     if new_k:
@@ -696,7 +787,7 @@ def scenario(a):
     print("note - decrypted response keys seen: %s" % json.dumps(c.last_shapes, sort_keys=True))
 
     # ---- blocking ------------------------------------------------------------------------------------
-    b = Client(a.url, a.config)
+    b = Client(a.url, a.config, a.suite)
     init = bo.call("init", {"userId": "interop4-block"})
     if ck.run("second activation for the blocking test", lambda: b.activate(init["activationCode"])) is not None:
         bo.call("commit", {"activationId": b.activation_id})
@@ -724,6 +815,72 @@ def scenario(a):
     return ck
 
 
+def hybrid_jws_checks(ck, c, scope):
+    """The client's own verifier on the server's last hybrid JWS: it verifies as sent; without its
+    ML-DSA signature, with an altered ML-DSA signature, with the ML-DSA signature under another
+    level's alg, or checked against another ML-DSA key, it is refused (AeadEncryptorFactory
+    _BuildKeyList: a hybrid key is two keys, each must verify)."""
+    sc, text = c.last_jws
+    jws = json.loads(text)
+    ec_pub, ml_pub = c.jws_keys(scope)
+    algs = sorted(json.loads(pa.b64u_d(s["protected"])).get("alg") for s in jws.get("signatures", []))
+    ck.check("keystore/create %s scope: the JWS carries exactly ES384 and %s signatures" % (scope, c.mldsa_alg),
+             algs == sorted(["ES384", c.mldsa_alg]), repr(algs))
+    es = [s for s in jws["signatures"] if json.loads(pa.b64u_d(s["protected"])).get("alg") == "ES384"]
+    ml = [s for s in jws["signatures"] if json.loads(pa.b64u_d(s["protected"])).get("alg") != "ES384"]
+    if not es or not ml:
+        return
+    sig = bytearray(pa.b64u_d(ml[0]["signature"]))
+    sig[len(sig) // 2] ^= 0x10
+    other = "ML-DSA-87" if c.mldsa_alg == "ML-DSA-65" else "ML-DSA-65"
+    cls = {"ML-DSA-65": pa.mldsa.MLDSA65PrivateKey, "ML-DSA-87": pa.mldsa.MLDSA87PrivateKey}[c.mldsa_alg]
+    cases = [
+        ("the ML-DSA signature removed", {"payload": jws["payload"], "signatures": es}, ml_pub),
+        ("the ML-DSA signature altered (one bit)", {"payload": jws["payload"],
+                                                    "signatures": es + [dict(ml[0], signature=pa.b64u_e(bytes(sig)))]}, ml_pub),
+        ("the ML-DSA signature relabelled %s" % other, {"payload": jws["payload"], "signatures": es + [
+            dict(ml[0], protected=pa.b64u_e(json.dumps({"alg": other}).encode()))]}, ml_pub),
+        ("the ES384 signature removed", {"payload": jws["payload"], "signatures": ml}, ml_pub),
+        ("its ML-DSA signature checked against another %s key" % c.mldsa_alg, jws, cls.generate().public_key()),
+    ]
+    for what, bad, key in cases:
+        try:
+            pa.jws_json_verify(bad, ec_pub, key, c.suite)
+            refused = False
+        except (ValueError, KeyError):
+            refused = True
+        ck.check("the client refuses the %s-scope temporary key JWS with %s" % (scope, what), refused)
+
+
+def wrong_suite_checks(ck, c, suite):
+    """keystore/create with a sharedSecretRequest in another suite than the application's: 4xx."""
+    for other in pa.SUITES:
+        if other == suite:
+            continue
+        claims = {"applicationKey": c.app_key, "challenge": pa.b64e(os.urandom(32)),
+                  "sharedSecretRequest": pa.SharedSecretClient(other).request()}
+        t = int(time.time())
+        claims["iat"], claims["exp"] = t, t + 300
+        r = c.post("/pa/v4/keystore/create", dumps({"requestObject": {"jwt": pa.jwt_hs384(
+            claims, pa.mac_get_app_temp_key(c.app_secret_raw))}}))
+        ck.check("keystore/create with a sharedSecretRequest in suite %s (application is %s): refused 4xx" % (other, suite),
+                 refused_cleanly(r), repr(r))
+    # the right suite name, but only the DHKEM key (a hybrid suite needs two) or an extra key (EC_P384 needs one)
+    req = pa.SharedSecretClient(suite).request()
+    if suite in pa.HYBRID:
+        req["encapsulationKeys"] = req["encapsulationKeys"][:1]
+        what = "only the DHKEM encapsulation key"
+    else:
+        req["encapsulationKeys"] = req["encapsulationKeys"] * 2
+        what = "two encapsulation keys"
+    claims = {"applicationKey": c.app_key, "challenge": pa.b64e(os.urandom(32)), "sharedSecretRequest": req}
+    t = int(time.time())
+    claims["iat"], claims["exp"] = t, t + 300
+    r = c.post("/pa/v4/keystore/create", dumps({"requestObject": {"jwt": pa.jwt_hs384(
+        claims, pa.mac_get_app_temp_key(c.app_secret_raw))}}))
+    ck.check("keystore/create in suite %s with %s: refused 4xx" % (suite, what), refused_cleanly(r), repr(r))
+
+
 def _try_keystore(c, key, scope="application"):
     try:
         c.temporary_key(scope, jwt_key=key, fresh=True)
@@ -739,6 +896,7 @@ def main():
     p.add_argument("--config", required=True)
     p.add_argument("--admin-token", required=True)
     p.add_argument("--known-differences")
+    p.add_argument("--suite", default=pa.SUITE, choices=pa.SUITES)
     a = p.parse_args()
     try:
         ck = scenario(a)

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""PowerAuth protocol V4 (suite EC_P384) cryptography, written from the upstream documents and
-reference code alone (README.md in this folder, "Protocol V4", lists every source and commit).
+"""PowerAuth protocol V4 cryptography (suites EC_P384, EC_P384_ML_L3, EC_P384_ML_L5), written from the
+upstream documents and reference code alone (README.md in this folder, "Protocol V4", lists every
+source and commit).
 
     python3 powerauth4.py selftest DIR     # DIR holds the official V4 vector files
 
 Primitives: KMAC-256 / cSHAKE-256 (NIST SP 800-185) on an own Keccak-f[1600], checked against
 hashlib's SHAKE-256 and SHA3 and, where pycryptodome is installed, its KMAC256; SHA3-256/384
-(hashlib); P-384 ECDH/ECDSA and HKDF-SHA384 (`cryptography`); AES-256-CTR (`cryptography`).
+(hashlib); P-384 ECDH/ECDSA and HKDF-SHA384 (`cryptography`); AES-256-CTR (`cryptography`);
+ML-KEM-768/1024 and ML-DSA-65/87 (`cryptography` 45 or newer, whose wheel bundles OpenSSL 3.5).
 """
 import base64
 import hashlib
@@ -23,8 +25,26 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.exceptions import InvalidSignature
 
+try:  # ML-KEM / ML-DSA: only the hybrid suites need them
+    from cryptography.hazmat.primitives.asymmetric import mldsa, mlkem
+except ImportError:  # pragma: no cover - reported by hybrid_available()
+    mldsa = mlkem = None
+
 VERSION = "4.0"
 SUITE = "EC_P384"
+
+# Cryptography-Algorithms.md, Shared-Secret-Derivation.md, mobile-sdk SharedSecret.cpp
+# (ISharedSecret::getInstance: DHKEM(P-384) first, then ML-KEM), SDK-Configuration.md (key ids):
+# suite -> (ML-KEM parameter set, ML-DSA parameter set / JWS alg, configuration key id).
+HYBRID = {
+    "EC_P384_ML_L3": ("ML-KEM-768", "ML-DSA-65", 0x03),
+    "EC_P384_ML_L5": ("ML-KEM-1024", "ML-DSA-87", 0x04),
+}
+SUITES = (SUITE,) + tuple(HYBRID)
+
+
+def hybrid_available():
+    return mlkem is not None and mldsa is not None
 
 
 # ------------------------------------------------------------------------------------ encodings
@@ -305,32 +325,101 @@ def combine_shared_secret(secrets, salt, suite=SUITE):
     return kmac256(salt, x, 32, "KDF")
 
 
-class SharedSecretClient:
-    """The client's half of the EC_P384 key agreement: request JSON, then the secret from the response."""
+# ------------------------------------------------------------------------------------ ML-KEM / ML-DSA
+def _mlkem_private_class(name):
+    return {"ML-KEM-768": mlkem.MLKEM768PrivateKey, "ML-KEM-1024": mlkem.MLKEM1024PrivateKey}[name]
 
-    def __init__(self):
+
+def _mlkem_public_class(name):
+    return {"ML-KEM-768": mlkem.MLKEM768PublicKey, "ML-KEM-1024": mlkem.MLKEM1024PublicKey}[name]
+
+
+def _mldsa_public_class(name):
+    return {"ML-DSA-65": mldsa.MLDSA65PublicKey, "ML-DSA-87": mldsa.MLDSA87PublicKey}[name]
+
+
+def spki(pub):
+    """X.509 SubjectPublicKeyInfo DER: how V4 carries ML-KEM encapsulation keys and ML-DSA public
+    keys (design digest section 1; mobile-sdk KEY_FORMAT_DEFAULT; the SDK's client vectors'
+    `pqcEncapsulationKey` "MIIEsj..." and the Java test's `publicKeyMlDsa65` "MIIHsj...")."""
+    return pub.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def mlkem_public_from_spki(name, der):
+    pub = serialization.load_der_public_key(der)
+    if not isinstance(pub, _mlkem_public_class(name)):
+        raise ValueError("not an %s SubjectPublicKeyInfo" % name)
+    return pub
+
+
+def mldsa_public_from_spki(name, der):
+    try:
+        pub = serialization.load_der_public_key(der)
+    except (ValueError, TypeError) as e:
+        raise ValueError("%s public key is not a SubjectPublicKeyInfo: %s" % (name, e))
+    if not isinstance(pub, _mldsa_public_class(name)):
+        raise ValueError("not an %s SubjectPublicKeyInfo (%s)" % (name, type(pub).__name__))
+    return pub
+
+
+def mldsa_verify(pub, data, sig):
+    """Pure ML-DSA with an empty context (FIPS 204; design digest section 6)."""
+    try:
+        pub.verify(sig, data)
+    except InvalidSignature:
+        raise ValueError("ML-DSA signature does not verify")
+
+
+class SharedSecretClient:
+    """The client's half of the key agreement for SUITE or a hybrid suite: request JSON, then the
+    secret from the response (mobile-sdk SharedSecret.cpp: one key pair per KEM, DHKEM(P-384) then
+    ML-KEM; the ML-KEM encapsulation key as SPKI DER, its encapsulated key the raw ciphertext)."""
+
+    def __init__(self, suite=SUITE):
+        if suite not in SUITES:
+            raise ValueError("unknown suite %r" % suite)
+        self.suite = suite
         self.sk = p384_generate()
+        self.kem_sk = _mlkem_private_class(HYBRID[suite][0]).generate() if suite in HYBRID else None
 
     def request(self):
-        return {"algorithm": SUITE, "encapsulationKeys": [b64e(pub_bytes(self.sk.public_key()))]}
+        keys = [b64e(pub_bytes(self.sk.public_key()))]
+        if self.kem_sk is not None:
+            keys.append(b64e(spki(self.kem_sk.public_key())))
+        return {"algorithm": self.suite, "encapsulationKeys": keys}
 
     def finish(self, response):
         if not isinstance(response, dict):
             raise ValueError("sharedSecretResponse is not an object")
         keys = response.get("encapsulatedKeys")
-        if not isinstance(keys, list) or len(keys) != 1:
-            raise ValueError("encapsulatedKeys must hold exactly one key for EC_P384: %r" % (keys,))
+        n = 2 if self.kem_sk is not None else 1
+        if not isinstance(keys, list) or len(keys) != n:
+            raise ValueError("encapsulatedKeys must hold exactly %d key(s) for %s: %r" % (n, self.suite, keys))
         salt = b64d(response.get("salt", ""))
-        return combine_shared_secret([dhkem_p384_decap(self.sk, b64d(keys[0]))], salt)
+        secrets = [dhkem_p384_decap(self.sk, b64d(keys[0]))]
+        if self.kem_sk is not None:
+            ct = b64d(keys[1])
+            want = {"ML-KEM-768": 1088, "ML-KEM-1024": 1568}[HYBRID[self.suite][0]]
+            if len(ct) != want:
+                raise ValueError("%s ciphertext must be %d bytes, got %d" % (HYBRID[self.suite][0], want, len(ct)))
+            secrets.append(self.kem_sk.decapsulate(ct))
+        return combine_shared_secret(secrets, salt, self.suite)
 
 
 def shared_secret_server(request):
     """The server's half (used by the self-test round trip)."""
-    if request.get("algorithm") != SUITE or len(request.get("encapsulationKeys", [])) != 1:
+    suite = request.get("algorithm")
+    keys = request.get("encapsulationKeys", [])
+    if suite not in SUITES or len(keys) != (2 if suite in HYBRID else 1):
         raise ValueError("bad sharedSecretRequest")
-    enc, ss = dhkem_p384_encap(b64d(request["encapsulationKeys"][0]))
+    enc, ss = dhkem_p384_encap(b64d(keys[0]))
+    out, secrets = [b64e(enc)], [ss]
+    if suite in HYBRID:
+        k, ct = mlkem_public_from_spki(HYBRID[suite][0], b64d(keys[1])).encapsulate()
+        out.append(b64e(ct))
+        secrets.append(k)
     salt = os.urandom(32)
-    return {"salt": b64e(salt), "encapsulatedKeys": [b64e(enc)]}, combine_shared_secret([ss], salt)
+    return {"salt": b64e(salt), "encapsulatedKeys": out}, combine_shared_secret(secrets, salt, suite)
 
 
 # ------------------------------------------------------------------------------------ AEAD
@@ -440,17 +529,43 @@ def jws_hmac_compact(encoded_header, encoded_payload, key):
 
 def jws_json_verify_es384(jws, pub):
     """JWS JSON general serialization; every signature must be ES384 for EC_P384 and verify."""
+    return jws_json_verify(jws, pub)
+
+
+def jws_json_verify(jws, ec_pub, mldsa_pub=None, suite=SUITE):
+    """JWS JSON general serialization (Temporary-Encryption-Keys.md, mobile-sdk AeadEncryptorFactory
+    _BuildKeyList: the ECDSA key, then the ML-DSA key of a hybrid key). EC_P384: ES384 signatures only,
+    each verifying. Hybrid suites: exactly one ES384 and one ML-DSA-65/87 signature (the suite's), both
+    verifying (pure ML-DSA, empty context, over ASCII `protected.payload`); any other is refused."""
     if isinstance(jws, str):
         jws = json.loads(jws)
+    if not isinstance(jws, dict) or not isinstance(jws.get("payload"), str):
+        raise ValueError("JWS JSON has no payload")
     sigs = jws.get("signatures")
     if not isinstance(sigs, list) or not sigs:
         raise ValueError("JWS has no signatures")
     payload = jws["payload"]
+    want = ["ES384"] + ([HYBRID[suite][1]] if suite in HYBRID else [])
+    if suite in HYBRID and mldsa_pub is None:
+        raise ValueError("%s needs the ML-DSA public key to verify the JWS" % suite)
+    seen = []
     for s in sigs:
+        if not isinstance(s, dict) or not isinstance(s.get("protected"), str) or not isinstance(s.get("signature"), str):
+            raise ValueError("JWS signature entry malformed")
         prot = json.loads(b64u_d(s["protected"]))
-        if prot.get("alg") != "ES384":
-            raise ValueError("EC_P384 JWS signature alg %r" % prot.get("alg"))
-        es384_verify(pub, (s["protected"] + "." + payload).encode(), b64u_d(s["signature"]))
+        alg = prot.get("alg")
+        if alg not in want:
+            raise ValueError("%s JWS signature alg %r (want %s)" % (suite, alg, "+".join(want)))
+        if alg in seen:
+            raise ValueError("JWS carries two %s signatures" % alg)
+        seen.append(alg)
+        signing_input = (s["protected"] + "." + payload).encode()
+        if alg == "ES384":
+            es384_verify(ec_pub, signing_input, b64u_d(s["signature"]))
+        else:
+            mldsa_verify(mldsa_pub, signing_input, b64u_d(s["signature"]))
+    if suite in HYBRID and sorted(seen) != sorted(want):
+        raise ValueError("%s JWS needs both %s signatures, has %s" % (suite, "+".join(want), "+".join(seen) or "none"))
     return json.loads(b64u_d(payload))
 
 
@@ -552,7 +667,8 @@ def _read_data(b, i):
 
 def parse_config(s):
     """SDK-Configuration.md / mobile-sdk PublicTypes: 0x01 || Data(appKey) || Data(appSecret) ||
-    Count || (id || Data)*; key 0x02 = P-384 ECDSA master public key."""
+    Count || (id || Data)*; key 0x02 = P-384 ECDSA master public key, 0x03 / 0x04 = ML-DSA-65 /
+    ML-DSA-87 master public key as SPKI DER (design digest section 15; any order)."""
     b = b64d(s)
     if not b or b[0] != 1:
         raise ValueError("configuration format byte is not 0x01")
@@ -568,13 +684,106 @@ def parse_config(s):
         raise ValueError("trailing bytes in configuration")
     if len(app_key) != 16 or len(app_secret) != 16:
         raise ValueError("application key and secret must be 16 bytes each")
-    return {"appKey": b64e(app_key), "appSecret": b64e(app_secret), "appSecretRaw": app_secret, "keys": keys}
+    mldsa_keys = {}
+    for kid, name in ((0x03, "ML-DSA-65"), (0x04, "ML-DSA-87")):
+        if kid in keys:
+            if not hybrid_available():
+                raise ValueError("configuration key 0x%02x needs ML-DSA (cryptography >= 45)" % kid)
+            mldsa_keys[name] = mldsa_public_from_spki(name, keys[kid])
+    return {"mldsa": mldsa_keys, "appKey": b64e(app_key), "appSecret": b64e(app_secret), "appSecretRaw": app_secret, "keys": keys}
 
 
 # ------------------------------------------------------------------------------------ self-test
 def _load(d, name):
     with open(os.path.join(d, name)) as f:
         return json.load(f)
+
+
+def _mlkem_seed_from_pkcs8(der):
+    """The Java vectors' PKCS#8 holds the 64-byte seed (d || z) as a bare OCTET STRING (the pre-standard
+    layout OpenSSL 3.5 refuses): 22-byte header, then the seed (vectors INDEX.md)."""
+    if len(der) != 84 or der[18:20] != b"\x04\x40":
+        raise ValueError("unexpected ML-KEM PKCS#8 layout")
+    return der[20:84]
+
+
+def _selftest_hybrid(d, report, hybrid_jws):
+    # ML-KEM-768 decapsulation (FIPS 203 via cryptography) against the Java test vectors
+    ok = total = 0
+    for v in _load(d, "MLKEM_768_Test_Vectors.json")["mlkem_test_vectors"]:
+        total += 1
+        try:
+            sk = mlkem.MLKEM768PrivateKey.from_seed_bytes(_mlkem_seed_from_pkcs8(b64d(v["pqcClientPrivateKey"])))
+            ok += sk.decapsulate(b64d(v["pqcCiphertext"])) == b64d(v["sharedSecret"])
+        except ValueError:
+            pass
+    report("MLKEM_768_Test_Vectors.json (ML-KEM-768 decapsulation)", ok, total)
+
+    # The hybrid KEM steps: P-384 ECDH and ML-KEM-768 in suite order. The file's derivation is the
+    # superseded May-2025 one (KDF(ECDH_X || ML-KEM ss, "shared-secret/ec-p384-ml-l3")); it still pins
+    # both KEM steps and their order, so it is checked as such, not as the final combiner.
+    ok = total = 0
+    for v in _load(d, "ECDHE_P384_MLKEM_768_Test_Vectors.json")["ecdhe_mlkem_test_vectors"]:
+        total += 1
+        try:
+            x = ecdh(priv_from_scalar(b64d(v["ecClientPrivateKey"])), pub_from_bytes(b64d(v["ecServerPublicKey"])))
+            sk = mlkem.MLKEM768PrivateKey.from_seed_bytes(_mlkem_seed_from_pkcs8(b64d(v["pqcClientPrivateKey"])))
+            k = sk.decapsulate(b64d(v["pqcCiphertext"]))
+            ok += kdf(x + k, "shared-secret/ec-p384-ml-l3") == b64d(v["sharedSecret"])
+        except ValueError:
+            pass
+    report("ECDHE_P384_MLKEM_768_Test_Vectors.json (ECDH + ML-KEM-768 steps in suite order; OBSOLETE combiner)", ok, total)
+
+    # The hybrid response JWS (ES384 + ML-DSA-65 by the Java test's keys): both signatures verify;
+    # the same JWS without its ML-DSA signature, with an altered one, with the ES384 one alone, with
+    # a flipped payload, or verified as ML-DSA-87 is refused.
+    ok = total = 0
+    for jws, ec_pub, mldsa_der in hybrid_jws:
+        mpub = mldsa_public_from_spki("ML-DSA-65", mldsa_der)
+        total += 1
+        try:
+            jws_json_verify(jws, ec_pub, mpub, "EC_P384_ML_L3")
+            ok += 1
+        except ValueError:
+            pass
+        for bad in _jws_mutations(jws):
+            total += 1
+            try:
+                jws_json_verify(bad, ec_pub, mpub, "EC_P384_ML_L3")
+            except (ValueError, KeyError):
+                ok += 1
+    report("TemporaryKeyTest_JWS_Vectors.json (ES384 + ML-DSA-65 response JWS; 4 mutations refused)", ok, total)
+
+    # Final-design hybrid shared secret: no upstream vector; round trips per suite, the sizes of
+    # the request and response elements (FIPS 203), and the label's effect.
+    ok = total = 0
+    for suite, (kem, _, _) in HYBRID.items():
+        for _ in range(3):
+            c = SharedSecretClient(suite)
+            req = c.request()
+            resp, s_srv = shared_secret_server(req)
+            total += 1
+            ek, ct = b64d(req["encapsulationKeys"][1]), b64d(resp["encapsulatedKeys"][1])
+            sizes = {"ML-KEM-768": (1184 + 22, 1088), "ML-KEM-1024": (1568 + 22, 1568)}[kem]
+            ok += (c.finish(resp) == s_srv and (len(ek), len(ct)) == sizes and len(b64d(req["encapsulationKeys"][0])) == 97
+                   and len(b64d(resp["encapsulatedKeys"][0])) == 97)
+    report("DHKEM(P-384)+ML-KEM-768/1024+KMAC hybrid shared secret round trips (no upstream vector)", ok, total)
+
+
+def _jws_mutations(jws):
+    sigs = jws["signatures"]
+    es = [s for s in sigs if json.loads(b64u_d(s["protected"]))["alg"] == "ES384"]
+    ml = [s for s in sigs if json.loads(b64u_d(s["protected"]))["alg"] != "ES384"]
+    sig = bytearray(b64u_d(ml[0]["signature"]))
+    sig[100] ^= 1
+    altered = dict(ml[0], signature=b64u_e(bytes(sig)))
+    payload = bytearray(b64u_d(jws["payload"]))
+    payload[-2] ^= 1
+    relabelled = dict(ml[0], protected=b64u_e(b'{"alg":"ML-DSA-87"}'))
+    return [{"payload": jws["payload"], "signatures": es},
+            {"payload": jws["payload"], "signatures": es + [altered]},
+            {"payload": b64u_e(bytes(payload)), "signatures": sigs},
+            {"payload": jws["payload"], "signatures": es + [relabelled]}]
 
 
 def selftest(d):
@@ -677,6 +886,7 @@ def selftest(d):
 
     # ES384 JWS JSON (the only ES384 signatures in any vector source) and the HMAC request JWS
     ok = total = 0
+    hybrid_jws = []
     jv = _load(d, "TemporaryKeyTest_JWS_Vectors.json")
     for c in jv["cases"]:
         if "signingKey" in c:
@@ -694,7 +904,14 @@ def selftest(d):
                 ok += 1
             except (ValueError, KeyError):
                 pass
+            if c.get("publicKeyMlDsa65"):
+                hybrid_jws.append((jws, pub, b64d(c["publicKeyMlDsa65"])))
     report("TemporaryKeyTest_JWS_Vectors.json (HMAC request JWS, ES384 of the response JWS)", ok, total)
+
+    if not hybrid_available():
+        report("hybrid suites: cryptography without ML-KEM/ML-DSA (needs >= 45)", 0, 1)
+    else:
+        _selftest_hybrid(d, report, hybrid_jws)
 
     # No vector exists for the final shared secret, auth codes, status blob or fingerprint:
     # a round trip shows only self-consistency (README, "Where we had to guess").
