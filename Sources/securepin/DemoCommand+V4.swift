@@ -9,7 +9,8 @@ extension DemoCommand {
     /// Part 4: the same device story on PowerAuth V4 with the hybrid suite `EC_P384_ML_L3` (the
     /// library's default: P-384 with ML-KEM-768 and ML-DSA-65) against a second reference server
     /// started with `--algorithm EC_P384_ML_L3`: activation, status, a V4 code, the server-side
-    /// PIN change, a counted wrong PIN and the block at the maximum.
+    /// PIN change, a counted wrong PIN and the block at the maximum; then `EC_P384` (V4 without the
+    /// post-quantum keys) against a third server, activated, confirmed and used once.
     static func v4Story(_ story: Story, directory: String, pins: DemoPINs) async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let tokenFile = directory + "/admin.token"
@@ -67,6 +68,12 @@ extension DemoCommand {
             try expect(status.failCount == 0, "the count is \(status.failCount)")
             return "active, \(status.remainingAttempts) of \(status.maxFailCount) attempts remaining"
         }
+        try await story.step("the device confirms with \(pins.label(.first)) (activation/confirm)") {
+            try expect(await service.needsConfirmation(), "the device did not wait for its confirmation")
+            try await service.confirmActivation(password: try pins.password(.first))
+            try expect(!(await service.needsConfirmation()), "the confirmation was not stored")
+            return "the server cleared its confirmation flag"
+        }
         try await story.step("a request signed with \(pins.label(.first)) is accepted") {
             let body = Array("{}".utf8)
             let header = try await service.signRequestV4(
@@ -116,5 +123,47 @@ extension DemoCommand {
             try expect(status == 0, "the server exited with \(status)")
             return "graceful, exit 0"
         }
+        try await story.step("EC_P384 (V4 without post-quantum keys) against a third server, \(pins.label(.first))") {
+            try await ecP384Round(directory: directory + "/ec-p384", pins: pins)
+        }
+    }
+
+    /// A third server with `--algorithm EC_P384`: activate (the QR form, signed by the P-384 master
+    /// key), commit, confirm, one V4 request; the server stopped either way.
+    static func ecP384Round(directory: String, pins: DemoPINs) async throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let tokenFile = directory + "/admin.token"
+        let token = try AdminToken.random()
+        try AdminToken.store(token, to: tokenFile)
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let server = try ReferenceServerProcess(
+            executable: executable, database: directory + "/server.sqlite", tokenFile: tokenFile,
+            extraArguments: ["--algorithm", ProtocolAlgorithm.ecP384.rawValue])
+        DemoDirectory.children.withLock { $0.append(server.process.processIdentifier) }
+        var stopped = false
+        defer { if !stopped { _ = server.stop() } }
+        let keys = try SDKConfiguration(parsing: server.configuration).keys.map(\.id)
+        try expect(keys.contains(0x02) && !keys.contains(0x03), "expected key 02 and no ML-DSA key, got \(keys)")
+        let backOffice = try BackOfficeClient(baseURL: URL(string: server.baseURL)!, token: token)
+        let configuration = try ActivationConfiguration(
+            instanceId: "com.example.demo.p384", baseEndpointURL: server.baseURL, configuration: server.configuration,
+            algorithm: ProtocolAlgorithm.ecP384.rawValue,
+            knowledgeKeyParameters: PINKeyDerivationParameters(memoryKiB: 16 * 1024, iterations: 2))
+        let service = try ActivationService(
+            configuration: configuration, storage: try FileActivationStorage(directory: directory + "/device"),
+            transport: try HTTPActivationTransport(configuration: configuration))
+        let prepared = try await backOffice.initActivation(userId: "carol")
+        let result = try await service.createActivation(
+            activationCode: prepared.activationCode + "#" + prepared.activationSignature, name: "demo phone P-384",
+            password: try pins.password(.first))
+        try await backOffice.commit(result.activationId)
+        try await service.confirmActivation(password: try pins.password(.first))
+        try await service.validatePassword(try pins.password(.first))
+        let status = try await service.fetchActivationStatus()
+        try expect(status.state == .active && status.failCount == 0, "expected active without failures")
+        stopped = true
+        try expect(server.stop() == 0, "the third server did not exit cleanly")
+        return "activated (code signed by the P-384 master key), confirmed, PIN accepted, server stopped"
     }
 }

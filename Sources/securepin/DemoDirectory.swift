@@ -48,10 +48,13 @@ enum DemoDirectory {
                 // The demo's other threads keep running until _exit: one may create a temporary file
                 // while the tree is being removed (then the removal fails on a non-empty directory).
                 // Remove until the path is gone; a writer cannot create anything in a directory
-                // that no longer exists, so this ends after a pass or two (bounded at 2 s).
-                for _ in 0..<200 {
+                // that no longer exists, so this ends after a pass or two. A server child still
+                // shutting down (slow on a loaded machine) may write its database files meanwhile:
+                // after 3 s it is killed, and the whole wait is bounded at 10 s.
+                for attempt in 0..<1000 {
                     try? FileManager.default.removeItem(atPath: path)
                     if access(path, F_OK) != 0 { break }
+                    if attempt == 300 { for child in children.withLock({ $0 }) { kill(child, SIGKILL) } }
                     usleep(10_000)
                 }
                 FileHandle.standardError.write(Data("\nsecurepin: demo: interrupted; removed \(path)\n".utf8))

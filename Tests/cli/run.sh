@@ -190,7 +190,7 @@ if command -v tmux >/dev/null; then
         sleep 1
     done
     tmux -S "$sock" kill-server 2>/dev/null
-    grep -q "DEMO-EXIT=0" "$work/screen" && grep -q "All 38 steps behaved as expected" "$work/screen"
+    grep -q "DEMO-EXIT=0" "$work/screen" && grep -q "All 40 steps behaved as expected" "$work/screen"
     check "demo --interactive with PINs typed on the pad" 0 0 $?
     [[ $(grep -c '^Choose.*: ••••$' "$work/screen") == 2 ]] && ! grep '^Choose' "$work/screen" | grep -q '[0-9]'
     check "demo --interactive shows dots, never the typed digits" 0 0 $?
@@ -362,7 +362,12 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 [[ -z $(ls -A "$work/demo-tmp") ]] && ! pgrep -f "server --port 0 --db $scratch" >/dev/null
-check "demo interrupted: exit 130, scratch directory and its server gone" 130 $code $?
+left=$?
+if [[ $left != 0 ]]; then # say what stayed, so that a rare failure can be understood
+    echo "left behind: $(cd "$work/demo-tmp" && find . -mindepth 1 | head -20 | tr '\n' ' ')" \
+        "server: $(pgrep -af "server --port 0 --db $scratch" | head -3 | tr '\n' ' ')"
+fi
+check "demo interrupted: exit 130, scratch directory and its server gone" 130 $code $left
 
 # Every securepin process is non-dumpable with a core limit of 0 (review M3): another process of
 # the same (non-root) user cannot read its memory or environment; a control process of that
