@@ -648,16 +648,20 @@ fuzz: fuzz-build
 fuzz-smoke: fuzz-build
 	$(call fuzz_run,$(FUZZ_SMOKE_SECONDS))
 ## bench-server: authenticated requests per second, p50/p99/max latency and the audit-count check of
-## the reference server on loopback, with the load generator in the same process: SQLite, and
-## PostgreSQL with one and with two instances (a throw-away cluster in $(PG_DIR)/bench, stopped and
-## removed on exit), side by side. BENCH_SERVER_ARGS="--json" for machines (only the JSON goes to
+## the reference server on loopback: SQLite, and PostgreSQL with one and with two instances (a
+## throw-away cluster in $(PG_DIR)/bench, stopped and removed on exit), side by side. Every instance
+## is a release `securepin server` process; the bench process is the load generator (keep-alive
+## connections writing pre-built requests; --urlsession for the client transport instead), and the
+## CPU time of each side is reported. BENCH_SERVER_ARGS="--json" for machines (only the JSON goes to
 ## standard output: `make -s bench-server BENCH_SERVER_ARGS=--json > bench.json`); --clients N, --requests N.
 bench-server: deps
 	@$(SWIFT) build -c release --product securepin-bench >&2
+	@$(SWIFT) build -c release --product securepin >&2
 	@mkdir -p $(PG_DIR)
 	@trap 'Tests/postgres/cluster.sh stop $(PG_DIR)/bench' EXIT; \
 	Tests/postgres/cluster.sh start $(PG_DIR)/bench >&2; \
-	$(BUILD_DIR)/release/securepin-bench server --postgres $(PG_DIR)/bench/dsn $(BENCH_SERVER_ARGS)
+	$(BUILD_DIR)/release/securepin-bench server --postgres $(PG_DIR)/bench/dsn \
+	  --securepin $(BUILD_DIR)/release/securepin $(BENCH_SERVER_ARGS)
 
 
 clean:

@@ -11,28 +11,40 @@ import Synchronization
 
 /// `securepin-bench server`: authenticated requests per second and latency of
 /// the reference server on loopback — SQLite with one instance, and, given a
-/// PostgreSQL cluster, PostgreSQL with one and with two instances — with the
-/// load generator (`clients` concurrent async clients over the real client
-/// transport) in the same process, so both share this machine's cores.
+/// PostgreSQL cluster, PostgreSQL with one and with two instances.
 ///
-/// Each client is its own activated device; before the clock starts it
-/// computes `requests` signed `signature/validate` requests (possession and
-/// knowledge, in counter order), so the figure is the server's and the HTTP
-/// path's, not the client's key derivation. With two instances, the clients
-/// alternate between them. Every request must answer 200: the failure counts
-/// (non-200, transport errors, failed attempts on the server) are reported
-/// exactly, and the audit check compares the audit table with the answers.
+/// Every instance is a `securepin server` child process (the release binary), started as an
+/// operator starts it; this process is only the load generator: `clients` keep-alive
+/// connections, one thread each, writing pre-built requests (``RawHTTPLoad``), or with
+/// `--urlsession` the real client transport as before. Both share this machine's cores, so
+/// the figure is "load generator included"; the CPU time of each side is reported.
+///
+/// Each client is its own activated device (prepared through the back office and the
+/// activation endpoints over HTTP); before the clock starts it computes `requests` signed
+/// `signature/validate` requests (possession and knowledge, in counter order), so the figure
+/// is the server's and the HTTP path's, not the client's key derivation. With two instances,
+/// the clients alternate between them. Every request must answer 200: the failure counts
+/// (non-200, transport errors, failed attempts on the server) are reported exactly, and the
+/// audit check compares the audit table with the answers.
+///
+/// After the children have stopped, this process opens the same database and key file as an
+/// in-process ``ReferenceServer`` (never listening) for the "server alone" figures and the
+/// audit check.
 enum ServerBench {
     struct Outcome: Sendable {
         var latenciesNs: [UInt64] = []
         var statusFailures = 0
         var transportFailures = 0
+        var reconnects = 0
+        var firstError: String?
     }
 
     /// One configuration's figures (the `--json` form).
     struct Scenario: Codable, Sendable {
         var store: String
         var instances: Int
+        /// `raw-http` (``RawHTTPLoad``) or `urlsession` (the client transport).
+        var loadGenerator: String
         var clients: Int
         var requests: Int
         var seconds: Double
@@ -42,6 +54,8 @@ enum ServerBench {
         var maxMilliseconds: Double
         var non200: Int
         var transportFailures: Int
+        /// Connections the load generator opened again after the server closed one.
+        var reconnects: Int
         var acceptedAuditRows: Int
         var auditRows: Int
         var expectedAcceptedRows: Int
@@ -54,19 +68,32 @@ enum ServerBench {
         var serverAloneCPUMicroseconds: Double
         var storeFetchMicroseconds: Double
         var countedAttemptMicroseconds: Double
-        /// CPU time of the whole process (server, HTTP on both sides, load generator) per request
-        /// of the timed run: with 2 cores, 2,000,000 / this is the most requests per second.
-        var processCPUMicrosecondsPerRequest: Double
+        /// CPU time per request of the timed run, of the bench process (the load generator only).
+        var loadGeneratorCPUMicrosecondsPerRequest: Double
+        /// Of the `securepin server` processes together.
+        var serverCPUMicrosecondsPerRequest: Double
+        /// Of the PostgreSQL cluster's processes (its backends and background workers), when measured.
+        var postgresCPUMicrosecondsPerRequest: Double?
+        /// The sum of the three: with 2 cores, 2,000,000 / this is the most requests per second.
+        var totalCPUMicrosecondsPerRequest: Double
+        /// The machine's 1-minute load average when the scenario started (others share the cores).
+        var loadAverage: Double
     }
 
     struct Setup {
         var clients: Int
         var requests: Int
         var postgresDSNFile: String?
+        /// The `securepin` binary the instances run.
+        var securepin: String
+        /// The client transport (URLSession) instead of ``RawHTTPLoad``.
+        var urlSession: Bool
         var json: Bool
     }
 
     static func run(_ setup: Setup) throws {
+        let signals = ServerProcess.stopChildrenOnSignals()
+        defer { for source in signals { source.cancel() } }
         let semaphore = DispatchSemaphore(value: 0)
         let result = Mutex<Result<[Scenario], any Error>?>(nil)
         Task {
@@ -109,9 +136,46 @@ enum ServerBench {
         return dsn
     }
 
+    /// Writes a secret (a connection string) to a new 0600 file, straight from secure memory.
+    static func writeSecretFile(_ secret: SecureBytes, to path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ServerProcess.Failed(description: "cannot create \(path) (errno \(errno))") }
+        defer { close(fd) }
+        let written = secret.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) == $0.count }
+        guard written else { throw ServerProcess.Failed(description: "cannot write \(path)") }
+    }
+
+    /// CPU time of the PostgreSQL cluster's processes: every backend and background process
+    /// `pg_stat_activity` lists (the postmaster itself only forks and is left out).
+    struct PostgresProcesses {
+        let pool: PostgresPool
+
+        /// CPU nanoseconds so far of each process the cluster lists now.
+        func snapshot() throws -> [Int32: UInt64] {
+            let rows = try pool.withConnection { (c) throws(PostgresError) in
+                try c.query("SELECT pid::int8 FROM pg_stat_activity")
+            }
+            var out: [Int32: UInt64] = [:]
+            for row in rows {
+                guard case .integer(let pid) = row[0], let cpu = ServerProcess.cpuNanoseconds(pid: Int32(pid)) else {
+                    continue
+                }
+                out[Int32(pid)] = cpu
+            }
+            return out
+        }
+
+        /// CPU nanoseconds between two snapshots (a process started in between counts in full).
+        static func spent(_ before: [Int32: UInt64], _ after: [Int32: UInt64]) -> UInt64 {
+            after.reduce(0) { sum, entry in sum + (entry.value - min(entry.value, before[entry.key] ?? 0)) }
+        }
+    }
+
     static func measure(_ setup: Setup, backend: SecureBytes?, instances: Int) async throws -> Scenario {
         let clients = setup.clients
         let requests = setup.requests
+        var loadAverage = [0.0, 0.0, 0.0]
+        _ = getloadavg(&loadAverage, 3)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "securepin-bench-server-\(getpid())-\(backend == nil ? "sqlite" : "pg\(instances)")"
         )
@@ -119,35 +183,51 @@ enum ServerBench {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let databaseDSN = try backend.map { (base) throws in try freshDatabase(base) }
-        var servers: [ReferenceServer] = []
-        defer { for server in servers { server.stop() } }
-        for _ in 0..<instances {
-            var options = ReferenceServer.Options(
-                databasePath: directory + "/server.sqlite", keyFilePath: directory + "/server.key",
-                http: .init(maximumConnections: max(128, clients * 2)))
-            if let databaseDSN {
-                options.storage = .postgres(
-                    connectionString: databaseDSN,
-                    pool: PostgresPool.Configuration(maximumConnections: 16, acquireTimeoutSeconds: 30))
-            }
-            let server = try ReferenceServer(options: options)
-            try server.start()
-            servers.append(server)
+        let postgres = try backend.map { (base) throws in
+            PostgresProcesses(pool: try PostgresPool(connectionString: base))
         }
-        let first = servers[0]
-        let configurations = try servers.map { (server) throws in
-            try ActivationConfiguration(
-                instanceId: "bench", baseEndpointURL: "http://127.0.0.1:\(server.port ?? 0)",
-                configuration: try server.configurationString(), algorithm: "LEGACY_P256",
-                knowledgeKeyParameters: .testing)
+        let keyFile = directory + "/server.key"
+        let databaseFile = directory + "/server.sqlite"
+        var storeArguments = ["--db", databaseFile, "--key-file", keyFile]
+        if let databaseDSN {
+            try writeSecretFile(databaseDSN, to: directory + "/server.dsn")
+            storeArguments = ["--store", "postgres", "--dsn-file", directory + "/server.dsn", "--key-file", keyFile]
+        }
+        let token = try AdminToken.random()
+        defer { token.destroy() }
+        try AdminToken.store(token, to: directory + "/admin.token")
+
+        // The instances, one after the other: the first creates the key file and the tables,
+        // the next opens them once the first is ready.
+        var children: [ServerProcess] = []
+        defer { for child in children { child.stop() } }
+        for index in 0..<instances {
+            children.append(
+                try ServerProcess(
+                    executable: setup.securepin, storeArguments: storeArguments, tokenFile: directory + "/admin.token",
+                    readyFile: directory + "/ready-\(index)"))
+        }
+        let offices = try children.map { (child) throws in
+            try BackOfficeClient(baseURL: URL(string: "http://127.0.0.1:\(child.port)")!, token: token)
+        }
+        var configurations: [ActivationConfiguration] = []
+        for (child, office) in zip(children, offices) {
+            configurations.append(
+                try ActivationConfiguration(
+                    instanceId: "bench", baseEndpointURL: "http://127.0.0.1:\(child.port)",
+                    configuration: try await office.configurationString(), algorithm: "LEGACY_P256",
+                    knowledgeKeyParameters: .testing))
         }
         let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "BENCH")))
         let label = backend == nil ? "SQLite" : "PostgreSQL, \(instances) instance\(instances == 1 ? "" : "s")"
+        let generator = setup.urlSession ? "urlsession" : "raw-http"
         if !setup.json {
-            print("\(label): \(clients) concurrent clients × \(requests) signed requests, loopback, same process")
+            print(
+                "\(label): \(clients) concurrent clients × \(requests) signed requests, loopback, "
+                    + "\(instances) securepin server process\(instances == 1 ? "" : "es"), load generator \(generator)")
             print("  preparing: activating \(clients) devices and signing \(clients * requests) requests (not timed)…")
         }
-        var plans: [(HTTPActivationTransport, [String], String)] = []
+        var plans: [(lane: Int, transport: HTTPActivationTransport, headers: [String], id: String)] = []
         var direct: [String] = []
         for c in 0..<clients {
             let lane = c % instances
@@ -155,17 +235,24 @@ enum ServerBench {
             let transport = try HTTPActivationTransport(configuration: configurations[lane])
             let service = try ActivationService(
                 configuration: configurations[lane], storage: storage, transport: transport)
-            let prepared = try servers[lane].activationServer.initActivation(userId: "user-\(c)")
+            let prepared = try await offices[lane].initActivation(userId: "user-\(c)")
             let p = try MutablePassword()
             for s in "1234".unicodeScalars { try p.addCharacter(s) }
             let password = try p.copyToImmutable()
             p.destroy()
             _ = try await service.createActivation(
                 activationCode: prepared.activationCode, name: "bench \(c)", password: password)
-            try servers[lane].activationServer.commitActivation(prepared.activationId)
+            try await offices[lane].commit(prepared.activationId)
+            var headers: [String] = []
+            for _ in 0..<requests {
+                let header = try await service.signRequest(
+                    method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+                    authentication: .possessionWithPassword(password))
+                headers.append(header.value)
+            }
             if c == 0 {
-                // A separate batch for the same device, answered without HTTP (see below);
-                // signed first, so the server has moved past them when the HTTP batch starts.
+                // A separate batch for the same device, answered without HTTP after the timed run
+                // (see below); signed after the HTTP batch, in the order the server sees them.
                 for _ in 0..<requests {
                     direct.append(
                         try await service.signRequest(
@@ -174,31 +261,84 @@ enum ServerBench {
                         ).value)
                 }
             }
-            var headers: [String] = []
-            for _ in 0..<requests {
-                let header = try await service.signRequest(
-                    method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
-                    authentication: .possessionWithPassword(password))
-                headers.append(header.value)
-            }
-            plans.append((transport, headers, prepared.activationId))
+            plans.append((lane, transport, headers, prepared.activationId))
+        }
+        let path = ActivationAPI.validateSignature.path
+        let lanes = plans.map { plan in
+            RawHTTPLoad.Lane(
+                port: children[plan.lane].port,
+                requests: plan.headers.map {
+                    RawHTTPLoad.request(
+                        path: path, port: children[plan.lane].port, header: AuthorizationHeader.name, value: $0,
+                        body: body)
+                })
         }
 
-        // The server alone: the same requests answered by respond(to:) in this thread, no HTTP,
-        // one at a time, to show how much of a request's time is the server's own work, and how
-        // much of that is CPU (the rest is waiting, mostly for the commit's fsync).
         if !setup.json {
             print("  measuring…")
             fflush(nil)  // every stream: a profiler waits for this line
         }
+        struct Clocks {
+            var wall: UInt64 = 0
+            var bench: UInt64 = 0
+            var servers: [UInt64] = []
+            var postgres: [Int32: UInt64] = [:]
+        }
+        func clocks() throws -> Clocks {
+            Clocks(
+                wall: now(), bench: processCPU(), servers: children.map { $0.cpuNanoseconds() ?? 0 },
+                postgres: try postgres?.snapshot() ?? [:])
+        }
+        var before = Clocks()
+        let outcomes: [Outcome]
+        if setup.urlSession {
+            before = try clocks()
+            outcomes = await urlSessionLoad(plans.map { ($0.transport, $0.headers) }, body: body)
+        } else {
+            var failure: (any Error)?
+            outcomes = RawHTTPLoad.run(lanes) {
+                do { before = try clocks() } catch { failure = error }
+            }
+            .map {
+                Outcome(
+                    latenciesNs: $0.latenciesNs, statusFailures: $0.statusFailures,
+                    transportFailures: $0.transportFailures, reconnects: $0.reconnects, firstError: $0.firstError)
+            }
+            if let failure { throw failure }
+        }
+        let after = try clocks()
+        let elapsed = Double(after.wall - before.wall) / 1e9
+        let benchCPU = Double(after.bench - before.bench)
+        let serverCPU = Double(zip(after.servers, before.servers).map { $0 - min($0, $1) }.reduce(0, +))
+        let postgresCPU = postgres.map { _ in Double(PostgresProcesses.spent(before.postgres, after.postgres)) }
+        for child in children { child.stop() }
+        for (index, child) in children.enumerated() where child.process.terminationStatus != 0 {
+            FileHandle.standardError.write(
+                Data("securepin-bench: instance \(index) exited with status \(child.process.terminationStatus)\n".utf8))
+        }
+        if let error = outcomes.compactMap(\.firstError).first {
+            FileHandle.standardError.write(Data("securepin-bench: first transport failure: \(error)\n".utf8))
+        }
+
+        // The same database and key file, opened in this process (never listening) once the
+        // instances are gone: the server alone, and the audit check.
+        var options = ReferenceServer.Options(databasePath: databaseFile, keyFilePath: keyFile)
+        if let databaseDSN {
+            options.storage = .postgres(
+                connectionString: databaseDSN,
+                pool: PostgresPool.Configuration(maximumConnections: 4, acquireTimeoutSeconds: 30))
+        }
+        let first = try ReferenceServer(options: options)
+
+        // The server alone: the same requests answered by respond(to:) in this thread, no HTTP,
+        // one at a time, to show how much of a request's time is the server's own work, and how
+        // much of that is CPU (the rest is waiting, mostly for the commit's fsync).
         var directFailures = 0
         let directStart = now()
         let directCPUStart = threadCPU()
         for header in direct {
             let response = first.activationServer.respond(
-                to: TransportRequest(
-                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header], body: body)
-            )
+                to: TransportRequest(path: path, headers: [AuthorizationHeader.name: header], body: body))
             if response.statusCode != 200 { directFailures += 1 }
         }
         let directCPUNs = Double(threadCPU() - directCPUStart) / Double(max(1, direct.count))
@@ -217,10 +357,47 @@ enum ServerBench {
         }
         let attemptNs = Double(now() - attemptStart) / Double(requests)
 
-        let start = now()
-        let cpuStart = processCPU()
-        let outcomes = await withTaskGroup(of: Outcome.self) { group in
-            for (transport, headers, _) in plans {
+        var latencies = outcomes.flatMap(\.latenciesNs)
+        latencies.sort()
+        func percentile(_ p: Double) -> Double {
+            Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
+        }
+        let total = latencies.count
+        let non200 = outcomes.map(\.statusFailures).reduce(0, +)
+        let transportFailures = outcomes.map(\.transportFailures).reduce(0, +)
+        var failedAttempts = 0
+        var accepted = 0
+        var auditRows = 0
+        for plan in plans {
+            failedAttempts += try first.activationServer.activationDetail(plan.id).failedAttempts
+            let trail = try first.store.auditTrail(activationId: plan.id)
+            auditRows += trail.count
+            accepted += trail.filter { $0.outcome == .accepted }.count
+        }
+        let expected = total - non200 - transportFailures + direct.count - directFailures
+        let perRequest = { (ns: Double) in ns / Double(max(1, total)) / 1000 }
+        return Scenario(
+            store: backend == nil ? "sqlite" : "postgres", instances: instances, loadGenerator: generator,
+            clients: clients, requests: total, seconds: elapsed, requestsPerSecond: Double(total) / elapsed,
+            p50Milliseconds: percentile(0.50), p99Milliseconds: percentile(0.99),
+            maxMilliseconds: Double(latencies.last ?? 0) / 1e6, non200: non200, transportFailures: transportFailures,
+            reconnects: outcomes.map(\.reconnects).reduce(0, +), acceptedAuditRows: accepted, auditRows: auditRows,
+            expectedAcceptedRows: expected, failedAttempts: failedAttempts,
+            auditCheck: accepted == expected && auditRows == accepted && failedAttempts == 0,
+            serverAloneMicroseconds: directNs / 1000, serverAloneCPUMicroseconds: directCPUNs / 1000,
+            storeFetchMicroseconds: fetchNs / 1000, countedAttemptMicroseconds: attemptNs / 1000,
+            loadGeneratorCPUMicrosecondsPerRequest: perRequest(benchCPU),
+            serverCPUMicrosecondsPerRequest: perRequest(serverCPU),
+            postgresCPUMicrosecondsPerRequest: postgresCPU.map(perRequest),
+            totalCPUMicrosecondsPerRequest: perRequest(benchCPU + serverCPU + (postgresCPU ?? 0)),
+            loadAverage: loadAverage[0])
+    }
+
+    /// The earlier load generator (`--urlsession`): one task per client over the client
+    /// transport (URLSession), the same requests.
+    static func urlSessionLoad(_ plans: [(HTTPActivationTransport, [String])], body: [UInt8]) async -> [Outcome] {
+        await withTaskGroup(of: Outcome.self) { group in
+            for (transport, headers) in plans {
                 group.addTask {
                     var outcome = Outcome()
                     outcome.latenciesNs.reserveCapacity(headers.count)
@@ -235,6 +412,7 @@ enum ServerBench {
                             if response.statusCode != 200 { outcome.statusFailures += 1 }
                         } catch {
                             outcome.transportFailures += 1
+                            if outcome.firstError == nil { outcome.firstError = "\(error)" }
                         }
                         outcome.latenciesNs.append(now() - sent)
                     }
@@ -243,37 +421,6 @@ enum ServerBench {
             }
             return await group.reduce(into: [Outcome]()) { $0.append($1) }
         }
-        let elapsed = Double(now() - start) / 1e9
-        let cpuNs = Double(processCPU() - cpuStart)
-
-        var latencies = outcomes.flatMap(\.latenciesNs)
-        latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
-        }
-        let total = latencies.count
-        let non200 = outcomes.map(\.statusFailures).reduce(0, +)
-        let transportFailures = outcomes.map(\.transportFailures).reduce(0, +)
-        var failedAttempts = 0
-        var accepted = 0
-        var auditRows = 0
-        for (_, _, id) in plans {
-            failedAttempts += try first.activationServer.activationDetail(id).failedAttempts
-            let trail = try first.store.auditTrail(activationId: id)
-            auditRows += trail.count
-            accepted += trail.filter { $0.outcome == .accepted }.count
-        }
-        let expected = total - non200 - transportFailures + direct.count - directFailures
-        return Scenario(
-            store: backend == nil ? "sqlite" : "postgres", instances: instances, clients: clients, requests: total,
-            seconds: elapsed, requestsPerSecond: Double(total) / elapsed, p50Milliseconds: percentile(0.50),
-            p99Milliseconds: percentile(0.99), maxMilliseconds: Double(latencies.last ?? 0) / 1e6, non200: non200,
-            transportFailures: transportFailures, acceptedAuditRows: accepted, auditRows: auditRows,
-            expectedAcceptedRows: expected, failedAttempts: failedAttempts,
-            auditCheck: accepted == expected && auditRows == accepted && failedAttempts == 0,
-            serverAloneMicroseconds: directNs / 1000, serverAloneCPUMicroseconds: directCPUNs / 1000,
-            storeFetchMicroseconds: fetchNs / 1000, countedAttemptMicroseconds: attemptNs / 1000,
-            processCPUMicrosecondsPerRequest: cpuNs / Double(max(1, total)) / 1000)
     }
 
     /// CPU nanoseconds of the whole process (user and system, every thread).
@@ -303,8 +450,12 @@ enum ServerBench {
         row("latency p50 ms") { String(format: "%.2f", $0.p50Milliseconds) }
         row("latency p99 ms") { String(format: "%.2f", $0.p99Milliseconds) }
         row("latency max ms") { String(format: "%.2f", $0.maxMilliseconds) }
-        row("process CPU µs/request") { String(format: "%.0f", $0.processCPUMicrosecondsPerRequest) }
+        row("CPU µs/request: total") { String(format: "%.0f", $0.totalCPUMicrosecondsPerRequest) }
+        row("  load generator (bench)") { String(format: "%.0f", $0.loadGeneratorCPUMicrosecondsPerRequest) }
+        row("  securepin server(s)") { String(format: "%.0f", $0.serverCPUMicrosecondsPerRequest) }
+        row("  PostgreSQL processes") { $0.postgresCPUMicrosecondsPerRequest.map { String(format: "%.0f", $0) } ?? "-" }
         row("non-200 / transport failures") { "\($0.non200) / \($0.transportFailures)" }
+        row("reconnects") { "\($0.reconnects)" }
         row("audit: accepted rows") { "\($0.acceptedAuditRows) of \($0.auditRows)" }
         row("failed attempts") { "\($0.failedAttempts)" }
         row("audit check") { $0.auditCheck ? "ok (\($0.expectedAcceptedRows) = 200s)" : "MISMATCH" }
@@ -312,7 +463,11 @@ enum ServerBench {
         row("  of which CPU µs") { String(format: "%.0f", $0.serverAloneCPUMicroseconds) }
         row("store fetch µs") { String(format: "%.0f", $0.storeFetchMicroseconds) }
         row("one counted attempt µs") { String(format: "%.0f", $0.countedAttemptMicroseconds) }
+        row("load average (1 min)") { String(format: "%.2f", $0.loadAverage) }
         print("")
+        print(
+            "load generator: \(scenarios.first?.loadGenerator ?? "") in the bench process; servers: securepin server processes"
+        )
         print("goal: SQLite ≥ 5000 req/s with p99 ≤ 20 ms; PostgreSQL ≥ 3000 req/s across two instances")
     }
 }

@@ -5,7 +5,7 @@
 //   securepin-bench [memory] [--json] [--rounds N]
 //   securepin-bench kdf [--out DIR] [--quick]
 //   securepin-bench vault
-//   securepin-bench server [--clients N] [--requests N] [--postgres DSN-FILE] [--json]
+//   securepin-bench server [--clients N] [--requests N] [--postgres DSN-FILE] [--securepin PATH] [--urlsession] [--json]
 import BenchmarkKit
 import CSodium
 import Foundation
@@ -213,6 +213,8 @@ var quick = false
 var clients = 16
 var requests = 200
 var postgresDSNFile: String?
+var securepinPath: String?
+var urlSession = false
 var rest = Array(CommandLine.arguments.dropFirst())
 while !rest.isEmpty {
     let a = rest.removeFirst()
@@ -234,6 +236,14 @@ while !rest.isEmpty {
         if a == "--clients" { clients = n } else { requests = n }
         rest.removeFirst()
     case "--quick": quick = true
+    case "--urlsession": urlSession = true
+    case "--securepin":
+        guard let file = rest.first else {
+            print("securepin-bench: --securepin needs the path of the securepin binary")
+            exit(2)
+        }
+        securepinPath = file
+        rest.removeFirst()
     case "--postgres":
         guard let file = rest.first else {
             print("securepin-bench: --postgres needs a file that holds the cluster's connection string")
@@ -251,7 +261,8 @@ while !rest.isEmpty {
     default:
         print(
             "usage: securepin-bench [memory|vault] [--json] [--rounds N] | securepin-bench kdf [--out DIR] [--quick]"
-                + " | securepin-bench server [--clients N] [--requests N] [--postgres DSN-FILE] [--json]")
+                + " | securepin-bench server [--clients N] [--requests N] [--postgres DSN-FILE] [--securepin PATH]"
+                + " [--urlsession] [--json]")
         exit(2)
     }
 }
@@ -260,8 +271,19 @@ do {
     case "kdf": try kdfSuite(outputDirectory: outputDirectory, quick: quick)
     case "vault": try vaultSuite(rounds: rounds)
     case "server":
+        // The instances run the securepin binary next to this one unless --securepin names another.
+        let securepin =
+            securepinPath
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("securepin").path
+        guard FileManager.default.isExecutableFile(atPath: securepin) else {
+            print("securepin-bench: no securepin binary at \(securepin) (build it, or give --securepin PATH)")
+            exit(2)
+        }
         try ServerBench.run(
-            .init(clients: clients, requests: requests, postgresDSNFile: postgresDSNFile, json: json))
+            .init(
+                clients: clients, requests: requests, postgresDSNFile: postgresDSNFile, securepin: securepin,
+                urlSession: urlSession, json: json))
     default: report(try memoryFigures(rounds: rounds), json: json)
     }
 } catch {
