@@ -76,8 +76,12 @@ enum ServerBench {
         var postgresCPUMicrosecondsPerRequest: Double?
         /// The sum of the three: with 2 cores, 2,000,000 / this is the most requests per second.
         var totalCPUMicrosecondsPerRequest: Double
-        /// The machine's 1-minute load average when the scenario started (others share the cores).
-        var loadAverage: Double
+        /// CPU time of everything else on the machine per request (`/proc/stat` minus the three
+        /// above): the kernel's own threads (writeback, `fsync`), exited processes, other users.
+        var otherCPUMicrosecondsPerRequest: Double
+        /// The machine's idle share of the timed run (0 … 1, `/proc/stat`, waiting for I/O included):
+        /// above zero, the run was not short of CPU.
+        var machineIdle: Double
     }
 
     struct Setup {
@@ -174,8 +178,6 @@ enum ServerBench {
     static func measure(_ setup: Setup, backend: SecureBytes?, instances: Int) async throws -> Scenario {
         let clients = setup.clients
         let requests = setup.requests
-        var loadAverage = [0.0, 0.0, 0.0]
-        _ = getloadavg(&loadAverage, 3)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "securepin-bench-server-\(getpid())-\(backend == nil ? "sqlite" : "pg\(instances)")"
         )
@@ -283,11 +285,12 @@ enum ServerBench {
             var bench: UInt64 = 0
             var servers: [UInt64] = []
             var postgres: [Int32: UInt64] = [:]
+            var machine = MachineCPU()
         }
         func clocks() throws -> Clocks {
             Clocks(
                 wall: now(), bench: processCPU(), servers: children.map { $0.cpuNanoseconds() ?? 0 },
-                postgres: try postgres?.snapshot() ?? [:])
+                postgres: try postgres?.snapshot() ?? [:], machine: MachineCPU.now())
         }
         var before = Clocks()
         let outcomes: [Outcome]
@@ -311,6 +314,8 @@ enum ServerBench {
         let benchCPU = Double(after.bench - before.bench)
         let serverCPU = Double(zip(after.servers, before.servers).map { $0 - min($0, $1) }.reduce(0, +))
         let postgresCPU = postgres.map { _ in Double(PostgresProcesses.spent(before.postgres, after.postgres)) }
+        let machineBusy = Double(after.machine.busy - min(after.machine.busy, before.machine.busy))
+        let machineAll = Double(after.machine.all - min(after.machine.all, before.machine.all))
         for child in children { child.stop() }
         for (index, child) in children.enumerated() where child.process.terminationStatus != 0 {
             FileHandle.standardError.write(
@@ -390,7 +395,27 @@ enum ServerBench {
             serverCPUMicrosecondsPerRequest: perRequest(serverCPU),
             postgresCPUMicrosecondsPerRequest: postgresCPU.map(perRequest),
             totalCPUMicrosecondsPerRequest: perRequest(benchCPU + serverCPU + (postgresCPU ?? 0)),
-            loadAverage: loadAverage[0])
+            otherCPUMicrosecondsPerRequest: perRequest(max(0, machineBusy - benchCPU - serverCPU - (postgresCPU ?? 0))),
+            machineIdle: machineAll > 0 ? 1 - machineBusy / machineAll : 0)
+    }
+
+    /// The whole machine's CPU time from the first line of `/proc/stat`, in nanoseconds.
+    struct MachineCPU {
+        /// user, nice, system, irq, softirq and steal.
+        var busy: UInt64 = 0
+        /// busy, idle and iowait.
+        var all: UInt64 = 0
+
+        static func now() -> MachineCPU {
+            guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+                let line = text.split(separator: "\n").first, line.hasPrefix("cpu ")
+            else { return MachineCPU() }
+            let ticks = line.split(separator: " ").dropFirst().compactMap { UInt64($0) }
+            guard ticks.count >= 8 else { return MachineCPU() }
+            let perTick = 1_000_000_000 / UInt64(max(1, sysconf(Int32(_SC_CLK_TCK))))
+            let busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+            return MachineCPU(busy: busy * perTick, all: (busy + ticks[3] + ticks[4]) * perTick)
+        }
     }
 
     /// The earlier load generator (`--urlsession`): one task per client over the client
@@ -454,6 +479,8 @@ enum ServerBench {
         row("  load generator (bench)") { String(format: "%.0f", $0.loadGeneratorCPUMicrosecondsPerRequest) }
         row("  securepin server(s)") { String(format: "%.0f", $0.serverCPUMicrosecondsPerRequest) }
         row("  PostgreSQL processes") { $0.postgresCPUMicrosecondsPerRequest.map { String(format: "%.0f", $0) } ?? "-" }
+        row("  rest of the machine") { String(format: "%.0f", $0.otherCPUMicrosecondsPerRequest) }
+        row("machine idle during the run") { String(format: "%.0f%%", $0.machineIdle * 100) }
         row("non-200 / transport failures") { "\($0.non200) / \($0.transportFailures)" }
         row("reconnects") { "\($0.reconnects)" }
         row("audit: accepted rows") { "\($0.acceptedAuditRows) of \($0.auditRows)" }
@@ -463,7 +490,6 @@ enum ServerBench {
         row("  of which CPU µs") { String(format: "%.0f", $0.serverAloneCPUMicroseconds) }
         row("store fetch µs") { String(format: "%.0f", $0.storeFetchMicroseconds) }
         row("one counted attempt µs") { String(format: "%.0f", $0.countedAttemptMicroseconds) }
-        row("load average (1 min)") { String(format: "%.2f", $0.loadAverage) }
         print("")
         print(
             "load generator: \(scenarios.first?.loadGenerator ?? "") in the bench process; servers: securepin server processes"
