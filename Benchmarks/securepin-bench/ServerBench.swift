@@ -183,7 +183,11 @@ enum ServerBench {
         )
         .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        ServerProcess.scratch.withLock { _ = $0.insert(directory) }
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            ServerProcess.scratch.withLock { _ = $0.remove(directory) }
+        }
         let databaseDSN = try backend.map { (base) throws in try freshDatabase(base) }
         let postgres = try backend.map { (base) throws in
             PostgresProcesses(pool: try PostgresPool(connectionString: base))

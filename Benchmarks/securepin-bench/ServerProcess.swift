@@ -25,6 +25,8 @@ final class ServerProcess {
 
     /// Every child still running, so that an interrupted bench (SIGINT, SIGTERM) stops them too.
     static let running = Mutex<Set<Int32>>([])
+    /// Scratch directories (they hold the admin token and DSN files) that an interrupted bench removes.
+    static let scratch = Mutex<Set<String>>([])
 
     /// Starts `executable server --port 0 STORE… --admin-token-file T --log-file /dev/null
     /// --ready-file R` and waits (at most `timeout` seconds) until the ready file holds the port.
@@ -93,8 +95,9 @@ final class ServerProcess {
         process.waitUntilExit()
     }
 
-    /// Makes SIGINT and SIGTERM kill every running child before the bench exits (a child
-    /// outliving the bench would keep its port and, on PostgreSQL, its connections).
+    /// Makes SIGINT and SIGTERM kill every running child and remove the scratch directories
+    /// before the bench exits (a child outliving the bench would keep its port and, on
+    /// PostgreSQL, its connections; a directory would keep the token and DSN files).
     static func stopChildrenOnSignals() -> [any DispatchSourceSignal] {
         [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
@@ -102,6 +105,8 @@ final class ServerProcess {
             source.setEventHandler {
                 let children = running.withLock { $0 }
                 for child in children { kill(child, SIGKILL) }
+                for child in children { waitpid(child, nil, 0) }
+                for directory in scratch.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: directory) }
                 exit(128 + number)
             }
             source.resume()
