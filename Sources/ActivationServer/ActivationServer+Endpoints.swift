@@ -451,7 +451,7 @@ extension ActivationServer {
         do throws(ActivationServerError) {
             result = try store.recordAttempt(
                 activationId: record.activationId, outcome: outcome, now: clock.now(),
-                failureBlockDuration: configuration.failureBlockDuration)
+                failureBlockDuration: configuration.failureBlockDuration, observed: record)
         } catch {
             keys.destroy()
             throw error

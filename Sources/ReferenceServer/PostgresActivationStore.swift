@@ -337,27 +337,86 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
     ) throws(ActivationServerError) -> AttemptResult {
         try inTransaction { (c) throws(ActivationServerError) -> AttemptResult in
-            var record = try lockedRecord(activationId, on: c)
-            let before = (record.state, record.failedAttempts)
-            let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
-            let label: AuditOutcome
-            if accepted {
-                label = .accepted
-            } else if record.failedAttempts > before.1 || (record.state == .blocked && before.0 != .blocked) {
-                label = record.state == .blocked ? .failureBlocked : .failure
-            } else {
-                label = .refused
-            }
-            try write(record, on: c)
-            try run { () throws(PostgresError) in
-                try c.query(
-                    "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES ($1, $2, $3)",
-                    [.text(activationId), .double(now.timeIntervalSince1970), .text(label.rawValue)])
-            }
-            return AttemptResult(
-                accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
-                maxFailedAttempts: record.maxFailedAttempts)
+            try lockedAttempt(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+                on: c)
         }
+    }
+
+    /// Records one attempt given the record the verifier read. When the row still holds every
+    /// value the verifier saw (``ObservedRow``), the rule's result is written by one statement —
+    /// a conditional `UPDATE` and its audit row — instead of reading the row again under a lock
+    /// (and opening its sealed key a second time), updating it and inserting the audit row: three
+    /// round trips (`BEGIN`, the statement, `COMMIT`) instead of five. `BEGIN` stays separate:
+    /// it is the one statement the pool may retry on a fresh connection after the database
+    /// restarted. When another instance or request changed the row in between, the statement
+    /// changes nothing and the same transaction takes the locked path, so the count is the one
+    /// the locked path gives in the same interleaving.
+    public func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult {
+        try inTransaction { (c) throws(ActivationServerError) -> AttemptResult in
+            if observed.activationId == activationId, ObservedRow.eligible(observed) {
+                var record = observed
+                let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
+                let label = AuditOutcome.of(accepted: accepted, before: observed, after: record)
+                let written = try run { () throws(PostgresError) in
+                    try c.query(
+                        """
+                        WITH changed AS (
+                        UPDATE activation SET state = $1, counter = $2, counter_index = $3, failed_attempts = $4,
+                        blocked_until = $5 WHERE id = $6 AND state = $7 AND counter = $8 AND counter_index = $9
+                        AND failed_attempts = $10 AND max_failed_attempts = $11
+                        AND blocked_until IS NOT DISTINCT FROM $12 AND device_public_key IS NOT DISTINCT FROM $13
+                        AND biometry_enabled = $14 AND v4_sealed IS NULL RETURNING id)
+                        INSERT INTO attempt_audit(activation_id, at, outcome) SELECT id, $15, $16 FROM changed
+                        RETURNING activation_id
+                        """,
+                        [
+                            .integer(Int64(record.state.rawValue)), .bytes(record.counter.bytes),
+                            .integer(Int64(bitPattern: record.counterIndex)), .integer(Int64(record.failedAttempts)),
+                            record.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
+                            .text(activationId), .integer(Int64(observed.state.rawValue)),
+                            .bytes(observed.counter.bytes), .integer(Int64(bitPattern: observed.counterIndex)),
+                            .integer(Int64(observed.failedAttempts)), .integer(Int64(observed.maxFailedAttempts)),
+                            observed.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
+                            observed.devicePublicKey.map { .bytes($0) } ?? .null, .bool(observed.biometryEnabled),
+                            .double(now.timeIntervalSince1970), .text(label.rawValue),
+                        ]
+                    ).count
+                }
+                if written == 1 {
+                    return AttemptResult(
+                        accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+                        maxFailedAttempts: record.maxFailedAttempts)
+                }
+            }
+            return try lockedAttempt(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+                on: c)
+        }
+    }
+
+    /// The counting rule on the row read under its lock, the row written back and the audit
+    /// row inserted; the caller holds the transaction.
+    private func lockedAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        on c: PostgresConnection
+    ) throws(ActivationServerError) -> AttemptResult {
+        var record = try lockedRecord(activationId, on: c)
+        let before = record
+        let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
+        let label = AuditOutcome.of(accepted: accepted, before: before, after: record)
+        try write(record, on: c)
+        try run { () throws(PostgresError) in
+            try c.query(
+                "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES ($1, $2, $3)",
+                [.text(activationId), .double(now.timeIntervalSince1970), .text(label.rawValue)])
+        }
+        return AttemptResult(
+            accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+            maxFailedAttempts: record.maxFailedAttempts)
     }
 
     // MARK: - Tokens
