@@ -268,10 +268,10 @@ public final class PostgresActivationStore: ReferenceActivationStore {
 
     /// Adds a new record, its private key sealed.
     public func insert(_ record: ActivationRecord) throws(ActivationServerError) {
+        let privateKey = try record.serverPrivateKey.key()
         let box: AEAD.SealedBox
         do throws(ReferenceServerError) {
-            box = try seal(
-                record.serverKeyPair.privateKey, label: SQLiteActivationStore.recordLabel(record.activationId))
+            box = try seal(privateKey, label: SQLiteActivationStore.recordLabel(record.activationId))
         } catch {
             throw .storage(reason: "sealing the server key failed")
         }
@@ -288,7 +288,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
                     [
                         .text(record.activationId), .text(record.activationCode), .text(record.userId),
                         .text(record.name), .integer(Int64(record.state.rawValue)),
-                        .bytes(record.serverKeyPair.publicKey), .bytes(box.nonce), .bytes(box.ciphertext),
+                        .bytes(record.serverPublicKey), .bytes(box.nonce), .bytes(box.ciphertext),
                     ] + Self.mutableValues(record).dropFirst(2) + v4)
             }
         }
@@ -705,16 +705,17 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             let limit = row[12].int64, let biometry = row[14].bool,
             let counter = try? HashCounter(bytes: counterBytes)
         else { throw .storage(reason: "activation columns") }
-        let privateKey: SecureBytes
-        do throws(ReferenceServerError) {
-            privateKey = try open(nonce: nonce, sealed: sealed, label: SQLiteActivationStore.recordLabel(id))
-        } catch {
-            throw .storage(reason: "a sealed key does not open under this key file")
+        // Opened only when a request needs it (not when the factor keys are cached).
+        let privateKey = ServerPrivateKey { [self] () throws(ActivationServerError) -> SecureBytes in
+            do throws(ReferenceServerError) {
+                return try open(nonce: nonce, sealed: sealed, label: SQLiteActivationStore.recordLabel(id))
+            } catch {
+                throw .storage(reason: "a sealed key does not open under this key file")
+            }
         }
         var record = ActivationRecord(
-            activationId: id, activationCode: code, userId: user,
-            serverKeyPair: KeyPair(privateKey: privateKey, publicKey: publicKey), counter: counter,
-            maxFailedAttempts: Int(limit))
+            activationId: id, activationCode: code, userId: user, serverPublicKey: publicKey,
+            serverPrivateKey: privateKey, counter: counter, maxFailedAttempts: Int(limit))
         record.name = name
         record.state = state
         record.devicePublicKey = row[8].bytes

@@ -172,9 +172,10 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
 
     /// Adds a new record, its private key sealed.
     public func insert(_ record: ActivationRecord) throws(ActivationServerError) {
+        let privateKey = try record.serverPrivateKey.key()
         let box: AEAD.SealedBox
         do throws(ReferenceServerError) {
-            box = try seal(record.serverKeyPair.privateKey, label: Self.recordLabel(record.activationId))
+            box = try seal(privateKey, label: Self.recordLabel(record.activationId))
         } catch {
             throw .storage(reason: "sealing the server key failed")
         }
@@ -188,7 +189,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
                 [
                     .text(record.activationId), .text(record.activationCode), .text(record.userId),
                     .text(record.name), .integer(Int64(record.state.rawValue)),
-                    .blob(record.serverKeyPair.publicKey), .blob(box.nonce), .blob(box.ciphertext),
+                    .blob(record.serverPublicKey), .blob(box.nonce), .blob(box.ciphertext),
                 ] + Self.mutableValues(record).dropFirst(2))
         } catch {
             if case .constraint = error { throw .duplicate }
@@ -492,7 +493,14 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
             let counterBytes = row[9].bytes, let index = row[10].int64, let failures = row[11].int64,
             let limit = row[12].int64, let biometry = row[14].int64
         else { throw .corruptRecord(reason: "activation columns") }
-        let privateKey = try open(nonce: nonce, sealed: sealed, label: Self.recordLabel(id))
+        // Opened only when a request needs it (not when the factor keys are cached).
+        let privateKey = ServerPrivateKey { [self] () throws(ActivationServerError) -> SecureBytes in
+            do throws(ReferenceServerError) {
+                return try open(nonce: nonce, sealed: sealed, label: Self.recordLabel(id))
+            } catch {
+                throw .storage(reason: "a sealed key does not open under this key file")
+            }
+        }
         let counter: HashCounter
         do throws(ProtocolError) {
             counter = try HashCounter(bytes: counterBytes)
@@ -500,9 +508,8 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
             throw .corruptRecord(reason: "counter")
         }
         var record = ActivationRecord(
-            activationId: id, activationCode: code, userId: user,
-            serverKeyPair: KeyPair(privateKey: privateKey, publicKey: publicKey), counter: counter,
-            maxFailedAttempts: Int(limit))
+            activationId: id, activationCode: code, userId: user, serverPublicKey: publicKey,
+            serverPrivateKey: privateKey, counter: counter, maxFailedAttempts: Int(limit))
         record.name = name
         record.state = state
         record.devicePublicKey = row[8].bytes

@@ -41,10 +41,14 @@ struct PostgresStorageTests {
         #expect(nonce.count == 24)
         let stranger = try PostgresActivationStore(
             connectionString: dsn, storageKey: try SecureBytes.random(count: 32))
-        #expect(throws: ActivationServerError.self) { try stranger.fetch(activationId: id) }
+        // The record's plain columns read (they are not secret); its key does not open.
+        let read = try #require(try stranger.fetch(activationId: id))
+        #expect(throws: ActivationServerError.self) { try read.serverPrivateKey.key() }
         let owner = try PostgresActivationStore(
             connectionString: dsn, storageKey: try ServerKeyFile.load(at: s.directory + "/server.sqlite.key"))
-        #expect(try owner.fetch(activationId: id)?.state == .active)
+        let owned = try #require(try owner.fetch(activationId: id))
+        #expect(owned.state == .active)
+        #expect(try owned.serverPrivateKey.key().count == 32)
     }
 
     @Test("a database from a newer schema is refused and left untouched")
