@@ -23,6 +23,8 @@ import Synchronization
 ///   `ActivationServer.ActivationServerError.unavailable(reason:)` (HTTP 503); a statement
 ///   that failed is never repeated.
 public final class PostgresActivationStore: ReferenceActivationStore {
+    /// Attempts written by the one-statement path (the row as the verifier read it); for tests.
+    let shortPathAttempts = Atomic<Int>(0)
     /// The schema, one migration step per version (never edit a released step).
     static let migrations: [String] = [
         """
@@ -387,6 +389,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
                     ).count
                 }
                 if written == 1 {
+                    shortPathAttempts.add(1, ordering: .relaxed)
                     return AttemptResult(
                         accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
                         maxFailedAttempts: record.maxFailedAttempts)

@@ -4,6 +4,7 @@ import PostQuantum
 import PowerAuthProtocol
 import SQLiteStore
 import SecureCore
+import Synchronization
 
 /// `ActivationServer.ServerActivationStore` in SQLite: WAL, `synchronous=FULL`, versioned schema.
 ///
@@ -20,6 +21,8 @@ import SecureCore
 ///   stored at all: they are derived per request (ECDH with the device key)
 ///   and destroyed after use.
 public final class SQLiteActivationStore: ReferenceActivationStore {
+    /// Attempts written by the one-statement path (the row as the verifier read it); for tests.
+    let shortPathAttempts = Atomic<Int>(0)
     /// The schema, one migration step per version (never edit a released step).
     static let migrations: [String] = [
         """
@@ -345,6 +348,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         }
         guard changed == 1 else { return nil }
         try audit(attempt, AuditOutcome.of(accepted: accepted, before: observed, after: record))
+        shortPathAttempts.add(1, ordering: .relaxed)
         return AttemptResult(
             accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
             maxFailedAttempts: record.maxFailedAttempts)

@@ -1,6 +1,8 @@
+import Activation
 import ActivationServer
 import Foundation
 import PowerAuthProtocol
+import TestSupport
 import Testing
 
 @testable import ReferenceServer
@@ -108,6 +110,37 @@ struct ObservedAttemptTests {
         let stored = try #require(try store.fetch(activationId: id))
         #expect(stored.counterIndex == observed.counterIndex + 1)
         #expect(stored.state == .blocked)
+    }
+
+    @Test("a signed request through the server takes the one-statement path", arguments: StoreBackend.available)
+    func serverUsesTheShortPath(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
+        defer { s.server.stop() }
+        let (device, id) = try await s.activeDevice()
+        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "SHORT")))
+        func shortPath() -> Int {
+            if let store = s.server.store as? SQLiteActivationStore {
+                return store.shortPathAttempts.load(ordering: .relaxed)
+            }
+            if let store = s.server.store as? PostgresActivationStore {
+                return store.shortPathAttempts.load(ordering: .relaxed)
+            }
+            return -1
+        }
+        let before = shortPath()
+        #expect(before >= 0)
+        for _ in 0..<3 {
+            let header = try await device.service.signRequest(
+                method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+                authentication: .possessionWithPassword(try pin("1234")))
+            let response = s.server.activationServer.respond(
+                to: TransportRequest(
+                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header.value],
+                    body: body))
+            #expect(response.statusCode == 200)
+        }
+        #expect(shortPath() == before + 3)
+        #expect(try s.server.store.auditTrail(activationId: id).filter { $0.outcome == .accepted }.count == 3)
     }
 
     @Test("an observation of another activation is not used for this one", arguments: StoreBackend.available)
