@@ -2,6 +2,7 @@ import Foundation
 import PostQuantum
 import PowerAuthProtocol
 import SecureCore
+import Synchronization
 
 /// One activation as the server keeps it. The server's private key lives in
 /// secure memory; the description is redacted.
@@ -16,8 +17,11 @@ public struct ActivationRecord: Sendable {
     public var name: String
     /// The state.
     public var state: ProtocolActivationState
-    /// The server's key pair for this activation.
-    public let serverKeyPair: KeyPair
+    /// The server's public key for this activation (SEC1).
+    public let serverPublicKey: [UInt8]
+    /// The server's private key for this activation, opened from its sealed form only when a
+    /// request needs it (a store reads records with the key still sealed).
+    public let serverPrivateKey: ServerPrivateKey
     /// The device's public key, once the device exchanged keys.
     public var devicePublicKey: [UInt8]?
     /// The next expected counter `CTR_DATA`.
@@ -47,12 +51,33 @@ public struct ActivationRecord: Sendable {
         activationId: String, activationCode: String, userId: String, serverKeyPair: KeyPair, counter: HashCounter,
         maxFailedAttempts: Int
     ) {
+        self.init(
+            activationId: activationId, activationCode: activationCode, userId: userId,
+            serverPublicKey: serverKeyPair.publicKey, serverPrivateKey: ServerPrivateKey(serverKeyPair.privateKey),
+            counter: counter, maxFailedAttempts: maxFailedAttempts)
+    }
+
+    /// Creates a record in the `PowerAuthProtocol.ProtocolActivationState.created` state whose
+    /// private key may still be sealed (a store reading it back).
+    /// - Parameters:
+    ///   - activationId: the identifier.
+    ///   - activationCode: the activation code.
+    ///   - userId: the user.
+    ///   - serverPublicKey: the server's public key (SEC1).
+    ///   - serverPrivateKey: its private key, open or sealed.
+    ///   - counter: the initial counter.
+    ///   - maxFailedAttempts: the blocking limit.
+    public init(
+        activationId: String, activationCode: String, userId: String, serverPublicKey: [UInt8],
+        serverPrivateKey: ServerPrivateKey, counter: HashCounter, maxFailedAttempts: Int
+    ) {
         self.activationId = activationId
         self.activationCode = activationCode
         self.userId = userId
         self.name = ""
         self.state = .created
-        self.serverKeyPair = serverKeyPair
+        self.serverPublicKey = serverPublicKey
+        self.serverPrivateKey = serverPrivateKey
         self.devicePublicKey = nil
         self.counter = counter
         self.counterIndex = 0
@@ -110,6 +135,60 @@ public struct ActivationRecord: Sendable {
             blockedUntil = failureBlockDuration.map { now.addingTimeInterval($0) }
         }
         return false
+    }
+}
+
+/// The server's private key of one activation, either open or sealed at rest and opened on
+/// first use — once: every copy of a record shares it. The key lives in secure memory and is
+/// wiped when the last record holding it goes away. A request answered from the factor-key
+/// cache never opens it.
+public final class ServerPrivateKey: Sendable {
+    private enum State {
+        case open(SecureBytes)
+        case sealed(@Sendable () throws(ActivationServerError) -> SecureBytes)
+    }
+
+    private let state: Mutex<State>
+
+    /// An open key.
+    /// - Parameter key: the private scalar in secure memory.
+    public init(_ key: SecureBytes) { state = Mutex(.open(key)) }
+
+    /// A sealed key and how to open it.
+    /// - Parameter open: opens the key into secure memory (called at most once after it succeeds).
+    public init(opening open: @escaping @Sendable () throws(ActivationServerError) -> SecureBytes) {
+        state = Mutex(.sealed(open))
+    }
+
+    /// The key, opened now if it was still sealed (the same object on every call).
+    /// - Returns: the private scalar in secure memory; the record owns it (do not destroy it).
+    /// - Throws: ``ActivationServerError/storage(reason:)`` when the sealed key does not open.
+    public func key() throws(ActivationServerError) -> SecureBytes {
+        try state.withLock { (s) throws(ActivationServerError) -> SecureBytes in
+            switch s {
+            case .open(let key): return key
+            case .sealed(let open):
+                let key = try open()
+                s = .open(key)
+                return key
+            }
+        }
+    }
+}
+
+extension ServerPrivateKey: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Always redacted.
+    public var description: String { "ServerPrivateKey(redacted)" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+extension ActivationRecord {
+    /// The server's key pair for this activation (opens the private key if still sealed).
+    /// - Returns: the pair; the private key belongs to the record.
+    /// - Throws: ``ActivationServerError/storage(reason:)`` when the sealed key does not open.
+    public func serverKeyPair() throws(ActivationServerError) -> KeyPair {
+        KeyPair(privateKey: try serverPrivateKey.key(), publicKey: serverPublicKey)
     }
 }
 

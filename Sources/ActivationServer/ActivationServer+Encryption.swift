@@ -95,7 +95,7 @@ extension ActivationServer {
             }
         } else if let activationId {
             guard let record = try store.fetch(activationId: activationId) else { throw .encryptionFailed }
-            privateKey = record.serverKeyPair.privateKey
+            privateKey = try record.serverPrivateKey.key()
         } else {
             privateKey = configuration.masterKeyPair.privateKey
         }

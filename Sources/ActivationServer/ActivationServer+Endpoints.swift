@@ -118,7 +118,7 @@ extension ActivationServer {
             return r
         }
         let innerResponse = ActivationLayer2Response(
-            activationId: record.activationId, serverPublicKey: Base64.encode(record.serverKeyPair.publicKey),
+            activationId: record.activationId, serverPublicKey: Base64.encode(record.serverPublicKey),
             ctrData: record.counter.base64)
         let sealedInner = try seal(try Self.encodePlaintext(innerResponse), envelope: layer2.envelope)
         let outerResponse = ActivationLayer1Response(activationData: sealedInner)
@@ -451,7 +451,7 @@ extension ActivationServer {
         do throws(ActivationServerError) {
             result = try store.recordAttempt(
                 activationId: record.activationId, outcome: outcome, now: clock.now(),
-                failureBlockDuration: configuration.failureBlockDuration)
+                failureBlockDuration: configuration.failureBlockDuration, observed: record)
         } catch {
             keys.destroy()
             throw error
@@ -469,9 +469,9 @@ extension ActivationServer {
         if let cached = try? factorKeyCache.get(record, devicePublicKey: devicePublicKey, now: now) {
             return cached
         }
+        let privateKey = try record.serverPrivateKey.key()
         let keys = try protocolStep { () throws(ProtocolError) in
-            let master = try crypto.masterSecret(
-                privateKey: record.serverKeyPair.privateKey, peerPublicKey: devicePublicKey)
+            let master = try crypto.masterSecret(privateKey: privateKey, peerPublicKey: devicePublicKey)
             defer { master.destroy() }
             return try crypto.factorKeys(masterSecret: master)
         }

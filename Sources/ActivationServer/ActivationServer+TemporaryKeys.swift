@@ -37,7 +37,7 @@ extension ActivationServer {
             verificationKey = try protocolStep { () throws(ProtocolError) in
                 try TemporaryKeyJWT.activationSigningKey(transportKey: keys.transport, applicationSecret: secret)
             }
-            signingKey = record.serverKeyPair.privateKey
+            signingKey = try record.serverPrivateKey.key()
         } else {
             verificationKey = try protocolStep { () throws(ProtocolError) in
                 try TemporaryKeyJWT.applicationSigningKey(applicationSecret: applicationSecret)

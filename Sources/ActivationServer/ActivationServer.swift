@@ -142,7 +142,7 @@ public final class ActivationServer: Sendable {
         let crypto = crypto
         var fingerprint = record.devicePublicKey.flatMap { device in
             try? crypto.fingerprint(
-                devicePublicKey: device, serverPublicKey: record.serverKeyPair.publicKey,
+                devicePublicKey: device, serverPublicKey: record.serverPublicKey,
                 activationId: record.activationId)
         }
         if let state = record.v4, let device = state.devicePublicKey {

@@ -72,7 +72,7 @@ public final class FactorKeyCache: Sendable {
         let result: Result<FactorKeys?, SecureCoreError> = state.withLock { s in
             guard let entry = s.entries[record.activationId] else { return .success(nil) }
             guard entry.expires > now, entry.devicePublicKey == devicePublicKey,
-                entry.serverPublicKey == record.serverKeyPair.publicKey
+                entry.serverPublicKey == record.serverPublicKey
             else {
                 entry.keys.destroy()
                 s.entries[record.activationId] = nil
@@ -104,7 +104,7 @@ public final class FactorKeyCache: Sendable {
             }
             s.entries.removeValue(forKey: record.activationId)?.keys.destroy()
             s.entries[record.activationId] = Entry(
-                keys: kept, serverPublicKey: record.serverKeyPair.publicKey, devicePublicKey: devicePublicKey,
+                keys: kept, serverPublicKey: record.serverPublicKey, devicePublicKey: devicePublicKey,
                 expires: now.addingTimeInterval(lifetime))
             defer { s.sweepScheduled = true }
             return !s.sweepScheduled

@@ -46,6 +46,24 @@ public protocol ServerActivationStore: Sendable {
     func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
     ) throws(ActivationServerError) -> AttemptResult
+    /// Records one attempt exactly as ``recordAttempt(activationId:outcome:now:failureBlockDuration:)``
+    /// does, told which record the verifier read: a store may then write the attempt in one
+    /// statement on condition that the stored row is still exactly as `observed` (every field
+    /// the rule reads or the verification used) and otherwise must fall back to the locked
+    /// read-apply-write. Either way the result is what the locked form gives in the same
+    /// interleaving. The default ignores `observed`.
+    /// - Parameters:
+    ///   - activationId: the identifier.
+    ///   - outcome: the verification outcome.
+    ///   - now: the current time.
+    ///   - failureBlockDuration: the length of a block after too many failures, `nil` for permanent.
+    ///   - observed: the record as the verification read it.
+    /// - Returns: the state afterwards.
+    /// - Throws: ``ActivationServerError/activationNotFound``, ``ActivationServerError/storage(reason:)``.
+    func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult
     /// Stores a MAC token the server issued (its identifier is new).
     /// - Parameter token: the token's public facts (the secret is derived, never stored).
     /// - Throws: ``ActivationServerError/duplicate``, ``ActivationServerError/storage(reason:)``.
@@ -70,6 +88,15 @@ public protocol ServerActivationStore: Sendable {
 extension ServerActivationStore {
     /// The default: temporary keys and replay records stay in process memory.
     public var sharedEphemeralState: (any SharedEphemeralState)? { nil }
+
+    /// The default: the form without `observed`.
+    public func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult {
+        try recordAttempt(
+            activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
+    }
 
     /// The default: one ``update(activationId:_:)``.
     public func recordAttempt(

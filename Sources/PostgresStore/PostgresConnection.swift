@@ -6,6 +6,17 @@ import SecureCore
 /// connection to one thread at a time, and that is the only way the store uses it.
 public final class PostgresConnection: @unchecked Sendable {
     private let handle: OpaquePointer
+    /// Statements ``query(_:_:)`` prepared on this connection (`PQprepare`), by text and parameter
+    /// types, with their names: the server parses and plans each once per connection instead of
+    /// on every call. Bounded by ``preparedStatementLimit``; past it a statement runs unnamed.
+    private var prepared: [PreparedKey: String] = [:]
+    /// How many statements one connection keeps prepared.
+    public static let preparedStatementLimit = 128
+
+    private struct PreparedKey: Hashable {
+        var sql: String
+        var types: [Oid]
+    }
 
     /// Connects with a connection string (key/value or URI form) held in secure memory, and
     /// sets the session's statement and lock timeouts.
@@ -100,7 +111,12 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         defer { for buffer in buffers { buffer?.deallocate() } }
         let values = buffers.map { $0.map { UnsafePointer($0) } }
-        let result = PQexecParams(handle, sql, Int32(encoded.count), types, values, lengths, formats, 1)
+        let result: OpaquePointer?
+        if let name = try preparedName(sql, types: types) {
+            result = PQexecPrepared(handle, name, Int32(encoded.count), values, lengths, formats, 1)
+        } else {
+            result = PQexecParams(handle, sql, Int32(encoded.count), types, values, lengths, formats, 1)
+        }
         guard let result else { throw .unavailable(reason: Self.message(handle)) }
         defer { PQclear(result) }
         try check(result)
@@ -127,6 +143,24 @@ public final class PostgresConnection: @unchecked Sendable {
             out.append(PostgresRow(values: values))
         }
         return out
+    }
+
+    /// The name of `sql` prepared with these parameter types, preparing it now when the
+    /// connection has room for one more; `nil` when it has not (run it unnamed). A prepared
+    /// statement outlives a rolled-back transaction (protocol-level statements are not
+    /// transactional), so the cache stays true; it ends with the connection.
+    private func preparedName(_ sql: String, types: [Oid]) throws(PostgresError) -> String? {
+        let key = PreparedKey(sql: sql, types: types)
+        if let name = prepared[key] { return name }
+        guard prepared.count < Self.preparedStatementLimit else { return nil }
+        let name = "securepin_\(prepared.count)"
+        guard let result = PQprepare(handle, name, sql, Int32(types.count), types) else {
+            throw .unavailable(reason: Self.message(handle))
+        }
+        defer { PQclear(result) }
+        try check(result)
+        prepared[key] = name
+        return name
     }
 
     /// Maps a result's status to an error: the one place where libpq statuses become ``PostgresError``.

@@ -23,6 +23,8 @@ import Synchronization
 ///   `ActivationServer.ActivationServerError.unavailable(reason:)` (HTTP 503); a statement
 ///   that failed is never repeated.
 public final class PostgresActivationStore: ReferenceActivationStore {
+    /// Attempts written by the one-statement path (the row as the verifier read it); for tests.
+    let shortPathAttempts = Atomic<Int>(0)
     /// The schema, one migration step per version (never edit a released step).
     static let migrations: [String] = [
         """
@@ -268,10 +270,10 @@ public final class PostgresActivationStore: ReferenceActivationStore {
 
     /// Adds a new record, its private key sealed.
     public func insert(_ record: ActivationRecord) throws(ActivationServerError) {
+        let privateKey = try record.serverPrivateKey.key()
         let box: AEAD.SealedBox
         do throws(ReferenceServerError) {
-            box = try seal(
-                record.serverKeyPair.privateKey, label: SQLiteActivationStore.recordLabel(record.activationId))
+            box = try seal(privateKey, label: SQLiteActivationStore.recordLabel(record.activationId))
         } catch {
             throw .storage(reason: "sealing the server key failed")
         }
@@ -288,7 +290,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
                     [
                         .text(record.activationId), .text(record.activationCode), .text(record.userId),
                         .text(record.name), .integer(Int64(record.state.rawValue)),
-                        .bytes(record.serverKeyPair.publicKey), .bytes(box.nonce), .bytes(box.ciphertext),
+                        .bytes(record.serverPublicKey), .bytes(box.nonce), .bytes(box.ciphertext),
                     ] + Self.mutableValues(record).dropFirst(2) + v4)
             }
         }
@@ -337,27 +339,87 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
     ) throws(ActivationServerError) -> AttemptResult {
         try inTransaction { (c) throws(ActivationServerError) -> AttemptResult in
-            var record = try lockedRecord(activationId, on: c)
-            let before = (record.state, record.failedAttempts)
-            let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
-            let label: AuditOutcome
-            if accepted {
-                label = .accepted
-            } else if record.failedAttempts > before.1 || (record.state == .blocked && before.0 != .blocked) {
-                label = record.state == .blocked ? .failureBlocked : .failure
-            } else {
-                label = .refused
-            }
-            try write(record, on: c)
-            try run { () throws(PostgresError) in
-                try c.query(
-                    "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES ($1, $2, $3)",
-                    [.text(activationId), .double(now.timeIntervalSince1970), .text(label.rawValue)])
-            }
-            return AttemptResult(
-                accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
-                maxFailedAttempts: record.maxFailedAttempts)
+            try lockedAttempt(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+                on: c)
         }
+    }
+
+    /// Records one attempt given the record the verifier read. When the row still holds every
+    /// value the verifier saw (``ObservedRow``), the rule's result is written by one statement —
+    /// a conditional `UPDATE` and its audit row — instead of reading the row again under a lock
+    /// (and opening its sealed key a second time), updating it and inserting the audit row: three
+    /// round trips (`BEGIN`, the statement, `COMMIT`) instead of five. `BEGIN` stays separate:
+    /// it is the one statement the pool may retry on a fresh connection after the database
+    /// restarted. When another instance or request changed the row in between, the statement
+    /// changes nothing and the same transaction takes the locked path, so the count is the one
+    /// the locked path gives in the same interleaving.
+    public func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult {
+        try inTransaction { (c) throws(ActivationServerError) -> AttemptResult in
+            if observed.activationId == activationId, ObservedRow.eligible(observed) {
+                var record = observed
+                let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
+                let label = AuditOutcome.of(accepted: accepted, before: observed, after: record)
+                let written = try run { () throws(PostgresError) in
+                    try c.query(
+                        """
+                        WITH changed AS (
+                        UPDATE activation SET state = $1, counter = $2, counter_index = $3, failed_attempts = $4,
+                        blocked_until = $5 WHERE id = $6 AND state = $7 AND counter = $8 AND counter_index = $9
+                        AND failed_attempts = $10 AND max_failed_attempts = $11
+                        AND blocked_until IS NOT DISTINCT FROM $12 AND device_public_key IS NOT DISTINCT FROM $13
+                        AND biometry_enabled = $14 AND v4_sealed IS NULL RETURNING id)
+                        INSERT INTO attempt_audit(activation_id, at, outcome) SELECT id, $15, $16 FROM changed
+                        RETURNING activation_id
+                        """,
+                        [
+                            .integer(Int64(record.state.rawValue)), .bytes(record.counter.bytes),
+                            .integer(Int64(bitPattern: record.counterIndex)), .integer(Int64(record.failedAttempts)),
+                            record.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
+                            .text(activationId), .integer(Int64(observed.state.rawValue)),
+                            .bytes(observed.counter.bytes), .integer(Int64(bitPattern: observed.counterIndex)),
+                            .integer(Int64(observed.failedAttempts)), .integer(Int64(observed.maxFailedAttempts)),
+                            observed.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
+                            observed.devicePublicKey.map { .bytes($0) } ?? .null, .bool(observed.biometryEnabled),
+                            .double(now.timeIntervalSince1970), .text(label.rawValue),
+                        ]
+                    ).count
+                }
+                if written == 1 {
+                    shortPathAttempts.add(1, ordering: .relaxed)
+                    return AttemptResult(
+                        accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+                        maxFailedAttempts: record.maxFailedAttempts)
+                }
+            }
+            return try lockedAttempt(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+                on: c)
+        }
+    }
+
+    /// The counting rule on the row read under its lock, the row written back and the audit
+    /// row inserted; the caller holds the transaction.
+    private func lockedAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        on c: PostgresConnection
+    ) throws(ActivationServerError) -> AttemptResult {
+        var record = try lockedRecord(activationId, on: c)
+        let before = record
+        let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
+        let label = AuditOutcome.of(accepted: accepted, before: before, after: record)
+        try write(record, on: c)
+        try run { () throws(PostgresError) in
+            try c.query(
+                "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES ($1, $2, $3)",
+                [.text(activationId), .double(now.timeIntervalSince1970), .text(label.rawValue)])
+        }
+        return AttemptResult(
+            accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+            maxFailedAttempts: record.maxFailedAttempts)
     }
 
     // MARK: - Tokens
@@ -646,16 +708,17 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             let limit = row[12].int64, let biometry = row[14].bool,
             let counter = try? HashCounter(bytes: counterBytes)
         else { throw .storage(reason: "activation columns") }
-        let privateKey: SecureBytes
-        do throws(ReferenceServerError) {
-            privateKey = try open(nonce: nonce, sealed: sealed, label: SQLiteActivationStore.recordLabel(id))
-        } catch {
-            throw .storage(reason: "a sealed key does not open under this key file")
+        // Opened only when a request needs it (not when the factor keys are cached).
+        let privateKey = ServerPrivateKey { [self] () throws(ActivationServerError) -> SecureBytes in
+            do throws(ReferenceServerError) {
+                return try open(nonce: nonce, sealed: sealed, label: SQLiteActivationStore.recordLabel(id))
+            } catch {
+                throw .storage(reason: "a sealed key does not open under this key file")
+            }
         }
         var record = ActivationRecord(
-            activationId: id, activationCode: code, userId: user,
-            serverKeyPair: KeyPair(privateKey: privateKey, publicKey: publicKey), counter: counter,
-            maxFailedAttempts: Int(limit))
+            activationId: id, activationCode: code, userId: user, serverPublicKey: publicKey,
+            serverPrivateKey: privateKey, counter: counter, maxFailedAttempts: Int(limit))
         record.name = name
         record.state = state
         record.devicePublicKey = row[8].bytes

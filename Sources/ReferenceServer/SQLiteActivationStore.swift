@@ -4,6 +4,7 @@ import PostQuantum
 import PowerAuthProtocol
 import SQLiteStore
 import SecureCore
+import Synchronization
 
 /// `ActivationServer.ServerActivationStore` in SQLite: WAL, `synchronous=FULL`, versioned schema.
 ///
@@ -20,6 +21,8 @@ import SecureCore
 ///   stored at all: they are derived per request (ECDH with the device key)
 ///   and destroyed after use.
 public final class SQLiteActivationStore: ReferenceActivationStore {
+    /// Attempts written by the one-statement path (the row as the verifier read it); for tests.
+    let shortPathAttempts = Atomic<Int>(0)
     /// The schema, one migration step per version (never edit a released step).
     static let migrations: [String] = [
         """
@@ -172,9 +175,10 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
 
     /// Adds a new record, its private key sealed.
     public func insert(_ record: ActivationRecord) throws(ActivationServerError) {
+        let privateKey = try record.serverPrivateKey.key()
         let box: AEAD.SealedBox
         do throws(ReferenceServerError) {
-            box = try seal(record.serverKeyPair.privateKey, label: Self.recordLabel(record.activationId))
+            box = try seal(privateKey, label: Self.recordLabel(record.activationId))
         } catch {
             throw .storage(reason: "sealing the server key failed")
         }
@@ -188,7 +192,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
                 [
                     .text(record.activationId), .text(record.activationCode), .text(record.userId),
                     .text(record.name), .integer(Int64(record.state.rawValue)),
-                    .blob(record.serverKeyPair.publicKey), .blob(box.nonce), .blob(box.ciphertext),
+                    .blob(record.serverPublicKey), .blob(box.nonce), .blob(box.ciphertext),
                 ] + Self.mutableValues(record).dropFirst(2))
         } catch {
             if case .constraint = error { throw .duplicate }
@@ -244,9 +248,26 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     public func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
     ) throws(ActivationServerError) -> AttemptResult {
-        let attempt = PendingAttempt(
-            activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
-        return try attempts.submit(attempt) { batch in commitAttempts(batch) }.get()
+        try submit(
+            PendingAttempt(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+                observed: nil))
+    }
+
+    /// The same, told the record the verifier read: an attempt whose row has not changed since
+    /// is written by one conditional `UPDATE` without reading the row again.
+    public func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult {
+        try submit(
+            PendingAttempt(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+                observed: observed.activationId == activationId ? observed : nil))
+    }
+
+    private func submit(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult {
+        try attempts.submit(attempt) { batch in commitAttempts(batch) }.get()
     }
 
     /// One transaction for a batch of attempts, one savepoint per attempt.
@@ -256,16 +277,16 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
             try inTransaction { () throws(ActivationServerError) in
                 results = []
                 for attempt in batch {
-                    try sqlStep { () throws(SQLiteError) in try database.execute("SAVEPOINT attempt") }
+                    _ = try sqlStep { () throws(SQLiteError) in try database.run("SAVEPOINT attempt") }
                     do throws(ActivationServerError) {
                         let result = try applyAttempt(attempt)
-                        try sqlStep { () throws(SQLiteError) in try database.execute("RELEASE attempt") }
+                        _ = try sqlStep { () throws(SQLiteError) in try database.run("RELEASE attempt") }
                         results.append(.success(result))
                     } catch {
                         // This attempt changes nothing; the batch goes on.
                         try sqlStep { () throws(SQLiteError) in
-                            try database.execute("ROLLBACK TO attempt")
-                            try database.execute("RELEASE attempt")
+                            try database.run("ROLLBACK TO attempt")
+                            try database.run("RELEASE attempt")
                         }
                         results.append(.failure(error))
                     }
@@ -279,27 +300,66 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
 
     /// Counts one attempt and writes its audit row; the caller holds the transaction.
     private func applyAttempt(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult {
+        if let observed = attempt.observed, ObservedRow.eligible(observed),
+            let result = try applyIfUnchanged(attempt, observed: observed)
+        {
+            return result
+        }
         var record = try load(attempt.activationId)
-        let before = (record.state, record.failedAttempts)
+        let before = record
         let accepted = record.apply(
             attempt.outcome, now: attempt.now, failureBlockDuration: attempt.failureBlockDuration)
-        let label: String
-        if accepted {
-            label = AuditOutcome.accepted.rawValue
-        } else if record.failedAttempts > before.1 || (record.state == .blocked && before.0 != .blocked) {
-            label = record.state == .blocked ? AuditOutcome.failureBlocked.rawValue : AuditOutcome.failure.rawValue
-        } else {
-            label = AuditOutcome.refused.rawValue
-        }
         try write(record)
-        _ = try sqlStep { () throws(SQLiteError) in
-            try database.run(
-                "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES (?, ?, ?)",
-                [.text(attempt.activationId), .real(attempt.now.timeIntervalSince1970), .text(label)])
-        }
+        try audit(attempt, AuditOutcome.of(accepted: accepted, before: before, after: record))
         return AttemptResult(
             accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
             maxFailedAttempts: record.maxFailedAttempts)
+    }
+
+    /// The short path of a counted attempt: the rule applied to the record the verifier read,
+    /// written by one `UPDATE` whose condition is that the row still holds every value the
+    /// verifier saw (``ObservedRow``); `nil` when it does not (then the caller reads the row and
+    /// applies the rule to it, as without `observed`). Saves reading the row and opening its
+    /// sealed key a second time.
+    private func applyIfUnchanged(_ attempt: PendingAttempt, observed: ActivationRecord)
+        throws(ActivationServerError) -> AttemptResult?
+    {
+        var record = observed
+        let accepted = record.apply(
+            attempt.outcome, now: attempt.now, failureBlockDuration: attempt.failureBlockDuration)
+        let changed = try sqlStep { () throws(SQLiteError) in
+            try database.run(
+                """
+                UPDATE activation SET state = ?, counter = ?, counter_index = ?, failed_attempts = ?, blocked_until = ?
+                WHERE id = ? AND state = ? AND counter = ? AND counter_index = ? AND failed_attempts = ?
+                AND max_failed_attempts = ? AND blocked_until IS ? AND device_public_key IS ? AND biometry_enabled = ?
+                AND v4_sealed IS NULL
+                """,
+                [
+                    .integer(Int64(record.state.rawValue)), .blob(record.counter.bytes),
+                    .integer(Int64(bitPattern: record.counterIndex)), .integer(Int64(record.failedAttempts)),
+                    record.blockedUntil.map { .real($0.timeIntervalSince1970) } ?? .null,
+                    .text(observed.activationId), .integer(Int64(observed.state.rawValue)),
+                    .blob(observed.counter.bytes), .integer(Int64(bitPattern: observed.counterIndex)),
+                    .integer(Int64(observed.failedAttempts)), .integer(Int64(observed.maxFailedAttempts)),
+                    observed.blockedUntil.map { .real($0.timeIntervalSince1970) } ?? .null,
+                    observed.devicePublicKey.map { .blob($0) } ?? .null, .integer(observed.biometryEnabled ? 1 : 0),
+                ])
+        }
+        guard changed == 1 else { return nil }
+        try audit(attempt, AuditOutcome.of(accepted: accepted, before: observed, after: record))
+        shortPathAttempts.add(1, ordering: .relaxed)
+        return AttemptResult(
+            accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+            maxFailedAttempts: record.maxFailedAttempts)
+    }
+
+    private func audit(_ attempt: PendingAttempt, _ outcome: AuditOutcome) throws(ActivationServerError) {
+        _ = try sqlStep { () throws(SQLiteError) in
+            try database.run(
+                "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES (?, ?, ?)",
+                [.text(attempt.activationId), .real(attempt.now.timeIntervalSince1970), .text(outcome.rawValue)])
+        }
     }
 
     // MARK: - Tokens
@@ -437,7 +497,14 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
             let counterBytes = row[9].bytes, let index = row[10].int64, let failures = row[11].int64,
             let limit = row[12].int64, let biometry = row[14].int64
         else { throw .corruptRecord(reason: "activation columns") }
-        let privateKey = try open(nonce: nonce, sealed: sealed, label: Self.recordLabel(id))
+        // Opened only when a request needs it (not when the factor keys are cached).
+        let privateKey = ServerPrivateKey { [self] () throws(ActivationServerError) -> SecureBytes in
+            do throws(ReferenceServerError) {
+                return try open(nonce: nonce, sealed: sealed, label: Self.recordLabel(id))
+            } catch {
+                throw .storage(reason: "a sealed key does not open under this key file")
+            }
+        }
         let counter: HashCounter
         do throws(ProtocolError) {
             counter = try HashCounter(bytes: counterBytes)
@@ -445,9 +512,8 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
             throw .corruptRecord(reason: "counter")
         }
         var record = ActivationRecord(
-            activationId: id, activationCode: code, userId: user,
-            serverKeyPair: KeyPair(privateKey: privateKey, publicKey: publicKey), counter: counter,
-            maxFailedAttempts: Int(limit))
+            activationId: id, activationCode: code, userId: user, serverPublicKey: publicKey,
+            serverPrivateKey: privateKey, counter: counter, maxFailedAttempts: Int(limit))
         record.name = name
         record.state = state
         record.devicePublicKey = row[8].bytes
@@ -539,6 +605,25 @@ public enum AuditOutcome: String, Sendable, Equatable, CaseIterable {
     case failureBlocked = "failure-blocked"
     /// Not counted: the activation was not active.
     case refused
+
+    /// What applying one attempt did, from the record before and after
+    /// ``ActivationRecord/apply(_:now:failureBlockDuration:)`` and its answer.
+    static func of(accepted: Bool, before: ActivationRecord, after: ActivationRecord) -> AuditOutcome {
+        if accepted { return .accepted }
+        if after.failedAttempts > before.failedAttempts || (after.state == .blocked && before.state != .blocked) {
+            return after.state == .blocked ? .failureBlocked : .failure
+        }
+        return .refused
+    }
+}
+
+/// The fields of an activation row that the counting rule reads or writes, or that a
+/// verification used (all but the name and the V4 blob): a row whose values are still these
+/// is one no other attempt or change touched since it was read.
+enum ObservedRow {
+    /// Whether the one-statement path may serve this record: a V3.3 record (a V4 record's
+    /// counter lives in its sealed blob, which the locked path rewrites).
+    static func eligible(_ record: ActivationRecord) -> Bool { record.v4 == nil }
 }
 
 /// One row of the audit table: when, and what happened. No code, no key.
@@ -800,4 +885,6 @@ struct PendingAttempt: Sendable {
     let outcome: AttemptOutcome
     let now: Date
     let failureBlockDuration: TimeInterval?
+    /// The record the verifier read, when it gave it (see `applyIfUnchanged`).
+    let observed: ActivationRecord?
 }

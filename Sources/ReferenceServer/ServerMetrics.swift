@@ -213,11 +213,28 @@ struct ObservedStore: ServerActivationStore {
             try base.recordAttempt(
                 activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
         }
+        count(result, outcome)
+        return result
+    }
+
+    func recordAttempt(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult {
+        let result = try observe { () throws(ActivationServerError) in
+            try base.recordAttempt(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+                observed: observed)
+        }
+        count(result, outcome)
+        return result
+    }
+
+    private func count(_ result: AttemptResult, _ outcome: AttemptOutcome) {
         if !result.accepted, outcome != .rejectedUncounted {
             metrics.recordFailure(
                 blocked: result.state == .blocked && result.failedAttempts >= result.maxFailedAttempts)
         }
-        return result
     }
 
     func insertToken(_ token: TokenRecord) throws(ActivationServerError) {

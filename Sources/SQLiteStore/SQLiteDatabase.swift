@@ -24,6 +24,13 @@ public final class SQLiteDatabase: @unchecked Sendable {
     public let path: String
     private let handle: OpaquePointer
     private let lock = NSRecursiveLock()
+    /// Statements ``run(_:_:)`` and ``query(_:_:)`` prepared once and keep for the next call
+    /// with the same text (under `lock`; reset and unbound after every use, so none holds a
+    /// read transaction open or a bound value). Bounded: past ``statementCacheLimit`` texts a
+    /// statement is prepared for one use as before.
+    private var statementCache: [String: SQLiteStatement] = [:]
+    /// How many statement texts the connection keeps prepared.
+    public static let statementCacheLimit = 64
 
     /// Opens (creating if needed) a database file and configures the connection.
     /// - Parameters:
@@ -53,7 +60,11 @@ public final class SQLiteDatabase: @unchecked Sendable {
         try execute("PRAGMA synchronous = FULL")
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    deinit {
+        // Finalized first: the cached statements do not keep the connection alive.
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
 
     // MARK: Statements
 
@@ -86,7 +97,8 @@ public final class SQLiteDatabase: @unchecked Sendable {
     @discardableResult
     public func run(_ sql: String, _ bindings: [SQLiteValue] = []) throws(SQLiteError) -> Int {
         try locked { () throws(SQLiteError) -> Int in
-            let statement = try prepare(sql)
+            let statement = try cachedStatement(sql)
+            defer { statement.reset() }
             try statement.bind(bindings)
             while try statement.step() {}
             return Int(sqlite3_changes(handle))
@@ -101,12 +113,25 @@ public final class SQLiteDatabase: @unchecked Sendable {
     /// - Throws: ``SQLiteError``.
     public func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws(SQLiteError) -> [SQLiteRow] {
         try locked { () throws(SQLiteError) -> [SQLiteRow] in
-            let statement = try prepare(sql)
+            let statement = try cachedStatement(sql)
+            defer { statement.reset() }
             try statement.bind(bindings)
             var rows: [SQLiteRow] = []
             while try statement.step() { rows.append(try statement.row()) }
             return rows
         }
+    }
+
+    /// The prepared statement for `sql` from the cache, or prepared now (and kept while the
+    /// cache has room). The caller holds the lock and resets the statement after use.
+    private func cachedStatement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let statement = statementCache[sql] { return statement }
+        var prepared: OpaquePointer?
+        try check(sqlite3_prepare_v2(handle, sql, -1, &prepared, nil))
+        guard let prepared else { throw .sqlite(code: SQLITE_MISUSE, message: "empty statement") }
+        let statement = SQLiteStatement(database: self, handle: prepared, retainsDatabase: false)
+        if statementCache.count < Self.statementCacheLimit { statementCache[sql] = statement }
+        return statement
     }
 
     /// The row id of the last successful `INSERT` on this connection.
@@ -129,11 +154,11 @@ public final class SQLiteDatabase: @unchecked Sendable {
     public func transaction<T>(immediate: Bool = true, _ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         try locked { () throws(SQLiteError) -> T in
             guard sqlite3_get_autocommit(handle) != 0 else { throw .nestedTransaction }
-            try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
+            try run(immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
             let result: T
             do throws(SQLiteError) {
                 result = try body()
-                try execute("COMMIT")
+                try run("COMMIT")
             } catch {
                 // SQLite may already have rolled back (for example after SQLITE_FULL).
                 if sqlite3_get_autocommit(handle) == 0 { _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }

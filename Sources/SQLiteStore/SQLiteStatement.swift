@@ -9,10 +9,17 @@ private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 /// database's lock, so a statement and other work on the same ``SQLiteDatabase`` never interleave
 /// inside SQLite. Parameter indexes are 1-based (as in SQL `?1`), column indexes 0-based.
 public final class SQLiteStatement {
-    private let database: SQLiteDatabase
+    /// Keeps the database open while a caller holds the statement; `nil` for the statements
+    /// the database caches itself (it finalizes them before it closes, and a strong reference
+    /// back would keep it open for ever).
+    private let owner: SQLiteDatabase?
+    private unowned(unsafe) let database: SQLiteDatabase
     private let handle: OpaquePointer
+    /// The result column names, read once (the same for every row of a prepared statement).
+    private var names: [String]?
 
-    init(database: SQLiteDatabase, handle: OpaquePointer) {
+    init(database: SQLiteDatabase, handle: OpaquePointer, retainsDatabase: Bool = true) {
+        self.owner = retainsDatabase ? database : nil
         self.database = database
         self.handle = handle
     }
@@ -199,13 +206,17 @@ public final class SQLiteStatement {
     /// - Throws: ``SQLiteError`` (not expected for a row just stepped to).
     public func row() throws(SQLiteError) -> SQLiteRow {
         let count = columnCount
-        var names: [String] = []
-        var values: [SQLiteValue] = []
-        for index in 0..<count {
-            names.append(columnName(at: index))
-            values.append(try value(at: index))
+        let columnNames: [String]
+        if let names, names.count == count {
+            columnNames = names
+        } else {
+            columnNames = (0..<count).map { columnName(at: $0) }
+            names = columnNames
         }
-        return SQLiteRow(columnNames: names, values: values)
+        var values: [SQLiteValue] = []
+        values.reserveCapacity(count)
+        for index in 0..<count { values.append(try value(at: index)) }
+        return SQLiteRow(columnNames: columnNames, values: values)
     }
 
     private func mismatch(_ index: Int, _ expected: String, _ found: SQLiteValue) -> SQLiteError {

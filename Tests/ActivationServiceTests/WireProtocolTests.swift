@@ -273,7 +273,7 @@ struct WireProtocolTests {
                 version: version, sharedInfo1: .activationScopeGeneric, applicationKey: sdk.applicationKey,
                 applicationSecret: sdk.applicationSecret, activationId: id, transportKey: keys.transport)
             let (cryptogram, envelope) = try ECIESEncryptor(
-                configuration: configuration, serverPublicKey: record.serverKeyPair.publicKey
+                configuration: configuration, serverPublicKey: record.serverPublicKey
             ).encryptRequest(nil, now: s.h.clock.now())
             let request = TransportRequest(
                 path: ActivationAPI.userInfo.path,

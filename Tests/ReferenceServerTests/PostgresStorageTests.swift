@@ -41,10 +41,14 @@ struct PostgresStorageTests {
         #expect(nonce.count == 24)
         let stranger = try PostgresActivationStore(
             connectionString: dsn, storageKey: try SecureBytes.random(count: 32))
-        #expect(throws: ActivationServerError.self) { try stranger.fetch(activationId: id) }
+        // The record's plain columns read (they are not secret); its key does not open.
+        let read = try #require(try stranger.fetch(activationId: id))
+        #expect(throws: ActivationServerError.self) { try read.serverPrivateKey.key() }
         let owner = try PostgresActivationStore(
             connectionString: dsn, storageKey: try ServerKeyFile.load(at: s.directory + "/server.sqlite.key"))
-        #expect(try owner.fetch(activationId: id)?.state == .active)
+        let owned = try #require(try owner.fetch(activationId: id))
+        #expect(owned.state == .active)
+        #expect(try owned.serverPrivateKey.key().count == 32)
     }
 
     @Test("a database from a newer schema is refused and left untouched")
@@ -129,15 +133,19 @@ struct PostgresStorageTests {
         let header = try await device.service.signRequest(
             method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
             authentication: .possessionWithPassword(try pin("9999")))
-        // Drop the test's database under the running server: every connection ends, and no new
-        // one can be made, as when the database server is down.
-        let clusterText = try #require(StoreBackend.clusterConnectionString)
-        let base = try StoreBackend.secureCopy(clusterText)
+        // Close the test's database under the running server: no new connection is allowed and
+        // every open one ends, as when the database server is down. (Not DROP DATABASE: it waits
+        // for a checkpoint, which on a loaded machine outlasted the statement timeout.)
         let dsn = try #require(s.store.connectionString)
         let names = try Self.query(dsn, "SELECT current_database()")
         let name = try #require(names.first?[0].string)
-        try PostgresPool(connectionString: base).withConnection { (c) throws(PostgresError) in
-            try c.execute("DROP DATABASE \(name) WITH (FORCE)")
+        try StoreBackend.adminPool().withConnection { (c) throws(PostgresError) in
+            try c.execute("ALTER DATABASE \(name) WITH ALLOW_CONNECTIONS false")
+            // Waits (up to 30 s) until each backend has ended, so no request can still use one.
+            let ended = try c.query(
+                "SELECT bool_and(pg_terminate_backend(pid, 30000)) FROM pg_stat_activity WHERE datname = $1",
+                [.text(name)])
+            guard ended.first?[0].bool != false else { throw PostgresError.timeout }
         }
         // URLSession itself: the project's clients turn any 5xx into an error without its body.
         var request = URLRequest(url: URL(string: s.baseURL + ActivationAPI.validateSignature.path)!)
@@ -151,6 +159,41 @@ struct PostgresStorageTests {
             let error = try WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, Array(answer))
             #expect(error.status == "ERROR")
             #expect(error.responseObject?.code == ActivationAPI.ErrorCode.generic)
+        }
+    }
+}
+
+@Suite(
+    "Prepared statements on a PostgreSQL connection",
+    .enabled(if: StoreBackend.clusterConnectionString != nil, StoreBackend.skipReason))
+struct PostgresPreparedStatementTests {
+    @Test("more texts than a connection keeps prepared, the same text with other parameter types, after a rollback")
+    func preparedCache() throws {
+        let dsn = try StoreBackend.freshPostgresDatabase()
+        let pool = try PostgresPool(
+            connectionString: dsn, configuration: PostgresPool.Configuration(maximumConnections: 1))
+        try pool.withConnection { (c) throws(PostgresError) in
+            try c.execute("CREATE TABLE item(id bigint PRIMARY KEY, value double precision)")
+            for n in 0..<(PostgresConnection.preparedStatementLimit + 20) {
+                let rows = try c.query("SELECT $1::bigint + \(n)", [.integer(1)])
+                #expect(rows.first?[0].int64 == Int64(n + 1))
+            }
+            // One text, a NULL then a value: each type list is its own statement.
+            try c.query("INSERT INTO item(id, value) VALUES ($1, $2)", [.integer(1), .null])
+            try c.query("INSERT INTO item(id, value) VALUES ($1, $2)", [.integer(2), .double(2.5)])
+            let rows = try c.query("SELECT value FROM item WHERE id = $1", [.integer(2)])
+            #expect(rows.first?[0].double == 2.5)
+        }
+        // A statement prepared in a transaction that rolled back is still there (and still right).
+        #expect(throws: PostgresError.self) {
+            try pool.transaction { (c) throws(PostgresError) in
+                try c.query("INSERT INTO item(id, value) VALUES ($1, $2)", [.integer(3), .double(3)])
+                try c.query("INSERT INTO item(id, value) VALUES ($1, $2)", [.integer(3), .double(3)])
+            }
+        }
+        try pool.withConnection { (c) throws(PostgresError) in
+            try c.query("INSERT INTO item(id, value) VALUES ($1, $2)", [.integer(3), .double(3)])
+            #expect(try c.query("SELECT count(*) FROM item").first?[0].int64 == 3)
         }
     }
 }

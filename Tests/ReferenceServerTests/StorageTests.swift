@@ -39,11 +39,15 @@ struct StorageTests {
         #expect(try #require(row[2].bytes).count == 24)
         let otherKey = try SecureBytes.random(count: 32)
         let stranger = try SQLiteActivationStore(path: s.directory + "/server.sqlite", storageKey: otherKey)
-        #expect(throws: ActivationServerError.self) { try stranger.fetch(activationId: id) }
+        // The record's plain columns read (they are not secret); its key does not open.
+        let read = try #require(try stranger.fetch(activationId: id))
+        #expect(throws: ActivationServerError.self) { try read.serverPrivateKey.key() }
         let owner = try SQLiteActivationStore(
             path: s.directory + "/server.sqlite",
             storageKey: try ServerKeyFile.load(at: s.directory + "/server.sqlite.key"))
-        #expect(try owner.fetch(activationId: id)?.state == .active)
+        let owned = try #require(try owner.fetch(activationId: id))
+        #expect(owned.state == .active)
+        #expect(try owned.serverPrivateKey.key().count == 32)
     }
 
     @Test("a database from a newer schema is refused and left untouched")

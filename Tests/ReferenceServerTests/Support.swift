@@ -94,9 +94,19 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     static func freshPostgresDatabase() throws -> SecureBytes {
         guard let base = clusterConnectionString else { throw NoCluster() }
         let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try PostgresPool(connectionString: try secureCopy(base))
-        try admin.withConnection { (c) throws(PostgresError) in try c.execute("CREATE DATABASE \(name)") }
+        try adminPool().withConnection { (c) throws(PostgresError) in try c.execute("CREATE DATABASE \(name)") }
         return try secureCopy(base + " dbname=\(name)")
+    }
+
+    /// A pool on the test cluster's maintenance database, with a generous statement timeout: on
+    /// a loaded 2-core machine, statements that wait for a checkpoint or for other backends to
+    /// end (CREATE/ALTER DATABASE, `pg_terminate_backend`) can take longer than the store's 5 s.
+    static func adminPool() throws -> PostgresPool {
+        guard let base = clusterConnectionString else { throw NoCluster() }
+        return try PostgresPool(
+            connectionString: try secureCopy(base),
+            configuration: PostgresPool.Configuration(
+                maximumConnections: 1, acquireTimeoutSeconds: 60, statementTimeoutMilliseconds: 60_000))
     }
 
     static func secureCopy(_ text: String) throws -> SecureBytes {

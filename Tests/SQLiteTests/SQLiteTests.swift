@@ -201,4 +201,47 @@ struct SQLiteTests {
         #expect(results.count == 4 && results.allSatisfy { $0 })
         #expect(try db.query("SELECT value FROM counter")[0][0] == 200)
     }
+
+    @Test(
+        "run and query reuse prepared statements: more texts than the cache holds, other bindings, other connections' writes seen"
+    )
+    func statementCache() throws {
+        let scratch = try Scratch()
+        let db = try SQLiteDatabase(path: scratch.path())
+        try db.migrate(counterSchema)
+        // More distinct texts than the cache keeps: the ones past the limit still run.
+        for n in 0..<(SQLiteDatabase.statementCacheLimit + 20) {
+            let rows = try db.query("SELECT ? + \(n)", [.integer(1)])
+            #expect(rows.first?[0].int64 == Int64(n + 1))
+        }
+        // The same text with other bindings; a NULL binding leaves nothing behind for the next call.
+        #expect(try db.query("SELECT ?", [.null]).first?[0] == .null)
+        #expect(try db.query("SELECT ?", [.integer(7)]).first?[0].int64 == 7)
+        // A cached statement is reset after use: it holds no read transaction, so this
+        // connection sees another connection's commit, and a checkpoint finds no reader.
+        let other = try SQLiteDatabase(path: scratch.path())
+        #expect(try db.query("SELECT value FROM counter WHERE id = ?", [.integer(1)]).first?[0].int64 == 0)
+        try other.run("UPDATE counter SET value = ? WHERE id = ?", [.integer(42), .integer(1)])
+        #expect(try db.query("SELECT value FROM counter WHERE id = ?", [.integer(1)]).first?[0].int64 == 42)
+        let checkpoint = try other.query("PRAGMA wal_checkpoint(TRUNCATE)")
+        #expect(checkpoint.first?[0].int64 == 0)
+        // A statement that failed is reset too: the next call with good values works.
+        #expect(throws: SQLiteError.self) {
+            try db.run("INSERT INTO counter(id, value) VALUES (?, ?)", [.integer(1), .integer(0)])
+        }
+        #expect(try db.run("INSERT INTO counter(id, value) VALUES (?, ?)", [.integer(2), .integer(5)]) == 1)
+    }
+
+    @Test("a connection with cached statements closes when released: the file can be deleted and recreated")
+    func cachedStatementsDoNotKeepTheConnection() throws {
+        let scratch = try Scratch()
+        weak var released: SQLiteDatabase?
+        do {
+            let db = try SQLiteDatabase(path: scratch.path())
+            try db.migrate(counterSchema)
+            _ = try db.query("SELECT value FROM counter WHERE id = ?", [.integer(1)])
+            released = db
+        }
+        #expect(released == nil)
+    }
 }

@@ -1,0 +1,161 @@
+import Activation
+import ActivationServer
+import Foundation
+import PowerAuthProtocol
+import TestSupport
+import Testing
+
+@testable import ReferenceServer
+
+/// The one-statement path of a counted attempt (`recordAttempt(…, observed:)`): written only
+/// while the row is exactly as the verifier read it, otherwise the locked rule on the current
+/// row. Each test hands the store an observation that is out of date on purpose.
+@Suite("Counted attempts given the record the verifier read")
+struct ObservedAttemptTests {
+    /// Runs `count` attempts at once on threads of their own, all with the same observation.
+    static func race(
+        _ count: Int, store: any ReferenceActivationStore, observed: ActivationRecord, outcome: AttemptOutcome
+    ) -> [Result<AttemptResult, ActivationServerError>] {
+        GroupCommitTests.concurrently(count) { _ in
+            do throws(ActivationServerError) {
+                return .success(
+                    try store.recordAttempt(
+                        activationId: observed.activationId, outcome: outcome, now: Date(),
+                        failureBlockDuration: nil, observed: observed))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    @Test(
+        "an observation another attempt made stale is not written: the rule runs on the current row",
+        arguments: StoreBackend.available)
+    func staleObservationFallsBack(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
+        defer { s.server.stop() }
+        let (_, id) = try await s.activeDevice()
+        let store = s.server.store
+        let observed = try #require(try store.fetch(activationId: id))
+        #expect(observed.failedAttempts == 0)
+        for expected in 1...3 {
+            // The same observation each time (failures 0): only the first matches the row.
+            let result = try store.recordAttempt(
+                activationId: id, outcome: .rejected, now: Date(), failureBlockDuration: nil, observed: observed)
+            #expect(result.failedAttempts == expected)
+            #expect(!result.accepted)
+        }
+        // A code accepted at the observed index, then the same code again from the same
+        // (now stale) observation: a replay, counted as the locked rule counts it.
+        let fresh = try #require(try store.fetch(activationId: id))
+        let accept = AttemptOutcome.accepted(
+            codeIndex: fresh.counterIndex, nextCounter: try fresh.counter.next(), resetsFailures: true)
+        let first = try store.recordAttempt(
+            activationId: id, outcome: accept, now: Date(), failureBlockDuration: nil, observed: fresh)
+        #expect(first.accepted)
+        #expect(first.failedAttempts == 0)
+        let replay = try store.recordAttempt(
+            activationId: id, outcome: accept, now: Date(), failureBlockDuration: nil, observed: fresh)
+        #expect(!replay.accepted)
+        #expect(replay.failedAttempts == 1)
+        let stored = try #require(try store.fetch(activationId: id))
+        #expect(stored.counterIndex == fresh.counterIndex + 1)
+        #expect(stored.counter == (try fresh.counter.next()))
+        let trail = try store.auditTrail(activationId: id).map(\.outcome)
+        #expect(trail == [.failure, .failure, .failure, .accepted, .failure])
+    }
+
+    @Test(
+        "48 wrong codes from one observation at once: blocked at exactly 5, one audit row each",
+        arguments: StoreBackend.available)
+    func concurrentStaleFailures(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
+        defer { s.server.stop() }
+        let (_, id) = try await s.activeDevice()
+        let store = s.server.store
+        let observed = try #require(try store.fetch(activationId: id))
+        let results = Self.race(48, store: store, observed: observed, outcome: .rejected).compactMap { try? $0.get() }
+        #expect(results.count == 48)
+        #expect(results.allSatisfy { !$0.accepted })
+        #expect(results.map(\.failedAttempts).sorted() == Array(1...5) + Array(repeating: 5, count: 43))
+        let stored = try #require(try store.fetch(activationId: id))
+        #expect(stored.state == .blocked)
+        #expect(stored.failedAttempts == 5)
+        let trail = try store.auditTrail(activationId: id).map(\.outcome)
+        #expect(trail.count == 48)
+        #expect(trail.filter { $0 == .failure }.count == 4)
+        #expect(trail.filter { $0 == .failureBlocked }.count == 1)
+        #expect(trail.filter { $0 == .refused }.count == 43)
+    }
+
+    @Test(
+        "16 copies of one good code at once: exactly one accepted, the replays counted until the block",
+        arguments: StoreBackend.available)
+    func concurrentReplays(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
+        defer { s.server.stop() }
+        let (_, id) = try await s.activeDevice()
+        let store = s.server.store
+        let observed = try #require(try store.fetch(activationId: id))
+        let accept = AttemptOutcome.accepted(
+            codeIndex: observed.counterIndex, nextCounter: try observed.counter.next(), resetsFailures: true)
+        let results = Self.race(16, store: store, observed: observed, outcome: accept).compactMap { try? $0.get() }
+        #expect(results.count == 16)
+        #expect(results.filter(\.accepted).count == 1)
+        // Whichever came first was accepted; every later one is a replay of a consumed index.
+        let trail = try store.auditTrail(activationId: id).map(\.outcome)
+        #expect(
+            trail == [.accepted, .failure, .failure, .failure, .failure, .failureBlocked]
+                + Array(repeating: .refused, count: 10))
+        let stored = try #require(try store.fetch(activationId: id))
+        #expect(stored.counterIndex == observed.counterIndex + 1)
+        #expect(stored.state == .blocked)
+    }
+
+    @Test("a signed request through the server takes the one-statement path", arguments: StoreBackend.available)
+    func serverUsesTheShortPath(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
+        defer { s.server.stop() }
+        let (device, id) = try await s.activeDevice()
+        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "SHORT")))
+        func shortPath() -> Int {
+            if let store = s.server.store as? SQLiteActivationStore {
+                return store.shortPathAttempts.load(ordering: .relaxed)
+            }
+            if let store = s.server.store as? PostgresActivationStore {
+                return store.shortPathAttempts.load(ordering: .relaxed)
+            }
+            return -1
+        }
+        let before = shortPath()
+        #expect(before >= 0)
+        for _ in 0..<3 {
+            let header = try await device.service.signRequest(
+                method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+                authentication: .possessionWithPassword(try pin("1234")))
+            let response = s.server.activationServer.respond(
+                to: TransportRequest(
+                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header.value],
+                    body: body))
+            #expect(response.statusCode == 200)
+        }
+        #expect(shortPath() == before + 3)
+        #expect(try s.server.store.auditTrail(activationId: id).filter { $0.outcome == .accepted }.count == 3)
+    }
+
+    @Test("an observation of another activation is not used for this one", arguments: StoreBackend.available)
+    func observationOfAnotherActivation(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
+        defer { s.server.stop() }
+        let (_, first) = try await s.activeDevice()
+        let (_, second) = try await s.activeDevice(pin: "5678")
+        let store = s.server.store
+        let other = try #require(try store.fetch(activationId: first))
+        let result = try store.recordAttempt(
+            activationId: second, outcome: .rejected, now: Date(), failureBlockDuration: nil, observed: other)
+        #expect(result.failedAttempts == 1)
+        #expect(try store.fetch(activationId: first)?.failedAttempts == 0)
+        #expect(try store.fetch(activationId: second)?.failedAttempts == 1)
+        #expect(try store.auditTrail(activationId: first).isEmpty)
+    }
+}
