@@ -291,10 +291,14 @@ enum ServerBench {
             var postgres: [Int32: UInt64] = [:]
             var machine = MachineCPU()
         }
-        func clocks() throws -> Clocks {
-            Clocks(
-                wall: now(), bench: processCPU(), servers: children.map { $0.cpuNanoseconds() ?? 0 },
+        // The wall clock is read last at the start and first at the end, so the other readings
+        // (a query to PostgreSQL among them) stay outside the timed span.
+        func clocks(wall: UInt64? = nil) throws -> Clocks {
+            var readings = Clocks(
+                bench: processCPU(), servers: children.map { $0.cpuNanoseconds() ?? 0 },
                 postgres: try postgres?.snapshot() ?? [:], machine: MachineCPU.now())
+            readings.wall = wall ?? now()
+            return readings
         }
         var before = Clocks()
         let outcomes: [Outcome]
@@ -313,7 +317,7 @@ enum ServerBench {
             }
             if let failure { throw failure }
         }
-        let after = try clocks()
+        let after = try clocks(wall: now())
         let elapsed = Double(after.wall - before.wall) / 1e9
         let benchCPU = Double(after.bench - before.bench)
         let serverCPU = Double(zip(after.servers, before.servers).map { $0 - min($0, $1) }.reduce(0, +))
