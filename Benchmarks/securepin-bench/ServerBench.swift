@@ -233,7 +233,9 @@ enum ServerBench {
                     + "\(instances) securepin server process\(instances == 1 ? "" : "es"), load generator \(generator)")
             print("  preparing: activating \(clients) devices and signing \(clients * requests) requests (not timed)…")
         }
-        var plans: [(lane: Int, transport: HTTPActivationTransport, headers: [String], id: String)] = []
+        // A device's transport is kept only when it sends the timed requests (--urlsession): each
+        // holds a kept-alive connection, and the server allows 128 per client address.
+        var plans: [(lane: Int, transport: HTTPActivationTransport?, headers: [String], id: String)] = []
         var direct: [String] = []
         for c in 0..<clients {
             let lane = c % instances
@@ -267,7 +269,7 @@ enum ServerBench {
                         ).value)
                 }
             }
-            plans.append((lane, transport, headers, prepared.activationId))
+            plans.append((lane, setup.urlSession ? transport : nil, headers, prepared.activationId))
         }
         let path = ActivationAPI.validateSignature.path
         let lanes = plans.map { plan in
@@ -304,7 +306,8 @@ enum ServerBench {
         let outcomes: [Outcome]
         if setup.urlSession {
             before = try clocks()
-            outcomes = await urlSessionLoad(plans.map { ($0.transport, $0.headers) }, body: body)
+            outcomes = await urlSessionLoad(
+                plans.compactMap { plan in plan.transport.map { ($0, plan.headers) } }, body: body)
         } else {
             var failure: (any Error)?
             outcomes = RawHTTPLoad.run(lanes) {
