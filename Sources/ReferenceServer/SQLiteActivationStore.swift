@@ -90,6 +90,11 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
 
     /// The database.
     public let database: SQLiteDatabase
+    /// A read-only connection for ``fetch(activationId:)``: a signed request reads its record
+    /// without waiting for the writer's lock, which a committing batch holds through its `fsync`.
+    /// Reads inside a write transaction (``update(activationId:_:)``, a counted attempt's
+    /// fallback) stay on ``database``, where they see the transaction's own changes.
+    private let reader: SQLiteDatabase
     private let storageKey: SecureBytes
     /// Concurrent attempts, committed together (see ``recordAttempt(activationId:outcome:now:failureBlockDuration:)``).
     private let attempts = GroupCommit<PendingAttempt, Result<AttemptResult, ActivationServerError>>(limit: 256)
@@ -106,6 +111,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         do throws(SQLiteError) {
             database = try SQLiteDatabase(path: path)
             try database.migrate(Self.migrations)
+            reader = try SQLiteDatabase.reader(path: path)
         } catch {
             throw .storage(reason: "\(error)")
         }
@@ -203,8 +209,16 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
 
     /// Reads a record (its private key opened into secure memory).
     public func fetch(activationId: String) throws(ActivationServerError) -> ActivationRecord? {
+        try read(activationId, on: reader)
+    }
+
+    /// Reads a record on one of the two connections.
+    private func read(_ activationId: String, on connection: SQLiteDatabase) throws(ActivationServerError)
+        -> ActivationRecord?
+    {
         do throws(ReferenceServerError) {
-            let rows = try sql { () throws(SQLiteError) in try database.query(Self.selectRecord, [.text(activationId)])
+            let rows = try sql { () throws(SQLiteError) in
+                try connection.query(Self.selectRecord, [.text(activationId)])
             }
             return try rows.first.map { (row) throws(ReferenceServerError) in try decode(row) }
         } catch {
@@ -453,7 +467,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     }
 
     private func load(_ activationId: String) throws(ActivationServerError) -> ActivationRecord {
-        guard let record = try fetch(activationId: activationId) else { throw .activationNotFound }
+        guard let record = try read(activationId, on: database) else { throw .activationNotFound }
         return record
     }
 

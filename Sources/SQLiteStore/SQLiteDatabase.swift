@@ -39,9 +39,27 @@ public final class SQLiteDatabase: @unchecked Sendable {
     ///     failing with ``SQLiteError/busy`` (default 5 s).
     /// - Throws: ``SQLiteError`` when the file cannot be opened or is not a database, and
     ///   ``SQLiteError/walUnavailable(journalMode:)`` when WAL cannot be enabled.
-    public init(path: String, busyTimeout: Duration = .seconds(5)) throws(SQLiteError) {
+    public convenience init(path: String, busyTimeout: Duration = .seconds(5)) throws(SQLiteError) {
+        try self.init(path: path, busyTimeout: busyTimeout, readOnly: false)
+    }
+
+    /// Opens an existing database in write-ahead-log mode for reading only: a second
+    /// connection beside a writer, whose reads see the last committed state and do not wait
+    /// for the writer's transaction or its `fsync`.
+    /// - Parameters:
+    ///   - path: The file path (the database must exist, in WAL mode).
+    ///   - busyTimeout: As for the writer.
+    /// - Returns: The connection; any write on it fails with `SQLITE_READONLY`.
+    /// - Throws: ``SQLiteError``, and ``SQLiteError/walUnavailable(journalMode:)`` when the file
+    ///   is not in WAL mode.
+    public static func reader(path: String, busyTimeout: Duration = .seconds(5)) throws(SQLiteError) -> SQLiteDatabase {
+        try SQLiteDatabase(path: path, busyTimeout: busyTimeout, readOnly: true)
+    }
+
+    private init(path: String, busyTimeout: Duration, readOnly: Bool) throws(SQLiteError) {
         var connection: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
+        let flags =
+            (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX
         let code = sqlite3_open_v2(path, &connection, flags, nil)
         guard code == SQLITE_OK, let connection else {
             let error = SQLiteError(code: code, connection: connection)
@@ -55,9 +73,11 @@ public final class SQLiteDatabase: @unchecked Sendable {
         let milliseconds = max(0, min(Int64(Int32.max), seconds * 1000 + attoseconds / 1_000_000_000_000_000))
         sqlite3_busy_timeout(connection, Int32(milliseconds))
         try execute("PRAGMA foreign_keys = ON")
-        let mode = try query("PRAGMA journal_mode = WAL").first?[0].string?.lowercased() ?? ""
+        let mode =
+            try query(readOnly ? "PRAGMA journal_mode" : "PRAGMA journal_mode = WAL").first?[0].string?
+            .lowercased() ?? ""
         guard mode == "wal" else { throw .walUnavailable(journalMode: mode) }
-        try execute("PRAGMA synchronous = FULL")
+        if !readOnly { try execute("PRAGMA synchronous = FULL") }
     }
 
     deinit {

@@ -232,6 +232,26 @@ struct SQLiteTests {
         #expect(try db.run("INSERT INTO counter(id, value) VALUES (?, ?)", [.integer(2), .integer(5)]) == 1)
     }
 
+    @Test("a reader connection reads beside an open write transaction, sees only what is committed, and cannot write")
+    func readerBesideWriter() throws {
+        let scratch = try Scratch()
+        let db = try SQLiteDatabase(path: scratch.path())
+        try db.migrate(counterSchema)
+        let reader = try SQLiteDatabase.reader(path: scratch.path())
+        let read = "SELECT value FROM counter WHERE id = ?"
+        try db.transaction { () throws(SQLiteError) in
+            try db.run("UPDATE counter SET value = ? WHERE id = ?", [.integer(5), .integer(1)])
+            // The writer holds its transaction (and its lock); the reader neither waits nor sees it.
+            #expect(try reader.query(read, [.integer(1)]).first?[0].int64 == 0)
+        }
+        #expect(try reader.query(read, [.integer(1)]).first?[0].int64 == 5)
+        #expect(throws: SQLiteError.self) {
+            try reader.run("UPDATE counter SET value = ? WHERE id = ?", [.integer(9), .integer(1)])
+        }
+        #expect(try db.query(read, [.integer(1)]).first?[0].int64 == 5)
+        #expect(throws: SQLiteError.self) { try SQLiteDatabase.reader(path: scratch.path("absent.sqlite")) }
+    }
+
     @Test("a connection with cached statements closes when released: the file can be deleted and recreated")
     func cachedStatementsDoNotKeepTheConnection() throws {
         let scratch = try Scratch()
