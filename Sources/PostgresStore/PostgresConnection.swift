@@ -78,6 +78,20 @@ public final class PostgresConnection: @unchecked Sendable {
         PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE
     }
 
+    /// Whether the connection still looks alive before a statement is sent on it. An idle
+    /// connection has nothing to read; if its socket is readable, the server sent something
+    /// unasked — in practice the notice of its end (a restart, `pg_terminate_backend`) followed
+    /// by the close — so the connection is not used (`poll` with no wait). A dead connection is
+    /// thus found before a statement was sent on it, when dropping it is unambiguous; a statement
+    /// that fails after it was sent may have committed.
+    public var isAlive: Bool {
+        guard PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { return false }
+        var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 0
+    }
+
     /// Runs one or more statements without parameters or results (`PQexec`).
     /// - Parameter sql: the statements.
     /// - Throws: ``PostgresError``.

@@ -142,8 +142,12 @@ public final class PostgresPool: Sendable {
         idle.withLock { $0.removeAll() }
     }
 
+    /// An idle connection that still looks alive (``PostgresConnection/isAlive``; dead ones are
+    /// dropped), or a new one.
     private func take() throws(PostgresError) -> (PostgresConnection, Bool) {
-        if let connection = idle.withLock({ $0.popLast() }) { return (connection, true) }
+        while let connection = idle.withLock({ $0.popLast() }) {
+            if connection.isAlive { return (connection, true) }
+        }
         return (try connect(), false)
     }
 

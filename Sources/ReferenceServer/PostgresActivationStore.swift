@@ -347,23 +347,25 @@ public final class PostgresActivationStore: ReferenceActivationStore {
 
     /// Records one attempt given the record the verifier read. When the row still holds every
     /// value the verifier saw (``ObservedRow``), the rule's result is written by one statement —
-    /// a conditional `UPDATE` and its audit row — instead of reading the row again under a lock
-    /// (and opening its sealed key a second time), updating it and inserting the audit row: three
-    /// round trips (`BEGIN`, the statement, `COMMIT`) instead of five. `BEGIN` stays separate:
-    /// it is the one statement the pool may retry on a fresh connection after the database
-    /// restarted. When another instance or request changed the row in between, the statement
-    /// changes nothing and the same transaction takes the locked path, so the count is the one
-    /// the locked path gives in the same interleaving.
+    /// a conditional `UPDATE` and its audit row, atomic as any single statement — in one round
+    /// trip, instead of five (`BEGIN`, `SELECT … FOR UPDATE`, `UPDATE`, `INSERT`, `COMMIT`) and a
+    /// second opening of the sealed key. When another instance or request changed the row in
+    /// between, the statement changes nothing and the attempt takes the locked path, so the count
+    /// is the one the locked path gives in the same interleaving.
+    ///
+    /// The statement is never repeated: the pool hands out only connections that still look
+    /// alive (``PostgresConnection/isAlive``), and a failure after it was sent is reported
+    /// (`unavailable`, a 503) because it may have committed, as a failed `COMMIT` is.
     public func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
         observed: ActivationRecord
     ) throws(ActivationServerError) -> AttemptResult {
-        try inTransaction { (c) throws(ActivationServerError) -> AttemptResult in
-            if observed.activationId == activationId, ObservedRow.eligible(observed) {
-                var record = observed
-                let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
-                let label = AuditOutcome.of(accepted: accepted, before: observed, after: record)
-                let written = try run { () throws(PostgresError) in
+        if observed.activationId == activationId, ObservedRow.eligible(observed) {
+            var record = observed
+            let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
+            let label = AuditOutcome.of(accepted: accepted, before: observed, after: record)
+            let written = try run { () throws(PostgresError) in
+                try pool.withConnection { (c) throws(PostgresError) in
                     try c.query(
                         """
                         WITH changed AS (
@@ -388,17 +390,16 @@ public final class PostgresActivationStore: ReferenceActivationStore {
                         ]
                     ).count
                 }
-                if written == 1 {
-                    shortPathAttempts.add(1, ordering: .relaxed)
-                    return AttemptResult(
-                        accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
-                        maxFailedAttempts: record.maxFailedAttempts)
-                }
             }
-            return try lockedAttempt(
-                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
-                on: c)
+            if written == 1 {
+                shortPathAttempts.add(1, ordering: .relaxed)
+                return AttemptResult(
+                    accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
+                    maxFailedAttempts: record.maxFailedAttempts)
+            }
         }
+        return try recordAttempt(
+            activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
     }
 
     /// The counting rule on the row read under its lock, the row written back and the audit

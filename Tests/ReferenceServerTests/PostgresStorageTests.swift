@@ -198,6 +198,31 @@ struct PostgresPreparedStatementTests {
     }
 }
 
+@Suite(
+    "Connections of the PostgreSQL pool",
+    .enabled(if: StoreBackend.clusterConnectionString != nil, StoreBackend.skipReason))
+struct PostgresPoolTests {
+    @Test("an idle connection whose backend ended is dropped before a statement is sent on it")
+    func deadIdleConnectionIsDropped() throws {
+        let dsn = try StoreBackend.freshPostgresDatabase()
+        let pool = try PostgresPool(
+            connectionString: dsn, configuration: PostgresPool.Configuration(maximumConnections: 1))
+        let pid = try pool.withConnection { (c) throws(PostgresError) in
+            try c.query("SELECT pg_backend_pid()::bigint").first?[0].int64
+        }
+        let first = try #require(pid)
+        try StoreBackend.adminPool().withConnection { (c) throws(PostgresError) in
+            try c.query("SELECT pg_terminate_backend($1::int, 30000)", [.integer(first)])
+        }
+        // Not `idempotent`: without the check it would be sent on the dead connection and fail.
+        let next = try pool.withConnection { (c) throws(PostgresError) in
+            try c.query("SELECT pg_backend_pid()::bigint").first?[0].int64
+        }
+        #expect(next != nil)
+        #expect(next != first)
+    }
+}
+
 @Suite("The DSN file of securepin server --store postgres")
 struct DSNFileTests {
     @Test("read into secure memory without trailing blanks; a file others can read is refused")
