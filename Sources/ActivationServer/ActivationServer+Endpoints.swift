@@ -51,6 +51,7 @@ extension ActivationServer {
                 let (_, keys, _) = try authenticate(
                     request, ActivationAPI.validateSignature.uriIdentifier, allowed: nil)
                 keys.destroy()
+                if let response = Self.emptyOK { return response }
                 return try Self.ok(EmptyMessage?.none)
             case ActivationAPI.createToken.path:
                 return try createToken(request)
@@ -493,6 +494,9 @@ extension ActivationServer {
             throw .malformedRequest(reason: "the body is not a \(T.self) request")
         }
     }
+
+    /// `{"status":"OK"}`, encoded once: the answer to every accepted `signature/validate`.
+    static let emptyOK: TransportResponse? = try? ok(EmptyMessage?.none)
 
     static func ok<T: Codable & Sendable>(_ object: T?) throws(ActivationServerError) -> TransportResponse {
         let body = try protocolStep { () throws(ProtocolError) in

@@ -36,7 +36,14 @@ public struct HTTPRequest: Sendable {
     /// - Parameter name: The field name, for example ``HTTPHeader/powerAuthAuthorization``.
     /// - Returns: The value, or nil when the request has no such field.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { Self.sameName($0.name, name) }?.value
+    }
+
+    /// Field names compare without regard to ASCII case (they are tokens: RFC 9110 §5.1); a byte
+    /// compare, not Foundation's Unicode one, because it runs several times on every request.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        func lower(_ c: UInt8) -> UInt8 { (0x41...0x5A).contains(c) ? c | 0x20 : c }
+        return a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { lower($0) == lower($1) }
     }
 }
 

@@ -31,10 +31,30 @@ package enum Base64 {
         var out: [UInt8] = []
         out.reserveCapacity(chars.count / 4 * 3)
         var index = 0
+        // Quad by quad into `out`, with no allocation per quad (this runs on every signed request).
         while index < chars.count {
             let isLast = index + 4 == chars.count
-            guard let quad = decodeQuad(chars[index..<index + 4], isLast: isLast) else { return nil }
-            out.append(contentsOf: quad)
+            let (c0, c1, c2, c3) = (chars[index], chars[index + 1], chars[index + 2], chars[index + 3])
+            let pad = UInt8(ascii: "=")
+            let padding = c3 == pad ? (c2 == pad ? 2 : 1) : 0
+            guard padding == 0 || isLast, c0 != pad, c1 != pad, padding == 2 || c2 != pad,
+                let v0 = value(c0), let v1 = value(c1)
+            else { return nil }
+            var n = v0 << 18 | v1 << 12
+            if padding < 2 {
+                guard let v2 = value(c2) else { return nil }
+                n |= v2 << 6
+            }
+            if padding == 0 {
+                guard let v3 = value(c3) else { return nil }
+                n |= v3
+            }
+            // Canonical form: the bits below the last full byte must be zero.
+            if padding == 2, n & 0xFFFF != 0 { return nil }
+            if padding == 1, n & 0xFF != 0 { return nil }
+            out.append(UInt8(n >> 16 & 0xFF))
+            if padding < 2 { out.append(UInt8(n >> 8 & 0xFF)) }
+            if padding == 0 { out.append(UInt8(n & 0xFF)) }
             index += 4
         }
         return out
@@ -59,23 +79,5 @@ package enum Base64 {
         case UInt8(ascii: "/"): return 63
         default: return nil
         }
-    }
-
-    private static func decodeQuad(_ quad: ArraySlice<UInt8>, isLast: Bool) -> [UInt8]? {
-        let c = Array(quad)
-        let pad = UInt8(ascii: "=")
-        let padding = c[3] == pad ? (c[2] == pad ? 2 : 1) : 0
-        guard padding == 0 || isLast, c[0] != pad, c[1] != pad, padding == 2 || c[2] != pad else { return nil }
-        var n: UInt32 = 0
-        for k in 0..<(4 - padding) {
-            guard let v = value(c[k]) else { return nil }
-            n = n << 6 | v
-        }
-        n <<= UInt32(6 * padding)
-        // Canonical form: the bits below the last full byte must be zero.
-        if padding == 2, n & 0xFFFF != 0 { return nil }
-        if padding == 1, n & 0xFF != 0 { return nil }
-        let bytes = [UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
-        return Array(bytes.prefix(3 - padding))
     }
 }

@@ -296,8 +296,9 @@ struct Router: Sendable {
 
     /// 16 random hex digits.
     static func requestId() -> String {
-        let bytes = (try? SecureRandom.bytes(count: 8)) ?? []
-        return bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        // Not a secret: it only has to be unique enough to find a request in the log.
+        let hex = String(UInt64.random(in: .min ... .max), radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
     /// The `activationId` of the request's or the response's object, for the access log.

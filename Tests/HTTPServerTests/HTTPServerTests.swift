@@ -40,6 +40,22 @@ private func startedServer(
 
 @Suite("HTTP server on loopback")
 struct HTTPServerTests {
+    @Test("header lookup ignores ASCII case only, and the whole name must match")
+    func headerNames() {
+        let request = HTTPRequest(
+            method: "POST", path: "/",
+            headers: [
+                HTTPHeader(name: "X-PowerAuth-Authorization", value: "a"), HTTPHeader(name: "Content-Type", value: "b"),
+            ])
+        #expect(request.header("x-powerauth-authorization") == "a")
+        #expect(request.header("X-POWERAUTH-AUTHORIZATION") == "a")
+        #expect(request.header("content-type") == "b")
+        #expect(request.header("X-PowerAuth-Authorizatio") == nil)
+        #expect(request.header("X-PowerAuth-Authorizations") == nil)
+        #expect(request.header("X-PowerAuth_Authorization") == nil)
+        #expect(request.header("Content-Typf") == nil)
+    }
+
     @Test("method and path select the route; unknown ones get the handler's 404")
     func routing() throws {
         let (server, port) = try startedServer()
