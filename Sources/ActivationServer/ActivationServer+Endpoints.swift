@@ -433,34 +433,42 @@ extension ActivationServer {
         return (record, keys)
     }
 
-    /// The short path of a verified request, without reading the activation: the code is checked
+    /// The short path of a signed request, without reading the activation: the code is checked
     /// against the snapshot this server's last conditional write left (``FactorKeyCache``), and
-    /// only a code that verifies is written — by ``ServerActivationStore/recordAttemptIfUnchanged(activationId:outcome:now:failureBlockDuration:observed:)``,
-    /// on condition that the stored row is still exactly the snapshot. So the answer is the one a
-    /// fresh read at the moment of the write would give. Anything else — no snapshot, a code that
-    /// does not verify against it, a row that changed (another request, instance or back office)
-    /// — returns `nil` with nothing counted, and the caller takes the path that reads the row.
+    /// its outcome — accepted or not, as ``countAttempt(_:record:keys:factorSet:data:format:)``
+    /// rules it — is written by ``ServerActivationStore/recordAttemptIfUnchanged(activationId:outcome:now:failureBlockDuration:observed:)``,
+    /// on condition that the stored row is still exactly the snapshot. So the answer and the count
+    /// are the ones a fresh read at the moment of the write would give. A row that changed
+    /// (another request, instance or back office; a block, a removal) writes nothing and returns
+    /// `nil`, and the caller takes the path that reads the row. A code that verifies and one that
+    /// does not take the same steps, so an activation the snapshot no longer describes (blocked,
+    /// removed) answers a right code exactly as a wrong one.
     /// - Returns: the record (as before the attempt; its private key opened from the store on
     ///   demand) and keys the caller destroys, or `nil`.
     func verifyFromSnapshot(
         _ code: String, activationId: String, factorSet: FactorSet, data: [UInt8]?, format: AuthenticationCodeFormat
     ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys)? {
-        guard store.writesConditionally, let data,
+        guard store.writesConditionally,
             let (snapshot, keys) = try? factorKeyCache.snapshot(activationId, now: clock.now())
         else { return nil }
-        let lookAhead = configuration.lookAhead
-        let match = try? protocolStep { () throws(ProtocolError) in
-            try crypto.verifyAuthenticationCode(
-                code, data: data, factors: factorSet, keys: keys.signingKeys, counter: snapshot.counter,
-                format: format, lookAhead: lookAhead)
+        // A code that does not verify is written (conditionally) too, as the path that reads the
+        // row counts it: were it sent to that path instead, a blocked or removed activation would
+        // refuse a wrong code after a read but try to write a right one first — a difference in
+        // work that tells the right code apart without counting it.
+        var outcome = factorSet == .possession ? AttemptOutcome.rejectedUncounted : .rejected
+        if let data {
+            let lookAhead = configuration.lookAhead
+            let match = try? protocolStep { () throws(ProtocolError) in
+                try crypto.verifyAuthenticationCode(
+                    code, data: data, factors: factorSet, keys: keys.signingKeys, counter: snapshot.counter,
+                    format: format, lookAhead: lookAhead)
+            }
+            if let match {
+                outcome = .accepted(
+                    codeIndex: snapshot.counterIndex + UInt64(match.distance), nextCounter: match.nextCounter,
+                    resetsFailures: factorSet != .possession)
+            }
         }
-        guard let match else {
-            keys.destroy()
-            return nil
-        }
-        let outcome = AttemptOutcome.accepted(
-            codeIndex: snapshot.counterIndex + UInt64(match.distance), nextCounter: match.nextCounter,
-            resetsFailures: factorSet != .possession)
         let now = clock.now()
         let result: AttemptResult?
         do throws(ActivationServerError) {
@@ -477,7 +485,8 @@ extension ActivationServer {
             keys.destroy()
             return nil
         }
-        // Written: the attempt counted once, whatever it concluded.
+        // Written: the attempt counted once, whatever it concluded (a code that did not verify,
+        // or a replay: refused as the path that reads the row refuses it).
         guard result.accepted else {
             factorKeyCache.forgetSnapshot(activationId)
             keys.destroy()

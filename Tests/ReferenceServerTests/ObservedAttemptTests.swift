@@ -202,6 +202,55 @@ struct ObservedAttemptTests {
         #expect(trail == [.accepted, .accepted, .accepted, .failure, .failure, .accepted])
     }
 
+    @Test(
+        "a blocked activation tells nothing about a code: a right and a wrong PIN leave the same trace",
+        arguments: StoreBackend.available)
+    func blockedActivationIsNoOracle(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
+        defer { s.server.stop() }
+        let (device, id) = try await s.activeDevice()
+        let server = s.server.activationServer
+        let store = s.server.store
+        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "BLOCK")))
+        func validate(pin text: String) async throws -> Int {
+            let header = try await device.service.signRequest(
+                method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+                authentication: .possessionWithPassword(try pin(text))
+            ).value
+            return server.respond(
+                to: TransportRequest(
+                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header], body: body)
+            ).statusCode
+        }
+        func snapshotHeld() throws -> Bool {
+            guard let (_, keys) = try server.factorKeyCache.snapshot(id, now: Date()) else { return false }
+            keys.destroy()
+            return true
+        }
+        /// A request with `text` against the activation blocked by this server's back office right
+        /// after a verified request left a snapshot; whether a snapshot is held afterwards.
+        func guessWhileBlocked(_ text: String) async throws -> Bool {
+            #expect(try await validate(pin: "1234") == 200)
+            #expect(try snapshotHeld())
+            try await s.backOffice.block(id)
+            #expect(try await validate(pin: text) == 401)
+            let held = try snapshotHeld()
+            try await s.backOffice.unblock(id)
+            return held
+        }
+        // Before, a wrong PIN was checked against the kept snapshot and left it in place (so every
+        // further guess was checked too, uncounted), while the right PIN cost a conditional write
+        // and removed it: a difference in work, hence in time, that tells the right PIN apart.
+        let afterWrong = try await guessWhileBlocked("0000")
+        let afterRight = try await guessWhileBlocked("1234")
+        #expect(afterWrong == afterRight)
+        #expect(!afterWrong)
+        // Refused, never counted: the block is what answered.
+        #expect(try store.fetch(activationId: id)?.failedAttempts == 0)
+        let trail = try store.auditTrail(activationId: id).map(\.outcome)
+        #expect(trail == [.accepted, .accepted])
+    }
+
     @Test("an observation of another activation is not used for this one", arguments: StoreBackend.available)
     func observationOfAnotherActivation(_ backend: StoreBackend) async throws {
         let s = try InProcessServer(backend: backend)
