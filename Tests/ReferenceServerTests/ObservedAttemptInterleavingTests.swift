@@ -74,7 +74,7 @@ struct ObservedAttemptInterleavingTests {
                 // The locked rule on the current row: what the attempt must give.
                 var expected = current
                 let accepted = expected.apply(outcome, now: now, failureBlockDuration: nil)
-                let label = AuditOutcome.of(accepted: accepted, before: current, after: expected)
+                let label = AuditOutcome.of(accepted: accepted, before: current, after: expected, now: now)
                 let before = Self.shortPath(store)
                 let result = try store.recordAttempt(
                     activationId: id, outcome: outcome, now: now, failureBlockDuration: nil, observed: observed)
