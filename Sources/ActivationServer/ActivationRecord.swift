@@ -184,6 +184,26 @@ extension ServerPrivateKey: CustomStringConvertible, CustomDebugStringConvertibl
 }
 
 extension ActivationRecord {
+    /// The same record with another holder of its private key (for a copy kept beyond one
+    /// request, which must not keep an opened key).
+    /// - Parameter key: the key holder.
+    /// - Returns: the copy.
+    public func replacingPrivateKey(_ key: ServerPrivateKey) -> ActivationRecord {
+        var copy = ActivationRecord(
+            activationId: activationId, activationCode: activationCode, userId: userId,
+            serverPublicKey: serverPublicKey, serverPrivateKey: key, counter: counter,
+            maxFailedAttempts: maxFailedAttempts)
+        copy.name = name
+        copy.state = state
+        copy.devicePublicKey = devicePublicKey
+        copy.counterIndex = counterIndex
+        copy.failedAttempts = failedAttempts
+        copy.blockedUntil = blockedUntil
+        copy.biometryEnabled = biometryEnabled
+        copy.v4 = v4
+        return copy
+    }
+
     /// The server's key pair for this activation (opens the private key if still sealed).
     /// - Returns: the pair; the private key belongs to the record.
     /// - Throws: ``ActivationServerError/storage(reason:)`` when the sealed key does not open.

@@ -423,9 +423,78 @@ extension ActivationServer {
     func verifyCode(
         _ code: String, activationId: String, factorSet: FactorSet, data: [UInt8]?, format: AuthenticationCodeFormat
     ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys) {
+        if let verified = try verifyFromSnapshot(
+            code, activationId: activationId, factorSet: factorSet, data: data, format: format)
+        {
+            return verified
+        }
         let (record, keys) = try activeActivation(activationId, failure: .authenticationFailed)
         try countAttempt(code, record: record, keys: keys, factorSet: factorSet, data: data, format: format)
         return (record, keys)
+    }
+
+    /// The short path of a verified request, without reading the activation: the code is checked
+    /// against the snapshot this server's last conditional write left (``FactorKeyCache``), and
+    /// only a code that verifies is written — by ``ServerActivationStore/recordAttemptIfUnchanged(activationId:outcome:now:failureBlockDuration:observed:)``,
+    /// on condition that the stored row is still exactly the snapshot. So the answer is the one a
+    /// fresh read at the moment of the write would give. Anything else — no snapshot, a code that
+    /// does not verify against it, a row that changed (another request, instance or back office)
+    /// — returns `nil` with nothing counted, and the caller takes the path that reads the row.
+    /// - Returns: the record (as before the attempt; its private key opened from the store on
+    ///   demand) and keys the caller destroys, or `nil`.
+    func verifyFromSnapshot(
+        _ code: String, activationId: String, factorSet: FactorSet, data: [UInt8]?, format: AuthenticationCodeFormat
+    ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys)? {
+        guard store.writesConditionally, let data,
+            let (snapshot, keys) = try? factorKeyCache.snapshot(activationId, now: clock.now())
+        else { return nil }
+        let lookAhead = configuration.lookAhead
+        let match = try? protocolStep { () throws(ProtocolError) in
+            try crypto.verifyAuthenticationCode(
+                code, data: data, factors: factorSet, keys: keys.signingKeys, counter: snapshot.counter,
+                format: format, lookAhead: lookAhead)
+        }
+        guard let match else {
+            keys.destroy()
+            return nil
+        }
+        let outcome = AttemptOutcome.accepted(
+            codeIndex: snapshot.counterIndex + UInt64(match.distance), nextCounter: match.nextCounter,
+            resetsFailures: factorSet != .possession)
+        let now = clock.now()
+        let result: AttemptResult?
+        do throws(ActivationServerError) {
+            result = try store.recordAttemptIfUnchanged(
+                activationId: activationId, outcome: outcome, now: now,
+                failureBlockDuration: configuration.failureBlockDuration, observed: snapshot)
+        } catch {
+            keys.destroy()
+            throw error
+        }
+        guard let result else {
+            // The row changed since the snapshot: nothing was written; read it afresh.
+            factorKeyCache.forgetSnapshot(activationId)
+            keys.destroy()
+            return nil
+        }
+        // Written: the attempt counted once, whatever it concluded.
+        guard result.accepted else {
+            factorKeyCache.forgetSnapshot(activationId)
+            keys.destroy()
+            throw .authenticationFailed
+        }
+        var after = snapshot
+        _ = after.apply(outcome, now: now, failureBlockDuration: configuration.failureBlockDuration)
+        factorKeyCache.keep(snapshot: after)
+        return (snapshot.replacingPrivateKey(storedPrivateKey(activationId)), keys)
+    }
+
+    /// A holder that opens the activation's private key from the store when first asked.
+    func storedPrivateKey(_ activationId: String) -> ServerPrivateKey {
+        ServerPrivateKey { [store] () throws(ActivationServerError) -> SecureBytes in
+            guard let record = try store.fetch(activationId: activationId) else { throw .activationNotFound }
+            return try record.serverPrivateKey.key()
+        }
     }
 
     /// Verifies a code with the look-ahead and records the attempt; destroys `keys`
@@ -450,9 +519,7 @@ extension ActivationServer {
         }
         let result: AttemptResult
         do throws(ActivationServerError) {
-            result = try store.recordAttempt(
-                activationId: record.activationId, outcome: outcome, now: clock.now(),
-                failureBlockDuration: configuration.failureBlockDuration, observed: record)
+            result = try recordCounted(outcome, record: record)
         } catch {
             keys.destroy()
             throw error
@@ -461,6 +528,38 @@ extension ActivationServer {
             keys.destroy()
             throw .authenticationFailed
         }
+    }
+
+    /// Records a counted attempt on the record the verification used: conditionally when the
+    /// store can (and then, for an accepted code, keeps the result as the activation's snapshot
+    /// for ``verifyFromSnapshot(_:activationId:factorSet:data:format:)``), else — or when the row
+    /// changed meanwhile — by the locked read-apply-write.
+    func recordCounted(_ outcome: AttemptOutcome, record: ActivationRecord) throws(ActivationServerError)
+        -> AttemptResult
+    {
+        let now = clock.now()
+        let block = configuration.failureBlockDuration
+        guard store.writesConditionally else {
+            return try store.recordAttempt(
+                activationId: record.activationId, outcome: outcome, now: now, failureBlockDuration: block,
+                observed: record)
+        }
+        if let result = try store.recordAttemptIfUnchanged(
+            activationId: record.activationId, outcome: outcome, now: now, failureBlockDuration: block,
+            observed: record)
+        {
+            if result.accepted {
+                var after = record
+                _ = after.apply(outcome, now: now, failureBlockDuration: block)
+                factorKeyCache.keep(snapshot: after)
+            } else {
+                factorKeyCache.forgetSnapshot(record.activationId)
+            }
+            return result
+        }
+        factorKeyCache.forgetSnapshot(record.activationId)
+        return try store.recordAttempt(
+            activationId: record.activationId, outcome: outcome, now: now, failureBlockDuration: block)
     }
 
     /// The activation's factor keys, from the cache (a copy) or derived (and a copy cached); the

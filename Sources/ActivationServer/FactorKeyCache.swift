@@ -23,6 +23,8 @@ public final class FactorKeyCache: Sendable {
         let serverPublicKey: [UInt8]
         let devicePublicKey: [UInt8]
         let expires: Date
+        /// The activation as the last conditional write left it (see ``snapshot(_:now:)``).
+        var snapshot: ActivationRecord?
     }
 
     private struct State {
@@ -110,6 +112,55 @@ public final class FactorKeyCache: Sendable {
             return !s.sweepScheduled
         }
         if scheduleSweep { self.scheduleSweep() }
+    }
+
+    /// The activation's record as this server's last conditional write left it, with a copy of
+    /// its keys; `nil` when there is none (or its entry expired). The record is a hint, not the
+    /// truth: it is used only to verify a code whose attempt is then written *on condition that
+    /// the stored row is still exactly this record*, so a stale snapshot costs a fresh read, never
+    /// a wrong count. Its private-key holder is never opened (it has no key).
+    /// - Parameters:
+    ///   - activationId: the activation.
+    ///   - now: the time.
+    /// - Returns: the record and keys the caller owns and destroys, or `nil`.
+    /// - Throws: `SecureCoreError.outOfMemory`.
+    func snapshot(_ activationId: String, now: Date) throws(SecureCoreError) -> (ActivationRecord, FactorKeys)? {
+        guard lifetime > 0 else { return nil }
+        let result: Result<(ActivationRecord, FactorKeys)?, SecureCoreError> = state.withLock { s in
+            guard let entry = s.entries[activationId], let snapshot = entry.snapshot, entry.expires > now,
+                snapshot.devicePublicKey == entry.devicePublicKey, snapshot.serverPublicKey == entry.serverPublicKey
+            else { return .success(nil) }
+            do throws(SecureCoreError) {
+                return .success((snapshot, try entry.keys.copy()))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Keeps `record` as the activation's snapshot, if its keys are held for the same server and
+    /// device keys and it is an active V3.3 record; otherwise forgets any snapshot.
+    /// - Parameter record: the record as a conditional write just stored it.
+    func keep(snapshot record: ActivationRecord) {
+        let sealedForever = ServerPrivateKey { () throws(ActivationServerError) -> SecureBytes in
+            throw .storage(reason: "a kept snapshot holds no private key")
+        }
+        let kept = record.replacingPrivateKey(sealedForever)
+        state.withLock { s in
+            guard var entry = s.entries[record.activationId] else { return }
+            let usable =
+                record.state == .active && record.v4 == nil && record.devicePublicKey == entry.devicePublicKey
+                && record.serverPublicKey == entry.serverPublicKey
+            entry.snapshot = usable ? kept : nil
+            s.entries[record.activationId] = entry
+        }
+    }
+
+    /// Forgets the activation's snapshot (its keys stay).
+    /// - Parameter activationId: the activation.
+    func forgetSnapshot(_ activationId: String) {
+        state.withLock { s in s.entries[activationId]?.snapshot = nil }
     }
 
     /// Wipes the entry of an activation now (removal).

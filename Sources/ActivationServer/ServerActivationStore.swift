@@ -64,6 +64,24 @@ public protocol ServerActivationStore: Sendable {
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
         observed: ActivationRecord
     ) throws(ActivationServerError) -> AttemptResult
+    /// Whether ``recordAttemptIfUnchanged(activationId:outcome:now:failureBlockDuration:observed:)``
+    /// really writes conditionally (the default: no, and it writes nothing).
+    var writesConditionally: Bool { get }
+    /// Records one attempt only if the stored row is still exactly as `observed` (every field the
+    /// counting rule reads or a verification used): then the rule's result on `observed` and its
+    /// audit row are written atomically. Otherwise nothing is written and the answer is `nil`.
+    /// - Parameters:
+    ///   - activationId: the identifier.
+    ///   - outcome: the verification outcome.
+    ///   - now: the current time.
+    ///   - failureBlockDuration: the length of a block after too many failures, `nil` for permanent.
+    ///   - observed: the record the verification used.
+    /// - Returns: the state afterwards, or `nil` when the row had changed (nothing written).
+    /// - Throws: ``ActivationServerError/storage(reason:)``, ``ActivationServerError/unavailable``.
+    func recordAttemptIfUnchanged(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult?
     /// Stores a MAC token the server issued (its identifier is new).
     /// - Parameter token: the token's public facts (the secret is derived, never stored).
     /// - Throws: ``ActivationServerError/duplicate``, ``ActivationServerError/storage(reason:)``.
@@ -88,6 +106,17 @@ public protocol ServerActivationStore: Sendable {
 extension ServerActivationStore {
     /// The default: temporary keys and replay records stay in process memory.
     public var sharedEphemeralState: (any SharedEphemeralState)? { nil }
+
+    /// The default: no conditional writes.
+    public var writesConditionally: Bool { false }
+
+    /// The default: writes nothing (see ``writesConditionally``).
+    public func recordAttemptIfUnchanged(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult? {
+        nil
+    }
 
     /// The default: the form without `observed`.
     public func recordAttempt(

@@ -97,7 +97,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     private let reader: SQLiteDatabase
     private let storageKey: SecureBytes
     /// Concurrent attempts, committed together (see ``recordAttempt(activationId:outcome:now:failureBlockDuration:)``).
-    private let attempts = GroupCommit<PendingAttempt, Result<AttemptResult, ActivationServerError>>(limit: 256)
+    private let attempts = GroupCommit<PendingAttempt, Result<AttemptResult?, ActivationServerError>>(limit: 256)
 
     /// Opens (and creates or migrates) the database.
     /// - Parameters:
@@ -262,10 +262,12 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     public func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?
     ) throws(ActivationServerError) -> AttemptResult {
-        try submit(
+        let result = try submit(
             PendingAttempt(
                 activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
-                observed: nil))
+                observed: nil, conditionalOnly: false))
+        guard let result else { throw .storage(reason: "an attempt was not recorded") }
+        return result
     }
 
     /// The same, told the record the verifier read: an attempt whose row has not changed since
@@ -274,19 +276,37 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
         observed: ActivationRecord
     ) throws(ActivationServerError) -> AttemptResult {
-        try submit(
+        let result = try submit(
             PendingAttempt(
                 activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
-                observed: observed.activationId == activationId ? observed : nil))
+                observed: observed.activationId == activationId ? observed : nil, conditionalOnly: false))
+        guard let result else { throw .storage(reason: "an attempt was not recorded") }
+        return result
     }
 
-    private func submit(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult {
+    /// This store writes conditionally (`applyIfUnchanged`).
+    public var writesConditionally: Bool { true }
+
+    /// The conditional `UPDATE` alone, in the group commit like any attempt: `nil` when the row
+    /// changed since `observed` was read (nothing written).
+    public func recordAttemptIfUnchanged(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult? {
+        guard observed.activationId == activationId, ObservedRow.eligible(observed) else { return nil }
+        return try submit(
+            PendingAttempt(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+                observed: observed, conditionalOnly: true))
+    }
+
+    private func submit(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult? {
         try attempts.submit(attempt) { batch in commitAttempts(batch) }.get()
     }
 
     /// One transaction for a batch of attempts, one savepoint per attempt.
-    private func commitAttempts(_ batch: [PendingAttempt]) -> [Result<AttemptResult, ActivationServerError>] {
-        var results: [Result<AttemptResult, ActivationServerError>] = []
+    private func commitAttempts(_ batch: [PendingAttempt]) -> [Result<AttemptResult?, ActivationServerError>] {
+        var results: [Result<AttemptResult?, ActivationServerError>] = []
         do throws(ActivationServerError) {
             try inTransaction { () throws(ActivationServerError) in
                 results = []
@@ -313,12 +333,13 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     }
 
     /// Counts one attempt and writes its audit row; the caller holds the transaction.
-    private func applyAttempt(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult {
+    private func applyAttempt(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult? {
         if let observed = attempt.observed, ObservedRow.eligible(observed),
             let result = try applyIfUnchanged(attempt, observed: observed)
         {
             return result
         }
+        if attempt.conditionalOnly { return nil }
         var record = try load(attempt.activationId)
         let before = record
         let accepted = record.apply(
@@ -332,7 +353,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
 
     /// The short path of a counted attempt: the rule applied to the record the verifier read,
     /// written by one `UPDATE` whose condition is that the row still holds every value the
-    /// verifier saw (``ObservedRow``); `nil` when it does not (then the caller reads the row and
+    /// verifier saw (`ObservedRow`); `nil` when it does not (then the caller reads the row and
     /// applies the rule to it, as without `observed`). Saves reading the row and opening its
     /// sealed key a second time.
     private func applyIfUnchanged(_ attempt: PendingAttempt, observed: ActivationRecord)
@@ -905,4 +926,6 @@ struct PendingAttempt: Sendable {
     let failureBlockDuration: TimeInterval?
     /// The record the verifier read, when it gave it (see `applyIfUnchanged`).
     let observed: ActivationRecord?
+    /// Write only if the row is as `observed`; otherwise nothing (the answer is `nil`).
+    let conditionalOnly: Bool
 }

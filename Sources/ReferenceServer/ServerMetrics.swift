@@ -230,6 +230,21 @@ struct ObservedStore: ServerActivationStore {
         return result
     }
 
+    var writesConditionally: Bool { base.writesConditionally }
+
+    func recordAttemptIfUnchanged(
+        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
+        observed: ActivationRecord
+    ) throws(ActivationServerError) -> AttemptResult? {
+        let result = try observe { () throws(ActivationServerError) in
+            try base.recordAttemptIfUnchanged(
+                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+                observed: observed)
+        }
+        if let result { count(result, outcome) }
+        return result
+    }
+
     private func count(_ result: AttemptResult, _ outcome: AttemptOutcome) {
         if !result.accepted, outcome != .rejectedUncounted {
             metrics.recordFailure(

@@ -1,10 +1,10 @@
 import Activation
-import ActivationServer
 import Foundation
 import PowerAuthProtocol
 import TestSupport
 import Testing
 
+@testable import ActivationServer
 @testable import ReferenceServer
 
 /// The one-statement path of a counted attempt (`recordAttempt(…, observed:)`): written only
@@ -141,6 +141,65 @@ struct ObservedAttemptTests {
         }
         #expect(shortPath() == before + 3)
         #expect(try s.server.store.auditTrail(activationId: id).filter { $0.outcome == .accepted }.count == 3)
+    }
+
+    @Test(
+        "a verified request without a read: a snapshot the row no longer matches is never trusted",
+        arguments: StoreBackend.available)
+    func snapshotIsOnlyAHint(_ backend: StoreBackend) async throws {
+        let s = try InProcessServer(backend: backend)
+        defer { s.server.stop() }
+        let (device, id) = try await s.activeDevice()
+        let server = s.server.activationServer
+        let store = s.server.store
+        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "SNAP")))
+        func signed() async throws -> String {
+            try await device.service.signRequest(
+                method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+                authentication: .possessionWithPassword(try pin("1234"))
+            ).value
+        }
+        func validate(_ header: String) -> Int {
+            server.respond(
+                to: TransportRequest(
+                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header], body: body)
+            ).statusCode
+        }
+        func snapshot() throws -> ActivationRecord? {
+            guard let (record, keys) = try server.factorKeyCache.snapshot(id, now: Date()) else { return nil }
+            keys.destroy()
+            return record
+        }
+        #expect(try snapshot() == nil)
+        #expect(validate(try await signed()) == 200)  // read, then kept as a snapshot
+        let kept = try #require(try snapshot())
+        #expect(validate(try await signed()) == 200)  // from the snapshot
+        #expect(try snapshot()?.counterIndex == kept.counterIndex + 1)
+
+        // Blocked behind the server's back: the snapshot still says active, the row does not.
+        try store.update(activationId: id) { $0.state = .blocked }
+        #expect(validate(try await signed()) == 401)
+        #expect(try store.fetch(activationId: id)?.failedAttempts == 0)  // refused, not counted
+        #expect(try snapshot() == nil)
+        try store.update(activationId: id) { $0.state = .active }
+        #expect(validate(try await signed()) == 200)
+
+        // Another instance moved the counter past the device's next code: that code is a replay.
+        let replayed = try await signed()
+        let next = try await signed()
+        let current = try #require(try store.fetch(activationId: id))
+        let moved = try current.counter.advanced(by: 2)
+        try store.update(activationId: id) { r in
+            r.counter = moved
+            r.counterIndex += 2
+        }
+        #expect(validate(replayed) == 401)
+        #expect(try store.fetch(activationId: id)?.failedAttempts == 1)  // counted, as a fresh read counts it
+        #expect(validate(next) == 401)
+        #expect(validate(try await signed()) == 200)
+        #expect(try store.fetch(activationId: id)?.failedAttempts == 0)
+        let trail = try store.auditTrail(activationId: id).map(\.outcome)
+        #expect(trail == [.accepted, .accepted, .accepted, .failure, .failure, .accepted])
     }
 
     @Test("an observation of another activation is not used for this one", arguments: StoreBackend.available)
