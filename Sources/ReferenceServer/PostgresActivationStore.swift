@@ -382,7 +382,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         if observed.activationId == activationId, ObservedRow.eligible(observed) {
             var record = observed
             let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
-            let label = AuditOutcome.of(accepted: accepted, before: observed, after: record)
+            let label = AuditOutcome.of(accepted: accepted, before: observed, after: record, now: now)
             let written = try run { () throws(PostgresError) in
                 try pool.withConnection { (c) throws(PostgresError) in
                     try c.query(
@@ -429,7 +429,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         var record = try lockedRecord(activationId, on: c)
         let before = record
         let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
-        let label = AuditOutcome.of(accepted: accepted, before: before, after: record)
+        let label = AuditOutcome.of(accepted: accepted, before: before, after: record, now: now)
         try write(record, on: c)
         try run { () throws(PostgresError) in
             try c.query(

@@ -345,7 +345,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         let accepted = record.apply(
             attempt.outcome, now: attempt.now, failureBlockDuration: attempt.failureBlockDuration)
         try write(record)
-        try audit(attempt, AuditOutcome.of(accepted: accepted, before: before, after: record))
+        try audit(attempt, AuditOutcome.of(accepted: accepted, before: before, after: record, now: attempt.now))
         return AttemptResult(
             accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
             maxFailedAttempts: record.maxFailedAttempts)
@@ -382,7 +382,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
                 ])
         }
         guard changed == 1 else { return nil }
-        try audit(attempt, AuditOutcome.of(accepted: accepted, before: observed, after: record))
+        try audit(attempt, AuditOutcome.of(accepted: accepted, before: observed, after: record, now: attempt.now))
         shortPathAttempts.add(1, ordering: .relaxed)
         return AttemptResult(
             accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
@@ -642,10 +642,14 @@ public enum AuditOutcome: String, Sendable, Equatable, CaseIterable {
     case refused
 
     /// What applying one attempt did, from the record before and after
-    /// ``ActivationRecord/apply(_:now:failureBlockDuration:)`` and its answer.
-    static func of(accepted: Bool, before: ActivationRecord, after: ActivationRecord) -> AuditOutcome {
+    /// ``ActivationRecord/apply(_:now:failureBlockDuration:)`` at `now` and its answer. A
+    /// temporary block whose time was up ends before the attempt is judged (as `apply` does),
+    /// so the failure counted after it is a `failure` (or `failureBlocked`), not `refused`.
+    static func of(accepted: Bool, before: ActivationRecord, after: ActivationRecord, now: Date) -> AuditOutcome {
         if accepted { return .accepted }
-        if after.failedAttempts > before.failedAttempts || (after.state == .blocked && before.state != .blocked) {
+        var judged = before
+        judged.expireBlock(now: now)
+        if after.failedAttempts > judged.failedAttempts || (after.state == .blocked && judged.state != .blocked) {
             return after.state == .blocked ? .failureBlocked : .failure
         }
         return .refused
