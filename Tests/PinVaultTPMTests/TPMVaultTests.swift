@@ -211,11 +211,27 @@ struct TPMCrashTests {
             let vault = try makeVault(
                 tpm, pin: current, lockout: TPMLockoutPolicy(maxTries: 1000, recoverySeconds: 3600))
             defer { _ = try? vault.destroy() }
+            // The kills land anywhere in 0 ... 1.5 × how long one whole change takes on this machine
+            // now (measured by one change left to finish), so some finish first and most do not,
+            // on a fast machine or a loaded one; a fixed window proved nothing when it was busy.
+            let started = ContinuousClock.now
+            let (timed, timedOut) = try startHelper(
+                "vault-change", vault.directory.path, tcti: tpm.tcti, input: "\(current)\n\(other)\n")
+            _ = timedOut.fileHandleForReading.readDataToEndOfFile()
+            timed.waitUntilExit()
+            let whole = started.duration(to: .now)
+            #expect(attempt(vault, other) == nil, "the timed change did not complete")
+            swap(&current, &other)
+            let window = UInt32(
+                clamping: max(
+                    20_000,
+                    whole.components.seconds * 1_500_000
+                        + whole.components.attoseconds / 666_666_666_667))
             var changed = 0
             for trial in 0..<tpmKillTrials {
                 let (process, stdout) = try startHelper(
                     "vault-change", vault.directory.path, tcti: tpm.tcti, input: "\(current)\n\(other)\n")
-                usleep(UInt32.random(in: 0...60_000))
+                usleep(UInt32.random(in: 0...window))
                 kill(process.processIdentifier, SIGKILL)
                 _ = stdout.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
