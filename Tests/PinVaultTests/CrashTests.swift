@@ -25,6 +25,19 @@ let harnessParameters = Argon2id.Parameters(memoryKiB: 4096, iterations: 1)
 
 @Suite("Vault crash and concurrency harness", .serialized)
 struct CrashTests {
+    /// A kill window for `command`: 1.5 × how long one run of it takes to finish on this machine
+    /// now (at least `floor` µs), measured by running it once to the end. A fixed window proved
+    /// nothing on a loaded machine, where no run finished inside it.
+    func killWindow(_ command: String, _ vault: PinVault, input: String, floor: UInt32) throws -> UInt32 {
+        let started = ContinuousClock.now
+        let (process, stdout) = try startHelper(command, vault.directory.path, input: input)
+        _ = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let whole = started.duration(to: .now)
+        let micros = whole.components.seconds * 1_000_000 + whole.components.attoseconds / 1_000_000_000_000
+        return UInt32(clamping: max(Int64(floor), micros * 3 / 2))
+    }
+
     func harnessVault(pin digits: String) throws -> PinVault {
         let vault = try PinVault.create(
             at: temporaryDirectory(), secret: secret("refresh-token-42"), pin: pin(digits),
@@ -37,11 +50,12 @@ struct CrashTests {
     /// reached the key derivation is counted; none is counted twice.
     @Test func killDuringUnlockLosesNoCountedFailure() throws {
         let vault = try harnessVault(pin: "2468")
+        let window = try killWindow("vault-unlock", vault, input: "1357\n", floor: 25_000)
         var reachedKDF = 0
         for trial in 0..<killTrials {
             let before = try vault.status().failures
             let (process, stdout) = try startHelper("vault-unlock", vault.directory.path, input: "1357\n")
-            usleep(UInt32.random(in: 0...25_000))
+            usleep(UInt32.random(in: 0...window))
             kill(process.processIdentifier, SIGKILL)
             let output = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
@@ -63,11 +77,14 @@ struct CrashTests {
         var current = "1111"
         var other = "2222"
         let vault = try harnessVault(pin: current)
+        let window = try killWindow("vault-change", vault, input: "\(current)\n\(other)\n", floor: 40_000)
+        swap(&current, &other)  // the measured change went through
+        #expect((try? vault.unlock(pin: pin(current)) { _ in 0 }) != nil, "the measured change did not complete")
         var completed = 0
         for trial in 0..<killTrials {
             let (process, stdout) = try startHelper(
                 "vault-change", vault.directory.path, input: "\(current)\n\(other)\n")
-            usleep(UInt32.random(in: 0...40_000))
+            usleep(UInt32.random(in: 0...window))
             kill(process.processIdentifier, SIGKILL)
             _ = stdout.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
