@@ -77,7 +77,7 @@ public protocol ServerActivationStore: Sendable {
     ///   - failureBlockDuration: the length of a block after too many failures, `nil` for permanent.
     ///   - observed: the record the verification used.
     /// - Returns: the state afterwards, or `nil` when the row had changed (nothing written).
-    /// - Throws: ``ActivationServerError/storage(reason:)``, ``ActivationServerError/unavailable``.
+    /// - Throws: ``ActivationServerError/storage(reason:)``, ``ActivationServerError/unavailable(reason:)``.
     func recordAttemptIfUnchanged(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
         observed: ActivationRecord
