@@ -455,20 +455,8 @@ extension ActivationServer {
         // row counts it: were it sent to that path instead, a blocked or removed activation would
         // refuse a wrong code after a read but try to write a right one first — a difference in
         // work that tells the right code apart without counting it.
-        var outcome = factorSet == .possession ? AttemptOutcome.rejectedUncounted : .rejected
-        if let data {
-            let lookAhead = configuration.lookAhead
-            let match = try? protocolStep { () throws(ProtocolError) in
-                try crypto.verifyAuthenticationCode(
-                    code, data: data, factors: factorSet, keys: keys.signingKeys, counter: snapshot.counter,
-                    format: format, lookAhead: lookAhead)
-            }
-            if let match {
-                outcome = .accepted(
-                    codeIndex: snapshot.counterIndex + UInt64(match.distance), nextCounter: match.nextCounter,
-                    resetsFailures: factorSet != .possession)
-            }
-        }
+        let outcome = self.outcome(
+            of: code, record: snapshot, keys: keys, factorSet: factorSet, data: data, format: format)
         let now = clock.now()
         let result: AttemptResult?
         do throws(ActivationServerError) {
@@ -487,14 +475,11 @@ extension ActivationServer {
         }
         // Written: the attempt counted once, whatever it concluded (a code that did not verify,
         // or a replay: refused as the path that reads the row refuses it).
+        remember(result, of: outcome, on: snapshot, at: now)
         guard result.accepted else {
-            factorKeyCache.forgetSnapshot(activationId)
             keys.destroy()
             throw .authenticationFailed
         }
-        var after = snapshot
-        _ = after.apply(outcome, now: now, failureBlockDuration: configuration.failureBlockDuration)
-        factorKeyCache.keep(snapshot: after)
         return (snapshot.replacingPrivateKey(storedPrivateKey(activationId)), keys)
     }
 
@@ -512,20 +497,8 @@ extension ActivationServer {
         _ code: String, record: ActivationRecord, keys: FactorKeys, factorSet: FactorSet, data: [UInt8]?,
         format: AuthenticationCodeFormat
     ) throws(ActivationServerError) {
-        var outcome = factorSet == .possession ? AttemptOutcome.rejectedUncounted : .rejected
-        if let data {
-            let lookAhead = configuration.lookAhead
-            let match = try? protocolStep { () throws(ProtocolError) in
-                try crypto.verifyAuthenticationCode(
-                    code, data: data, factors: factorSet, keys: keys.signingKeys, counter: record.counter,
-                    format: format, lookAhead: lookAhead)
-            }
-            if let match {
-                outcome = .accepted(
-                    codeIndex: record.counterIndex + UInt64(match.distance), nextCounter: match.nextCounter,
-                    resetsFailures: factorSet != .possession)
-            }
-        }
+        let outcome = self.outcome(
+            of: code, record: record, keys: keys, factorSet: factorSet, data: data, format: format)
         let result: AttemptResult
         do throws(ActivationServerError) {
             result = try recordCounted(outcome, record: record)
@@ -539,6 +512,39 @@ extension ActivationServer {
         }
     }
 
+    /// What a code concludes against `record`'s counter, with the look-ahead: accepted at the
+    /// index it matched, or a failure (uncounted when it claims possession alone, the V3 rule).
+    /// `data` is `nil` when the request could not be normalised (a failed code).
+    func outcome(
+        of code: String, record: ActivationRecord, keys: FactorKeys, factorSet: FactorSet, data: [UInt8]?,
+        format: AuthenticationCodeFormat
+    ) -> AttemptOutcome {
+        let failed = factorSet == .possession ? AttemptOutcome.rejectedUncounted : .rejected
+        guard let data else { return failed }
+        let lookAhead = configuration.lookAhead
+        let match = try? protocolStep { () throws(ProtocolError) in
+            try crypto.verifyAuthenticationCode(
+                code, data: data, factors: factorSet, keys: keys.signingKeys, counter: record.counter,
+                format: format, lookAhead: lookAhead)
+        }
+        guard let match else { return failed }
+        return .accepted(
+            codeIndex: record.counterIndex + UInt64(match.distance), nextCounter: match.nextCounter,
+            resetsFailures: factorSet != .possession)
+    }
+
+    /// After a conditional write on `record`: an accepted code leaves the row the write stored as
+    /// the activation's snapshot; anything else forgets it.
+    func remember(_ result: AttemptResult, of outcome: AttemptOutcome, on record: ActivationRecord, at now: Date) {
+        guard result.accepted else {
+            factorKeyCache.forgetSnapshot(record.activationId)
+            return
+        }
+        var after = record
+        _ = after.apply(outcome, now: now, failureBlockDuration: configuration.failureBlockDuration)
+        factorKeyCache.keep(snapshot: after)
+    }
+
     /// Records a counted attempt on the record the verification used: conditionally when the
     /// store can (and then, for an accepted code, keeps the result as the activation's snapshot
     /// for ``verifyFromSnapshot(_:activationId:factorSet:data:format:)``), else — or when the row
@@ -548,22 +554,11 @@ extension ActivationServer {
     {
         let now = clock.now()
         let block = configuration.failureBlockDuration
-        guard store.writesConditionally else {
-            return try store.recordAttempt(
-                activationId: record.activationId, outcome: outcome, now: now, failureBlockDuration: block,
-                observed: record)
-        }
         if let result = try store.recordAttemptIfUnchanged(
             activationId: record.activationId, outcome: outcome, now: now, failureBlockDuration: block,
             observed: record)
         {
-            if result.accepted {
-                var after = record
-                _ = after.apply(outcome, now: now, failureBlockDuration: block)
-                factorKeyCache.keep(snapshot: after)
-            } else {
-                factorKeyCache.forgetSnapshot(record.activationId)
-            }
+            remember(result, of: outcome, on: record, at: now)
             return result
         }
         factorKeyCache.forgetSnapshot(record.activationId)

@@ -118,12 +118,20 @@ extension ServerActivationStore {
         nil
     }
 
-    /// The default: the form without `observed`.
+    /// The default, for every store: the conditional write
+    /// (``recordAttemptIfUnchanged(activationId:outcome:now:failureBlockDuration:observed:)``), and
+    /// the locked form when it wrote nothing (the row changed, or the store has no conditional writes).
     public func recordAttempt(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
         observed: ActivationRecord
     ) throws(ActivationServerError) -> AttemptResult {
-        try recordAttempt(
+        if let result = try recordAttemptIfUnchanged(
+            activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
+            observed: observed)
+        {
+            return result
+        }
+        return try recordAttempt(
             activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
     }
 

@@ -345,36 +345,19 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         }
     }
 
-    /// Records one attempt given the record the verifier read. When the row still holds every
-    /// value the verifier saw (`ObservedRow`), the rule's result is written by one statement —
-    /// a conditional `UPDATE` and its audit row, atomic as any single statement — in one round
-    /// trip, instead of five (`BEGIN`, `SELECT … FOR UPDATE`, `UPDATE`, `INSERT`, `COMMIT`) and a
-    /// second opening of the sealed key. When another instance or request changed the row in
-    /// between, the statement changes nothing and the attempt takes the locked path, so the count
-    /// is the one the locked path gives in the same interleaving.
+    /// This store writes conditionally (the one statement below).
+    public var writesConditionally: Bool { true }
+
+    /// The one-statement attempt: when the row still holds every value the verifier saw
+    /// (`ObservedRow`), the rule's result on `observed` is written by one statement — a
+    /// conditional `UPDATE` and its audit row, atomic as any single statement — in one round trip,
+    /// instead of five (`BEGIN`, `SELECT … FOR UPDATE`, `UPDATE`, `INSERT`, `COMMIT`) and a second
+    /// opening of the sealed key; `nil` when another instance or request changed the row in
+    /// between (nothing written; the caller takes the locked path).
     ///
     /// The statement is never repeated: the pool hands out only connections that still look
     /// alive (`PostgresConnection.isAlive`), and a failure after it was sent is reported
     /// (`unavailable`, a 503) because it may have committed, as a failed `COMMIT` is.
-    public func recordAttempt(
-        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
-        observed: ActivationRecord
-    ) throws(ActivationServerError) -> AttemptResult {
-        if let result = try recordAttemptIfUnchanged(
-            activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
-            observed: observed)
-        {
-            return result
-        }
-        return try recordAttempt(
-            activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration)
-    }
-
-    /// This store writes conditionally (the one statement above).
-    public var writesConditionally: Bool { true }
-
-    /// The one conditional statement of ``recordAttempt(activationId:outcome:now:failureBlockDuration:observed:)``
-    /// alone: `nil` when the row changed since `observed` was read (nothing written).
     public func recordAttemptIfUnchanged(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
         observed: ActivationRecord

@@ -265,21 +265,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         let result = try submit(
             PendingAttempt(
                 activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
-                observed: nil, conditionalOnly: false))
-        guard let result else { throw .storage(reason: "an attempt was not recorded") }
-        return result
-    }
-
-    /// The same, told the record the verifier read: an attempt whose row has not changed since
-    /// is written by one conditional `UPDATE` without reading the row again.
-    public func recordAttempt(
-        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
-        observed: ActivationRecord
-    ) throws(ActivationServerError) -> AttemptResult {
-        let result = try submit(
-            PendingAttempt(
-                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
-                observed: observed.activationId == activationId ? observed : nil, conditionalOnly: false))
+                observed: nil))
         guard let result else { throw .storage(reason: "an attempt was not recorded") }
         return result
     }
@@ -297,7 +283,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         return try submit(
             PendingAttempt(
                 activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
-                observed: observed, conditionalOnly: true))
+                observed: observed))
     }
 
     private func submit(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult? {
@@ -334,12 +320,8 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
 
     /// Counts one attempt and writes its audit row; the caller holds the transaction.
     private func applyAttempt(_ attempt: PendingAttempt) throws(ActivationServerError) -> AttemptResult? {
-        if let observed = attempt.observed, ObservedRow.eligible(observed),
-            let result = try applyIfUnchanged(attempt, observed: observed)
-        {
-            return result
-        }
-        if attempt.conditionalOnly { return nil }
+        // A conditional attempt writes only if the row is as observed (`nil` otherwise).
+        if let observed = attempt.observed { return try applyIfUnchanged(attempt, observed: observed) }
         var record = try load(attempt.activationId)
         let before = record
         let accepted = record.apply(
@@ -924,8 +906,7 @@ struct PendingAttempt: Sendable {
     let outcome: AttemptOutcome
     let now: Date
     let failureBlockDuration: TimeInterval?
-    /// The record the verifier read, when it gave it (see `applyIfUnchanged`).
+    /// For a conditional attempt, the record the verifier read: written only if the row is still
+    /// exactly this (see `applyIfUnchanged`); otherwise nothing, and the answer is `nil`.
     let observed: ActivationRecord?
-    /// Write only if the row is as `observed`; otherwise nothing (the answer is `nil`).
-    let conditionalOnly: Bool
 }

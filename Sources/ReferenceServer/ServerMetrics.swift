@@ -217,19 +217,6 @@ struct ObservedStore: ServerActivationStore {
         return result
     }
 
-    func recordAttempt(
-        activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
-        observed: ActivationRecord
-    ) throws(ActivationServerError) -> AttemptResult {
-        let result = try observe { () throws(ActivationServerError) in
-            try base.recordAttempt(
-                activationId: activationId, outcome: outcome, now: now, failureBlockDuration: failureBlockDuration,
-                observed: observed)
-        }
-        count(result, outcome)
-        return result
-    }
-
     var writesConditionally: Bool { base.writesConditionally }
 
     func recordAttemptIfUnchanged(

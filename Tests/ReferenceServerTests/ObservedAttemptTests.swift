@@ -28,6 +28,35 @@ struct ObservedAttemptTests {
         }
     }
 
+    /// The body every validate request of these tests signs.
+    static let body: [UInt8] =
+        (try? WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "OBSERVED")))) ?? []
+
+    /// A `signature/validate` authorization header signed by `device` with `text` as its PIN.
+    static func signed(_ device: Device, pin text: String = "1234") async throws -> String {
+        try await device.service.signRequest(
+            method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+            authentication: .possessionWithPassword(try pin(text))
+        ).value
+    }
+
+    /// The status the server answers `header` with (in process, no HTTP).
+    static func validate(_ s: InProcessServer, _ header: String) -> Int {
+        s.server.activationServer.respond(
+            to: TransportRequest(
+                path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header], body: body)
+        ).statusCode
+    }
+
+    /// The activation's snapshot the server holds, if any.
+    static func snapshot(_ s: InProcessServer, _ id: String) throws -> ActivationRecord? {
+        guard let (record, keys) = try s.server.activationServer.factorKeyCache.snapshot(id, now: Date()) else {
+            return nil
+        }
+        keys.destroy()
+        return record
+    }
+
     @Test(
         "an observation another attempt made stale is not written: the rule runs on the current row",
         arguments: StoreBackend.available)
@@ -117,7 +146,6 @@ struct ObservedAttemptTests {
         let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
-        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "SHORT")))
         func shortPath() -> Int {
             if let store = s.server.store as? SQLiteActivationStore {
                 return store.shortPathAttempts.load(ordering: .relaxed)
@@ -129,16 +157,7 @@ struct ObservedAttemptTests {
         }
         let before = shortPath()
         #expect(before >= 0)
-        for _ in 0..<3 {
-            let header = try await device.service.signRequest(
-                method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
-                authentication: .possessionWithPassword(try pin("1234")))
-            let response = s.server.activationServer.respond(
-                to: TransportRequest(
-                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header.value],
-                    body: body))
-            #expect(response.statusCode == 200)
-        }
+        for _ in 0..<3 { #expect(Self.validate(s, try await Self.signed(device)) == 200) }
         #expect(shortPath() == before + 3)
         #expect(try s.server.store.auditTrail(activationId: id).filter { $0.outcome == .accepted }.count == 3)
     }
@@ -150,26 +169,10 @@ struct ObservedAttemptTests {
         let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
-        let server = s.server.activationServer
         let store = s.server.store
-        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "SNAP")))
-        func signed() async throws -> String {
-            try await device.service.signRequest(
-                method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
-                authentication: .possessionWithPassword(try pin("1234"))
-            ).value
-        }
-        func validate(_ header: String) -> Int {
-            server.respond(
-                to: TransportRequest(
-                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header], body: body)
-            ).statusCode
-        }
-        func snapshot() throws -> ActivationRecord? {
-            guard let (record, keys) = try server.factorKeyCache.snapshot(id, now: Date()) else { return nil }
-            keys.destroy()
-            return record
-        }
+        func signed() async throws -> String { try await Self.signed(device) }
+        func validate(_ header: String) -> Int { Self.validate(s, header) }
+        func snapshot() throws -> ActivationRecord? { try Self.snapshot(s, id) }
         #expect(try snapshot() == nil)
         #expect(validate(try await signed()) == 200)  // read, then kept as a snapshot
         let kept = try #require(try snapshot())
@@ -209,24 +212,11 @@ struct ObservedAttemptTests {
         let s = try InProcessServer(backend: backend)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
-        let server = s.server.activationServer
         let store = s.server.store
-        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "BLOCK")))
         func validate(pin text: String) async throws -> Int {
-            let header = try await device.service.signRequest(
-                method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
-                authentication: .possessionWithPassword(try pin(text))
-            ).value
-            return server.respond(
-                to: TransportRequest(
-                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header], body: body)
-            ).statusCode
+            Self.validate(s, try await Self.signed(device, pin: text))
         }
-        func snapshotHeld() throws -> Bool {
-            guard let (_, keys) = try server.factorKeyCache.snapshot(id, now: Date()) else { return false }
-            keys.destroy()
-            return true
-        }
+        func snapshotHeld() throws -> Bool { try Self.snapshot(s, id) != nil }
         /// A request with `text` against the activation blocked by this server's back office right
         /// after a verified request left a snapshot; whether a snapshot is held afterwards.
         func guessWhileBlocked(_ text: String) async throws -> Bool {
