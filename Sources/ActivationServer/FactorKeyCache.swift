@@ -71,18 +71,33 @@ public final class FactorKeyCache: Sendable {
     /// - Throws: `SecureCoreError.outOfMemory`.
     func get(_ record: ActivationRecord, devicePublicKey: [UInt8], now: Date) throws(SecureCoreError) -> FactorKeys? {
         guard lifetime > 0 else { return nil }
-        let result: Result<FactorKeys?, SecureCoreError> = state.withLock { s in
-            guard let entry = s.entries[record.activationId] else { return .success(nil) }
+        let held: FactorKeys? = state.withLock { s in
+            guard let entry = s.entries[record.activationId] else { return nil }
             guard entry.expires > now, entry.devicePublicKey == devicePublicKey,
                 entry.serverPublicKey == record.serverPublicKey
             else {
                 entry.keys.destroy()
                 s.entries[record.activationId] = nil
-                return .success(nil)
+                return nil
             }
-            do throws(SecureCoreError) { return .success(try entry.keys.copy()) } catch { return .failure(error) }
+            return entry.keys
         }
-        return try result.get()
+        return try Self.copyOutside(held)
+    }
+
+    /// A copy of keys looked up under the lock, made after it was released: the copy opens five
+    /// secure buffers (their pages' protection changes each time), too long to hold every other
+    /// request's lookup for. Keys wiped in between (expired, replaced or removed by another
+    /// thread) make the copy fail with `destroyed`: that is a miss, as if the lookup had come a
+    /// moment later.
+    private static func copyOutside(_ keys: FactorKeys?) throws(SecureCoreError) -> FactorKeys? {
+        guard let keys else { return nil }
+        do throws(SecureCoreError) {
+            return try keys.copy()
+        } catch {
+            if case .destroyed = error { return nil }
+            throw error
+        }
     }
 
     /// Keeps a copy of `keys` for `record` (the caller keeps and destroys its own).
@@ -126,17 +141,14 @@ public final class FactorKeyCache: Sendable {
     /// - Throws: `SecureCoreError.outOfMemory`.
     func snapshot(_ activationId: String, now: Date) throws(SecureCoreError) -> (ActivationRecord, FactorKeys)? {
         guard lifetime > 0 else { return nil }
-        let result: Result<(ActivationRecord, FactorKeys)?, SecureCoreError> = state.withLock { s in
+        let held: (ActivationRecord, FactorKeys)? = state.withLock { s in
             guard let entry = s.entries[activationId], let snapshot = entry.snapshot, entry.expires > now,
                 snapshot.devicePublicKey == entry.devicePublicKey, snapshot.serverPublicKey == entry.serverPublicKey
-            else { return .success(nil) }
-            do throws(SecureCoreError) {
-                return .success((snapshot, try entry.keys.copy()))
-            } catch {
-                return .failure(error)
-            }
+            else { return nil }
+            return (snapshot, entry.keys)
         }
-        return try result.get()
+        guard let (record, keys) = held, let copy = try Self.copyOutside(keys) else { return nil }
+        return (record, copy)
     }
 
     /// Keeps `record` as the activation's snapshot, if its keys are held for the same server and
@@ -148,12 +160,11 @@ public final class FactorKeyCache: Sendable {
         }
         let kept = record.replacingPrivateKey(sealedForever)
         state.withLock { s in
-            guard var entry = s.entries[record.activationId] else { return }
+            guard let entry = s.entries[record.activationId] else { return }
             let usable =
                 record.state == .active && record.v4 == nil && record.devicePublicKey == entry.devicePublicKey
                 && record.serverPublicKey == entry.serverPublicKey
-            entry.snapshot = usable ? kept : nil
-            s.entries[record.activationId] = entry
+            s.entries[record.activationId]?.snapshot = usable ? kept : nil
         }
     }
 

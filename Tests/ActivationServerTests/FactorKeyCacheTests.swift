@@ -53,6 +53,51 @@ struct FactorKeyCacheTests {
         #expect(cache.count == 0)
     }
 
+    @Test(
+        "lookups copy outside the lock: keys replaced or removed meanwhile give a miss or a whole copy, never an error")
+    func lookupsRaceReplacementAndRemoval() async throws {
+        let cache = FactorKeyCache(lifetime: 60)
+        let record = try Self.record("a")
+        let device: [UInt8] = [4] + Array(repeating: 3, count: 64)
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start)
+        let (copies, misses) = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+            // One task keeps replacing and removing the entry (each wipes the keys it drops)…
+            group.addTask {
+                for round in 0..<400 {
+                    if round % 3 == 0 {
+                        cache.remove("a")
+                    } else {
+                        try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start)
+                    }
+                }
+                return (0, 0)
+            }
+            // …while three look it up: each lookup is a whole copy of one set of keys, or nil.
+            for _ in 0..<3 {
+                group.addTask {
+                    var copies = 0
+                    var misses = 0
+                    for _ in 0..<400 {
+                        if let keys = try cache.get(record, devicePublicKey: device, now: start) {
+                            #expect(keys.possession.count == 16 && keys.vault.count == 16)
+                            // Readable: a copy is the caller's own, whatever happened to the entry.
+                            #expect(try !keys.knowledge.isEqual(to: keys.possession))
+                            keys.destroy()
+                            copies += 1
+                        } else {
+                            misses += 1
+                        }
+                    }
+                    return (copies, misses)
+                }
+            }
+            return try await group.reduce((0, 0)) { ($0.0 + $1.0, $0.1 + $1.1) }
+        }
+        #expect(copies + misses == 1200)
+        #expect(copies > 0)
+    }
+
     @Test("capacity: the entry closest to its end goes; lifetime 0 keeps nothing; remove wipes at once")
     func capacityOffAndRemove() throws {
         let cache = FactorKeyCache(lifetime: 60, capacity: 2)
