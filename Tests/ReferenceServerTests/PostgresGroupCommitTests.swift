@@ -1,3 +1,4 @@
+import Activation
 import ActivationServer
 import Dispatch
 import Foundation
@@ -156,6 +157,47 @@ struct PostgresGroupCommitTests {
         for record in records {
             #expect(try store.fetch(activationId: record.activationId)?.failedAttempts == 1)
             #expect(try store.auditTrail(activationId: record.activationId).map(\.outcome) == [.failure])
+        }
+    }
+
+    @Test("signed requests through the server (its metrics wrapper in between) share a statement")
+    func throughTheServer() async throws {
+        let s = try InProcessServer(backend: .postgres)
+        defer { s.server.stop() }
+        let store = try #require(s.server.store as? PostgresActivationStore)
+        let dsn = try #require(s.store.connectionString)
+        var ids: [String] = []
+        var headers: [String] = []
+        for _ in 0..<5 {
+            let (device, id) = try await s.activeDevice()
+            ids.append(id)
+            headers.append(try await ObservedAttemptTests.signed(device))
+        }
+        let server = s.server.activationServer
+        let validate: @Sendable (String) -> Int = { header in
+            server.respond(
+                to: TransportRequest(
+                    path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header],
+                    body: ObservedAttemptTests.body)
+            ).statusCode
+        }
+        let batchedBefore = store.batchedAttempts.load(ordering: .relaxed)
+        let shortBefore = store.shortPathAttempts.load(ordering: .relaxed)
+        // The first request's conditional write waits for the row lock; the others read their
+        // rows (a plain read does not wait for it) and queue behind it.
+        let lock = try RowLock(dsn, activationId: ids[0])
+        let firstHeader = headers[0]
+        let first = Self.spawn { validate(firstHeader) }
+        #expect(try Self.eventually { try !Self.waitingOnLock(dsn).isEmpty })
+        let rest = headers.dropFirst().map { header in Self.spawn { validate(header) } }
+        #expect(Self.eventually { store.conditionalWrites.waiting == 4 })
+        lock.release()
+        #expect(first() == 200)
+        #expect(rest.map { $0() } == [200, 200, 200, 200])
+        #expect(store.batchedAttempts.load(ordering: .relaxed) == batchedBefore + 4)
+        #expect(store.shortPathAttempts.load(ordering: .relaxed) == shortBefore + 5)
+        for id in ids {
+            #expect(try store.auditTrail(activationId: id).map(\.outcome) == [.accepted])
         }
     }
 
