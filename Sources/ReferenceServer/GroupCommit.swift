@@ -1,21 +1,29 @@
+import Dispatch
 import Foundation
 
 /// Group commit: callers that arrive while a batch is being made durable wait, and go together in
 /// the next batch, so one `fsync` acknowledges many of them.
 ///
 /// The first caller to find no batch in progress leads: it takes the queue (up to `limit` items),
-/// runs `commit` on it without the queue's lock, and hands each caller its own output. Nobody gets
-/// an output before `commit` returned, so nothing is acknowledged before its batch is durable.
-/// Callers wait on their own threads (the HTTP server's connection threads); nothing suspends.
+/// runs `commit` on it without the queue's lock, hands the lead to the first caller still queued
+/// and each caller of its batch its own output. Nobody gets an output before `commit` returned,
+/// so nothing is acknowledged before its batch is durable. Callers wait on their own threads (the
+/// HTTP server's connection threads); nothing suspends. Each waiting caller is woken once, for
+/// its own news (its output, or the lead), not with every other caller at each batch.
 final class GroupCommit<Item: Sendable, Output: Sendable>: @unchecked Sendable {
     private final class Ticket {
         let item: Item
+        /// Set by the leader of the ticket's batch before it wakes the ticket's caller.
         var output: Output?
+        /// Set when the lead is handed to this ticket's caller.
+        var leads = false
+        /// The ticket's caller sleeps here until it has an output or the lead.
+        let wake = DispatchSemaphore(value: 0)
         init(_ item: Item) { self.item = item }
     }
 
-    // `queue` and `leading` are guarded by `condition`.
-    private let condition = NSCondition()
+    // `queue`, `leading` and the tickets' `output` and `leads` are guarded by `lock`.
+    private let lock = NSLock()
     private var queue: [Ticket] = []
     private var leading = false
     private let limit: Int
@@ -25,8 +33,8 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: @unchecked Sendable {
 
     /// Items queued and not yet taken by a batch (for tests).
     var waiting: Int {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return queue.count
     }
 
@@ -38,25 +46,37 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: @unchecked Sendable {
     /// - Returns: `item`'s output.
     func submit(_ item: Item, commit: ([Item]) -> [Output]) -> Output {
         let ticket = Ticket(item)
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
         queue.append(ticket)
-        while true {
-            if let output = ticket.output { return output }
-            if leading {
-                condition.wait()
-                continue
+        if leading {
+            lock.unlock()
+            ticket.wake.wait()
+            lock.lock()
+            if let output = ticket.output {
+                lock.unlock()
+                return output
             }
+            // Woken to lead: `leading` stayed true for this ticket, the head of the queue.
+            precondition(ticket.leads, "a waiting caller is woken for its output or the lead")
+        } else {
             leading = true
-            let batch = Array(queue.prefix(limit))
-            queue.removeFirst(batch.count)
-            condition.unlock()
-            let outputs = commit(batch.map(\.item))
-            condition.lock()
-            precondition(outputs.count == batch.count, "a group commit must answer every item")
-            for (waiting, output) in zip(batch, outputs) { waiting.output = output }
-            leading = false
-            condition.broadcast()
         }
+        // This caller leads and its ticket is the queue's head, so the batch holds it first.
+        let batch = Array(queue.prefix(limit))
+        queue.removeFirst(batch.count)
+        lock.unlock()
+        let outputs = commit(batch.map(\.item))
+        precondition(outputs.count == batch.count, "a group commit must answer every item")
+        lock.lock()
+        for (waiting, output) in zip(batch, outputs) { waiting.output = output }
+        if let next = queue.first {
+            next.leads = true
+            next.wake.signal()
+        } else {
+            leading = false
+        }
+        lock.unlock()
+        for waiting in batch.dropFirst() { waiting.wake.signal() }
+        return outputs[0]
     }
 }

@@ -100,3 +100,44 @@ struct GroupCommitTests {
         #expect(trail.filter { $0.outcome == .refused }.count == 27)
     }
 }
+
+@Suite("Group commit hand-over")
+struct GroupCommitHandOverTests {
+    @Test("waiting callers are woken once each; the lead passes to the first queued caller, in arrival order")
+    func leadPassesInOrder() {
+        let group = GroupCommit<Int, Int>(limit: 1)
+        let order = Mutex<[Int]>([])
+        let inside = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        // The first caller holds its batch until three more have queued behind it, one by one.
+        Thread {
+            _ = group.submit(0) { batch in
+                inside.signal()
+                release.wait()
+                order.withLock { $0.append(contentsOf: batch) }
+                return batch
+            }
+            done.signal()
+        }.start()
+        inside.wait()
+        for i in 1...3 {
+            Thread {
+                #expect(
+                    group.submit(i) { batch in
+                        order.withLock { $0.append(contentsOf: batch) }
+                        return batch.map { $0 * 100 }
+                    } == i * 100)
+                done.signal()
+            }.start()
+            // Queue them in a known order.
+            for _ in 0..<10_000 where group.waiting < i { usleep(1000) }
+        }
+        #expect(group.waiting == 3)
+        release.signal()
+        for _ in 0...3 { done.wait() }
+        // limit 1: four batches, led in the order the callers arrived.
+        #expect(order.withLock { $0 } == [0, 1, 2, 3])
+        #expect(group.waiting == 0)
+    }
+}

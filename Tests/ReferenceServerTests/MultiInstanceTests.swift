@@ -94,10 +94,11 @@ struct MultiInstanceTests {
         }
     }
 
-    /// What one request got: an HTTP status, or a network error (`nil`).
+    /// What one request got: an HTTP status, or a network error (`nil` status, and its description).
     struct Outcome: Sendable {
         let instance: Int
         let status: Int?
+        var error: String? = nil
     }
 
     static let body =
@@ -112,17 +113,26 @@ struct MultiInstanceTests {
                 group.addTask {
                     var outcomes: [Outcome] = []
                     for (instance, header) in mine {
-                        let status = try? await transports[instance].send(
-                            TransportRequest(
-                                path: ActivationAPI.validateSignature.path,
-                                headers: [AuthorizationHeader.name: header], body: body), timeout: .seconds(30)
-                        ).statusCode
-                        outcomes.append(Outcome(instance: instance, status: status))
+                        outcomes.append(await sendOne(header, to: instance, transports: transports))
                     }
                     return outcomes
                 }
             }
             return await group.reduce(into: [Outcome]()) { $0 += $1 }
+        }
+    }
+
+    /// Sends one signed request to one instance.
+    static func sendOne(_ header: String, to instance: Int, transports: [HTTPActivationTransport]) async -> Outcome {
+        do {
+            let status = try await transports[instance].send(
+                TransportRequest(
+                    path: ActivationAPI.validateSignature.path,
+                    headers: [AuthorizationHeader.name: header], body: body), timeout: .seconds(30)
+            ).statusCode
+            return Outcome(instance: instance, status: status)
+        } catch {
+            return Outcome(instance: instance, status: nil, error: "\(error)")
         }
     }
 
@@ -199,7 +209,7 @@ struct MultiInstanceTests {
         let restart = try #require(ProcessInfo.processInfo.environment[postgresRestartVariable])
         let cluster = try Cluster(maxFailures: 200)
         defer { cluster.stop() }
-        let (id, headers) = try await cluster.activationWithWrongCodes(153)
+        let (id, headers) = try await cluster.activationWithWrongCodes(159)
         let transports = try (0..<3).map { try cluster.transport($0) }
         let first = Array(headers.prefix(150))
         let load = Task { await Self.send(first, lanes: 9, transports: transports) }
@@ -210,12 +220,33 @@ struct MultiInstanceTests {
         #expect(outcomes.allSatisfy { $0.status == nil || $0.status == 401 || $0.status == 503 })
         let acknowledged = outcomes.filter { $0.status == 401 }.count
         let unsure = outcomes.filter { $0.status != 401 }.count
-        // Every instance reconnects: one more wrong code through each is counted.
-        let tail = await Self.send(Array(headers.suffix(3)), lanes: 1, transports: transports)
-        #expect(tail.map(\.status) == [401, 401, 401])
+        // Every instance reconnects: one more wrong code through each is counted. A keep-alive
+        // connection the outage left behind may still fail once on the client's side (a network
+        // error, never a wrong answer): that request is unsure, and the next wrong code is tried,
+        // at most three per instance.
+        var spare = Array(headers.suffix(9)).makeIterator()
+        var tailUnsure = 0
+        var tailErrors: [String] = []
+        for instance in 0..<3 {
+            var answered: Int?
+            for _ in 0..<3 where answered == nil {
+                guard let header = spare.next() else { break }
+                let outcome = await Self.sendOne(header, to: instance, transports: transports)
+                #expect(outcome.status == nil || outcome.status == 401 || outcome.status == 503)
+                if outcome.status == 401 {
+                    answered = 401
+                } else {
+                    tailUnsure += 1
+                    tailErrors.append(
+                        "instance \(instance): \(outcome.status.map { "HTTP \($0)" } ?? outcome.error ?? "?")")
+                }
+            }
+            #expect(answered == 401, "instance \(instance) after the restart: \(tailErrors)")
+        }
+        if !tailErrors.isEmpty { print("after the restart, before each instance answered 401: \(tailErrors)") }
         let failures = try await cluster.office(0).detail(id).failedAttempts
         #expect(try cluster.countedFailures(id) == failures)
         #expect(failures >= acknowledged + 3)
-        #expect(failures <= acknowledged + unsure + 3)
+        #expect(failures <= acknowledged + unsure + 3 + tailUnsure)
     }
 }
