@@ -25,6 +25,15 @@ import Synchronization
 public final class PostgresActivationStore: ReferenceActivationStore {
     /// Attempts written by the one-statement path (the row as the verifier read it); for tests.
     let shortPathAttempts = Atomic<Int>(0)
+    /// Conditional attempts sent in a statement that carried more than one (group commit); for tests.
+    let batchedAttempts = Atomic<Int>(0)
+    /// Conditional attempts answered `nil` unsent, because an earlier attempt of their batch named
+    /// the same activation; for tests.
+    let duplicateAttempts = Atomic<Int>(0)
+    /// Concurrent conditional attempts, written by one statement per batch
+    /// (see ``recordAttemptIfUnchanged(activationId:outcome:now:failureBlockDuration:observed:)``).
+    let conditionalWrites = GroupCommit<ConditionalWrite, Result<AttemptResult?, ActivationServerError>>(
+        limit: PostgresActivationStore.batchLimit)
     /// The schema, one migration step per version (never edit a released step).
     static let migrations: [String] = [
         """
@@ -355,52 +364,164 @@ public final class PostgresActivationStore: ReferenceActivationStore {
     /// opening of the sealed key; `nil` when another instance or request changed the row in
     /// between (nothing written; the caller takes the locked path).
     ///
+    /// Group commit: attempts that arrive while this instance's previous statement is in flight
+    /// go together in the next one (`writeConditionally`), so one commit — one WAL flush —
+    /// answers all of them. Each attempt of it is written with its audit row, or not at all
+    /// (`nil`); a statement carries at most one attempt per activation.
+    ///
     /// The statement is never repeated: the pool hands out only connections that still look
     /// alive (`PostgresConnection.isAlive`), and a failure after it was sent is reported
-    /// (`unavailable`, a 503) because it may have committed, as a failed `COMMIT` is.
+    /// (`unavailable`, a 503) to every attempt it carried because it may have committed, as a
+    /// failed `COMMIT` is.
     public func recordAttemptIfUnchanged(
         activationId: String, outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?,
         observed: ActivationRecord
     ) throws(ActivationServerError) -> AttemptResult? {
-        if observed.activationId == activationId, ObservedRow.eligible(observed) {
-            var record = observed
-            let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
-            let label = AuditOutcome.of(accepted: accepted, before: observed, after: record, now: now)
-            let written = try run { () throws(PostgresError) in
-                try pool.withConnection { (c) throws(PostgresError) in
-                    try c.query(
-                        """
-                        WITH changed AS (
-                        UPDATE activation SET state = $1, counter = $2, counter_index = $3, failed_attempts = $4,
-                        blocked_until = $5 WHERE id = $6 AND state = $7 AND counter = $8 AND counter_index = $9
-                        AND failed_attempts = $10 AND max_failed_attempts = $11
-                        AND blocked_until IS NOT DISTINCT FROM $12 AND device_public_key IS NOT DISTINCT FROM $13
-                        AND biometry_enabled = $14 AND v4_sealed IS NULL RETURNING id)
-                        INSERT INTO attempt_audit(activation_id, at, outcome) SELECT id, $15, $16 FROM changed
-                        RETURNING activation_id
-                        """,
-                        [
-                            .integer(Int64(record.state.rawValue)), .bytes(record.counter.bytes),
-                            .integer(Int64(bitPattern: record.counterIndex)), .integer(Int64(record.failedAttempts)),
-                            record.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
-                            .text(activationId), .integer(Int64(observed.state.rawValue)),
-                            .bytes(observed.counter.bytes), .integer(Int64(bitPattern: observed.counterIndex)),
-                            .integer(Int64(observed.failedAttempts)), .integer(Int64(observed.maxFailedAttempts)),
-                            observed.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
-                            observed.devicePublicKey.map { .bytes($0) } ?? .null, .bool(observed.biometryEnabled),
-                            .double(now.timeIntervalSince1970), .text(label.rawValue),
-                        ]
-                    ).count
-                }
-            }
-            if written == 1 {
-                shortPathAttempts.add(1, ordering: .relaxed)
-                return AttemptResult(
-                    accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
-                    maxFailedAttempts: record.maxFailedAttempts)
+        guard observed.activationId == activationId, ObservedRow.eligible(observed) else { return nil }
+        // The rule runs on the caller's thread; the batch's leader only sends the results.
+        var after = observed
+        let accepted = after.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
+        let write = ConditionalWrite(
+            observed: observed, after: after, accepted: accepted,
+            label: AuditOutcome.of(accepted: accepted, before: observed, after: after, now: now), now: now)
+        return try conditionalWrites.submit(write) { batch in writeConditionally(batch) }.get()
+    }
+
+    /// One statement for a batch of conditional attempts (the leader of ``conditionalWrites``
+    /// runs it): each attempt's answer, in order. An attempt whose activation an earlier one of
+    /// the batch already names is not sent and gets `nil` (the caller takes the locked path):
+    /// PostgreSQL updates a row at most once per `UPDATE … FROM`, and which of two inputs for it
+    /// would win is unspecified. A failed statement fails every attempt it carried with the same
+    /// error, and none of them was counted unless it committed before the failure was seen (the
+    /// one case a single attempt's statement has too: a 503, never repeated).
+    private func writeConditionally(_ batch: [ConditionalWrite]) -> [Result<AttemptResult?, ActivationServerError>] {
+        var results = [Result<AttemptResult?, ActivationServerError>](repeating: .success(nil), count: batch.count)
+        var named = Set<String>()
+        var sent: [Int] = []
+        for (index, write) in batch.enumerated() {
+            if named.insert(write.observed.activationId).inserted {
+                sent.append(index)
+            } else {
+                duplicateAttempts.add(1, ordering: .relaxed)
             }
         }
-        return nil
+        let writes = sent.map { batch[$0] }
+        if writes.count > 1 { batchedAttempts.add(writes.count, ordering: .relaxed) }
+        let written: Set<String>
+        do throws(ActivationServerError) {
+            written = try run { () throws(PostgresError) in
+                try pool.withConnection { (c) throws(PostgresError) in
+                    let rows =
+                        writes.count == 1
+                        ? try c.query(Self.conditionalStatement, Self.conditionalValues(writes[0]))
+                        : try c.query(
+                            Self.batchStatements[writes.count], writes.flatMap(Self.batchValues))
+                    return Set(rows.compactMap { $0[0].string })
+                }
+            }
+        } catch {
+            for index in sent { results[index] = .failure(error) }
+            return results
+        }
+        for index in sent where written.contains(batch[index].observed.activationId) {
+            shortPathAttempts.add(1, ordering: .relaxed)
+            results[index] = .success(batch[index].result)
+        }
+        return results
+    }
+
+    /// The conditional write of one attempt: the row updated only if it still holds every value
+    /// of the observation, and its audit row inserted from the updated row (so with it or not at all).
+    static let conditionalStatement = """
+        WITH changed AS (
+        UPDATE activation SET state = $1, counter = $2, counter_index = $3, failed_attempts = $4,
+        blocked_until = $5 WHERE id = $6 AND state = $7 AND counter = $8 AND counter_index = $9
+        AND failed_attempts = $10 AND max_failed_attempts = $11
+        AND blocked_until IS NOT DISTINCT FROM $12 AND device_public_key IS NOT DISTINCT FROM $13
+        AND biometry_enabled = $14 AND v4_sealed IS NULL RETURNING id)
+        INSERT INTO attempt_audit(activation_id, at, outcome) SELECT id, $15, $16 FROM changed
+        RETURNING activation_id
+        """
+
+    static func conditionalValues(_ w: ConditionalWrite) -> [PostgresValue] {
+        let (record, observed) = (w.after, w.observed)
+        return [
+            .integer(Int64(record.state.rawValue)), .bytes(record.counter.bytes),
+            .integer(Int64(bitPattern: record.counterIndex)), .integer(Int64(record.failedAttempts)),
+            record.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
+            .text(observed.activationId), .integer(Int64(observed.state.rawValue)),
+            .bytes(observed.counter.bytes), .integer(Int64(bitPattern: observed.counterIndex)),
+            .integer(Int64(observed.failedAttempts)), .integer(Int64(observed.maxFailedAttempts)),
+            observed.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
+            observed.devicePublicKey.map { .bytes($0) } ?? .null, .bool(observed.biometryEnabled),
+            .double(w.now.timeIntervalSince1970), .text(w.label.rawValue),
+        ]
+    }
+
+    /// The most attempts one statement carries (the batch statement's text depends on it: one
+    /// prepared statement per size and connection).
+    static let batchLimit = 32
+
+    /// One input row of the batch statement: its columns and their types. A nullable value is a
+    /// flag and a value, never a `NULL` parameter, so every call of one size has the same
+    /// parameter types and reuses one prepared statement.
+    static let batchColumns: [(name: String, type: String)] = [
+        ("id", "text"), ("new_state", "bigint"), ("new_counter", "bytea"), ("new_index", "bigint"),
+        ("new_failed", "bigint"), ("new_blocked_set", "boolean"), ("new_blocked", "double precision"),
+        ("old_state", "bigint"), ("old_counter", "bytea"), ("old_index", "bigint"), ("old_failed", "bigint"),
+        ("old_max", "bigint"), ("old_blocked_set", "boolean"), ("old_blocked", "double precision"),
+        ("old_device_set", "boolean"), ("old_device", "bytea"), ("old_biometry", "boolean"),
+        ("at", "double precision"), ("outcome", "text"),
+    ]
+
+    /// The batch statement for each size 2 … ``batchLimit`` (index = size): the conditional write
+    /// of every input row (distinct activations), in one statement. Its rows are first locked in
+    /// the order of their identifiers (`locked`): two instances' statements that name the same
+    /// activations then take their row locks in the same order and never deadlock. The `UPDATE`
+    /// re-checks each row's condition on the row as committed (`READ COMMITTED`), as the
+    /// one-attempt statement does; the audit rows come from the rows it updated.
+    static let batchStatements: [String] = (0...batchLimit).map { n in
+        guard n > 1 else { return "" }
+        let width = batchColumns.count
+        let rows = (0..<n).map { row in
+            "("
+                + batchColumns.enumerated().map { column, entry in "$\(row * width + column + 1)::\(entry.type)" }
+                .joined(separator: ", ") + ")"
+        }
+        return """
+            WITH input(\(batchColumns.map(\.name).joined(separator: ", "))) AS (VALUES
+            \(rows.joined(separator: ",\n"))),
+            locked AS MATERIALIZED (
+            SELECT a.id FROM activation a JOIN input i ON a.id = i.id ORDER BY a.id FOR UPDATE OF a),
+            changed AS (
+            UPDATE activation a SET state = i.new_state, counter = i.new_counter, counter_index = i.new_index,
+            failed_attempts = i.new_failed, blocked_until = CASE WHEN i.new_blocked_set THEN i.new_blocked END
+            FROM input i JOIN locked l ON l.id = i.id
+            WHERE a.id = i.id AND a.state = i.old_state AND a.counter = i.old_counter
+            AND a.counter_index = i.old_index AND a.failed_attempts = i.old_failed AND a.max_failed_attempts = i.old_max
+            AND a.blocked_until IS NOT DISTINCT FROM (CASE WHEN i.old_blocked_set THEN i.old_blocked END)
+            AND a.device_public_key IS NOT DISTINCT FROM (CASE WHEN i.old_device_set THEN i.old_device END)
+            AND a.biometry_enabled = i.old_biometry AND a.v4_sealed IS NULL
+            RETURNING a.id, i.at, i.outcome)
+            INSERT INTO attempt_audit(activation_id, at, outcome) SELECT id, at, outcome FROM changed ORDER BY id
+            RETURNING activation_id
+            """
+    }
+
+    /// One input row of the batch statement, in the order of ``batchColumns``.
+    static func batchValues(_ w: ConditionalWrite) -> [PostgresValue] {
+        let (record, observed) = (w.after, w.observed)
+        return [
+            .text(observed.activationId), .integer(Int64(record.state.rawValue)), .bytes(record.counter.bytes),
+            .integer(Int64(bitPattern: record.counterIndex)), .integer(Int64(record.failedAttempts)),
+            .bool(record.blockedUntil != nil), .double(record.blockedUntil?.timeIntervalSince1970 ?? 0),
+            .integer(Int64(observed.state.rawValue)), .bytes(observed.counter.bytes),
+            .integer(Int64(bitPattern: observed.counterIndex)), .integer(Int64(observed.failedAttempts)),
+            .integer(Int64(observed.maxFailedAttempts)), .bool(observed.blockedUntil != nil),
+            .double(observed.blockedUntil?.timeIntervalSince1970 ?? 0), .bool(observed.devicePublicKey != nil),
+            .bytes(observed.devicePublicKey ?? []), .bool(observed.biometryEnabled),
+            .double(w.now.timeIntervalSince1970), .text(w.label.rawValue),
+        ]
     }
 
     /// The counting rule on the row read under its lock, the row written back and the audit
@@ -876,6 +997,23 @@ extension PostgresActivationStore {
         let seed = try open(nonce: nonce, sealed: sealed, label: label)
         defer { seed.destroy() }
         return try V4PostQuantumMasterKey.expand(parameterSet, seed: seed, publicKey: publicKey)
+    }
+}
+
+/// One conditional attempt waiting for its statement: the record the verifier read, the counting
+/// rule's result on it, and the audit row's time and outcome.
+struct ConditionalWrite: Sendable {
+    let observed: ActivationRecord
+    let after: ActivationRecord
+    let accepted: Bool
+    let label: AuditOutcome
+    let now: Date
+
+    /// The answer when the row was written.
+    var result: AttemptResult {
+        AttemptResult(
+            accepted: accepted, state: after.state, failedAttempts: after.failedAttempts,
+            maxFailedAttempts: after.maxFailedAttempts)
     }
 }
 

@@ -198,6 +198,45 @@ struct PostgresPreparedStatementTests {
     }
 }
 
+extension PostgresPreparedStatementTests {
+    @Test("the batch attempt statement of every size is valid and prepared once per size, whichever values are NULL")
+    func batchAttemptStatements() async throws {
+        let s = try InProcessServer(backend: .postgres)
+        defer { s.server.stop() }
+        let (_, id) = try await s.activeDevice()
+        let store = try #require(s.server.store as? PostgresActivationStore)
+        let observed = try #require(try store.fetch(activationId: id))
+        let dsn = try #require(s.store.connectionString)
+        // Observations the row does not match (99 failures), with and without a block end and a
+        // device key, and results with and without a block end.
+        func write(_ variant: Int) -> ConditionalWrite {
+            var seen = observed
+            seen.failedAttempts = 99
+            if variant & 1 != 0 { seen.blockedUntil = Date(timeIntervalSince1970: 1_000.5) }
+            if variant & 2 != 0 { seen.devicePublicKey = nil }
+            var after = seen
+            after.failedAttempts = 100
+            if variant & 4 != 0 { after.blockedUntil = Date(timeIntervalSince1970: 2_000.25) }
+            return ConditionalWrite(observed: seen, after: after, accepted: false, label: .failure, now: Date())
+        }
+        let pool = try PostgresPool(
+            connectionString: dsn, configuration: PostgresPool.Configuration(maximumConnections: 1))
+        try pool.withConnection { (c) throws(PostgresError) in
+            for n in 2...PostgresActivationStore.batchLimit {
+                for round in 0..<3 {
+                    let values = (0..<n).flatMap { PostgresActivationStore.batchValues(write($0 + round)) }
+                    #expect(try c.query(PostgresActivationStore.batchStatements[n], values).isEmpty)
+                }
+            }
+            let prepared = try c.query(
+                "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE 'WITH input%'")
+            #expect(prepared.first?[0].int64 == Int64(PostgresActivationStore.batchLimit - 1))
+        }
+        #expect(try store.fetch(activationId: id)?.failedAttempts == 0)
+        #expect(try store.auditTrail(activationId: id).isEmpty)
+    }
+}
+
 @Suite(
     "Connections of the PostgreSQL pool",
     .enabled(if: StoreBackend.clusterConnectionString != nil, StoreBackend.skipReason))
