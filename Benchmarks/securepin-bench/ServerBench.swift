@@ -77,11 +77,16 @@ enum ServerBench {
         /// The sum of the three: with 2 cores, 2,000,000 / this is the most requests per second.
         var totalCPUMicrosecondsPerRequest: Double
         /// CPU time of everything else on the machine per request (`/proc/stat` minus the three
-        /// above): the kernel's own threads (writeback, `fsync`), exited processes, other users.
+        /// above and the steal): the kernel's own threads (writeback, `fsync`), exited processes,
+        /// other users.
         var otherCPUMicrosecondsPerRequest: Double
         /// The machine's idle share of the timed run (0 … 1, `/proc/stat`, waiting for I/O included):
         /// above zero, the run was not short of CPU.
         var machineIdle: Double
+        /// The share of the timed run the hypervisor gave the machine's virtual CPUs to someone
+        /// else (`steal` in `/proc/stat`, 0 … 1): time no process here could use, a run with much
+        /// of it is not comparable with one without.
+        var machineSteal: Double
     }
 
     struct Setup {
@@ -327,6 +332,7 @@ enum ServerBench {
         let postgresCPU = postgres.map { _ in Double(PostgresProcesses.spent(before.postgres, after.postgres)) }
         let machineBusy = Double(after.machine.busy - min(after.machine.busy, before.machine.busy))
         let machineAll = Double(after.machine.all - min(after.machine.all, before.machine.all))
+        let machineSteal = Double(after.machine.steal - min(after.machine.steal, before.machine.steal))
         for child in children { child.stop() }
         for (index, child) in children.enumerated() where child.process.terminationStatus != 0 {
             FileHandle.standardError.write(
@@ -406,8 +412,10 @@ enum ServerBench {
             serverCPUMicrosecondsPerRequest: perRequest(serverCPU),
             postgresCPUMicrosecondsPerRequest: postgresCPU.map(perRequest),
             totalCPUMicrosecondsPerRequest: perRequest(benchCPU + serverCPU + (postgresCPU ?? 0)),
-            otherCPUMicrosecondsPerRequest: perRequest(max(0, machineBusy - benchCPU - serverCPU - (postgresCPU ?? 0))),
-            machineIdle: machineAll > 0 ? 1 - machineBusy / machineAll : 0)
+            otherCPUMicrosecondsPerRequest: perRequest(
+                max(0, machineBusy - machineSteal - benchCPU - serverCPU - (postgresCPU ?? 0))),
+            machineIdle: machineAll > 0 ? 1 - machineBusy / machineAll : 0,
+            machineSteal: machineAll > 0 ? machineSteal / machineAll : 0)
     }
 
     /// The whole machine's CPU time from the first line of `/proc/stat`, in nanoseconds.
@@ -416,6 +424,8 @@ enum ServerBench {
         var busy: UInt64 = 0
         /// busy, idle and iowait.
         var all: UInt64 = 0
+        /// steal alone.
+        var steal: UInt64 = 0
 
         static func now() -> MachineCPU {
             guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
@@ -425,7 +435,8 @@ enum ServerBench {
             guard ticks.count >= 8 else { return MachineCPU() }
             let perTick = 1_000_000_000 / UInt64(max(1, sysconf(Int32(_SC_CLK_TCK))))
             let busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
-            return MachineCPU(busy: busy * perTick, all: (busy + ticks[3] + ticks[4]) * perTick)
+            return MachineCPU(
+                busy: busy * perTick, all: (busy + ticks[3] + ticks[4]) * perTick, steal: ticks[7] * perTick)
         }
     }
 
@@ -492,6 +503,7 @@ enum ServerBench {
         row("  PostgreSQL processes") { $0.postgresCPUMicrosecondsPerRequest.map { String(format: "%.0f", $0) } ?? "-" }
         row("  rest of the machine") { String(format: "%.0f", $0.otherCPUMicrosecondsPerRequest) }
         row("machine idle during the run") { String(format: "%.0f%%", $0.machineIdle * 100) }
+        row("hypervisor steal during the run") { String(format: "%.0f%%", $0.machineSteal * 100) }
         row("non-200 / transport failures") { "\($0.non200) / \($0.transportFailures)" }
         row("reconnects") { "\($0.reconnects)" }
         row("audit: accepted rows") { "\($0.acceptedAuditRows) of \($0.auditRows)" }

@@ -1,8 +1,10 @@
 import Activation
 import ActivationTestSupport
+import Dispatch
 import Foundation
 import PowerAuthProtocol
 import SecureCore
+import Synchronization
 import Testing
 
 @testable import ActivationServer
@@ -55,47 +57,58 @@ struct FactorKeyCacheTests {
 
     @Test(
         "lookups copy outside the lock: keys replaced or removed meanwhile give a miss or a whole copy, never an error")
-    func lookupsRaceReplacementAndRemoval() async throws {
+    func lookupsRaceReplacementAndRemoval() throws {
         let cache = FactorKeyCache(lifetime: 60)
         let record = try Self.record("a")
         let device: [UInt8] = [4] + Array(repeating: 3, count: 64)
         let start = Date(timeIntervalSince1970: 1_000_000)
         try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start)
-        let (copies, misses) = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
-            // One task keeps replacing and removing the entry (each wipes the keys it drops)…
-            group.addTask {
-                for round in 0..<400 {
-                    if round % 3 == 0 {
-                        cache.remove("a")
-                    } else {
-                        try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start)
-                    }
+        let changing = Atomic<Bool>(true)
+        let failures = Atomic<Int>(0)
+        let copies = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        // One thread keeps replacing and removing the entry (each wipes the keys it drops); its
+        // last step puts keys back, so lookups after it find them.
+        Thread {
+            for round in 0..<400 {
+                if round % 3 == 1 {
+                    cache.remove("a")
+                } else if (try? cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start))
+                    == nil
+                {
+                    failures.add(1, ordering: .relaxed)
                 }
-                return (0, 0)
             }
-            // …while three look it up: each lookup is a whole copy of one set of keys, or nil.
-            for _ in 0..<3 {
-                group.addTask {
-                    var copies = 0
-                    var misses = 0
-                    for _ in 0..<400 {
+            changing.store(false, ordering: .releasing)
+            done.signal()
+        }.start()
+        // Three threads look it up while it changes, and 100 times more after: each lookup is a
+        // whole, readable copy of one set of keys, or nil.
+        for _ in 0..<3 {
+            Thread {
+                var after = 0
+                while after < 100 {
+                    if !changing.load(ordering: .acquiring) { after += 1 }
+                    do throws(SecureCoreError) {
                         if let keys = try cache.get(record, devicePublicKey: device, now: start) {
-                            #expect(keys.possession.count == 16 && keys.vault.count == 16)
-                            // Readable: a copy is the caller's own, whatever happened to the entry.
-                            #expect(try !keys.knowledge.isEqual(to: keys.possession))
+                            let distinct = try !keys.knowledge.isEqual(to: keys.possession)
+                            if keys.possession.count != 16 || keys.vault.count != 16 || !distinct {
+                                failures.add(1, ordering: .relaxed)
+                            }
                             keys.destroy()
-                            copies += 1
-                        } else {
-                            misses += 1
+                            copies.add(1, ordering: .relaxed)
                         }
+                    } catch {
+                        failures.add(1, ordering: .relaxed)
                     }
-                    return (copies, misses)
                 }
-            }
-            return try await group.reduce((0, 0)) { ($0.0 + $1.0, $0.1 + $1.1) }
+                done.signal()
+            }.start()
         }
-        #expect(copies + misses == 1200)
-        #expect(copies > 0)
+        for _ in 0..<4 { done.wait() }
+        #expect(failures.load(ordering: .relaxed) == 0)
+        // The 100 lookups of each thread after the last put all find the keys.
+        #expect(copies.load(ordering: .relaxed) >= 300)
     }
 
     @Test("capacity: the entry closest to its end goes; lifetime 0 keeps nothing; remove wipes at once")
