@@ -503,7 +503,7 @@ enum ServerBench {
         row("  PostgreSQL processes") { $0.postgresCPUMicrosecondsPerRequest.map { String(format: "%.0f", $0) } ?? "-" }
         row("  rest of the machine") { String(format: "%.0f", $0.otherCPUMicrosecondsPerRequest) }
         row("machine idle during the run") { String(format: "%.0f%%", $0.machineIdle * 100) }
-        row("hypervisor steal during the run") { String(format: "%.0f%%", $0.machineSteal * 100) }
+        row("hypervisor steal (not ours)") { String(format: "%.0f%%", $0.machineSteal * 100) }
         row("non-200 / transport failures") { "\($0.non200) / \($0.transportFailures)" }
         row("reconnects") { "\($0.reconnects)" }
         row("audit: accepted rows") { "\($0.acceptedAuditRows) of \($0.auditRows)" }
