@@ -49,6 +49,23 @@ struct ObservedAttemptTests {
     }
 
     /// The activation's snapshot the server holds, if any.
+    /// The end state of many wrong codes for one activation whose maximum is 5: stored blocked
+    /// at exactly 5, and an audit row for each attempt — four failures, the one that blocked, and
+    /// `refused` refusals after it.
+    static func expectBlockedAtFive(
+        _ store: any ReferenceActivationStore, _ id: String, refused: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let stored = try #require(try store.fetch(activationId: id), sourceLocation: sourceLocation)
+        #expect(stored.state == .blocked, sourceLocation: sourceLocation)
+        #expect(stored.failedAttempts == 5, sourceLocation: sourceLocation)
+        let trail = try store.auditTrail(activationId: id).map(\.outcome)
+        #expect(trail.count == 5 + refused, sourceLocation: sourceLocation)
+        #expect(trail.filter { $0 == .failure }.count == 4, sourceLocation: sourceLocation)
+        #expect(trail.filter { $0 == .failureBlocked }.count == 1, sourceLocation: sourceLocation)
+        #expect(trail.filter { $0 == .refused }.count == refused, sourceLocation: sourceLocation)
+    }
+
     static func snapshot(_ s: InProcessServer, _ id: String) throws -> ActivationRecord? {
         guard let (record, keys) = try s.server.activationServer.factorKeyCache.snapshot(id, now: Date()) else {
             return nil
@@ -107,14 +124,7 @@ struct ObservedAttemptTests {
         #expect(results.count == 48)
         #expect(results.allSatisfy { !$0.accepted })
         #expect(results.map(\.failedAttempts).sorted() == Array(1...5) + Array(repeating: 5, count: 43))
-        let stored = try #require(try store.fetch(activationId: id))
-        #expect(stored.state == .blocked)
-        #expect(stored.failedAttempts == 5)
-        let trail = try store.auditTrail(activationId: id).map(\.outcome)
-        #expect(trail.count == 48)
-        #expect(trail.filter { $0 == .failure }.count == 4)
-        #expect(trail.filter { $0 == .failureBlocked }.count == 1)
-        #expect(trail.filter { $0 == .refused }.count == 43)
+        try Self.expectBlockedAtFive(store, id, refused: 43)
     }
 
     @Test(

@@ -264,14 +264,7 @@ struct PostgresGroupCommitTests {
         #expect(store.duplicateAttempts.load(ordering: .relaxed) == duplicatesBefore + 23)
         // Only the blocker was written by the short path: the stale observation matched nothing.
         #expect(store.shortPathAttempts.load(ordering: .relaxed) == shortBefore + 1)
-        let stored = try #require(try store.fetch(activationId: id))
-        #expect(stored.state == .blocked)
-        #expect(stored.failedAttempts == 5)
-        let trail = try store.auditTrail(activationId: id).map(\.outcome)
-        #expect(trail.count == 25)
-        #expect(trail.filter { $0 == .failure }.count == 4)
-        #expect(trail.filter { $0 == .failureBlocked }.count == 1)
-        #expect(trail.filter { $0 == .refused }.count == 20)
+        try ObservedAttemptTests.expectBlockedAtFive(store, id, refused: 20)
     }
 
     @Test("a batch statement whose backend is terminated: every attempt of it fails, none is counted")
