@@ -89,11 +89,17 @@ build: deps
 
 ## test-c: the C targets' own tests, plain and under ASan+UBSan, with and without secret memory.
 ## The core's (CSecureCore/tests) link no libcrypto; test_protocol (CProtocolCrypto/tests) links both targets.
-C_TESTS     := core crypto whitebox protocol v4 faults
+C_TESTS     := core crypto whitebox protocol v4 faults threads
+# test_threads drives the pool from several threads at once; also built with ThreadSanitizer.
+# The toolchain's ThreadSanitizer runtime intercepts libdispatch, so it links the toolchain's copy.
+SWIFT_LIBS  := $(abspath $(dir $(realpath $(CC)))../lib/swift/linux)
+TSAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=thread $(if $(shell command -v ld.lld 2>/dev/null),-fuse-ld=lld) \
+               -L$(SWIFT_LIBS) -Wl,-rpath,$(SWIFT_LIBS) -ldispatch -lBlocksRuntime
 # test_faults makes each fallible step fail in turn through the seam in internal.h (tests only).
 $(C_TEST_DIR)/test_faults $(C_TEST_DIR)/test_faults_san: TEST_DEFS := -DSPC_FAULT_INJECTION
 
-test-c: deps $(foreach t,$(C_TESTS) pq,$(C_TEST_DIR)/test_$(t) $(C_TEST_DIR)/test_$(t)_san) $(PQ_KAT_DIR)/.fetched
+test-c: deps $(foreach t,$(C_TESTS) pq,$(C_TEST_DIR)/test_$(t) $(C_TEST_DIR)/test_$(t)_san) $(C_TEST_DIR)/test_threads_tsan \
+        $(PQ_KAT_DIR)/.fetched
 	@mkdir -p $(BUILD_DIR)/test-logs
 	$(C_TEST_DIR)/test_whitebox | tee $(BUILD_DIR)/test-logs/c-whitebox.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_whitebox_san | tee $(BUILD_DIR)/test-logs/c-whitebox-san.log
@@ -109,6 +115,9 @@ test-c: deps $(foreach t,$(C_TESTS) pq,$(C_TEST_DIR)/test_$(t) $(C_TEST_DIR)/tes
 	$(C_TEST_DIR)/test_core --no-secretmem | tee $(BUILD_DIR)/test-logs/c-plain-nosecretmem.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_core_san | tee $(BUILD_DIR)/test-logs/c-san.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_core_san --no-secretmem | tee $(BUILD_DIR)/test-logs/c-san-nosecretmem.log
+	$(C_TEST_DIR)/test_threads | tee $(BUILD_DIR)/test-logs/c-threads.log
+	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_threads_san | tee $(BUILD_DIR)/test-logs/c-threads-san.log
+	TSAN_OPTIONS=halt_on_error=1 $(C_TEST_DIR)/test_threads_tsan | tee $(BUILD_DIR)/test-logs/c-threads-tsan.log
 	$(C_TEST_DIR)/test_pq $(PQ_KAT_DIR) | tee $(BUILD_DIR)/test-logs/c-pq.log
 	ASAN_OPTIONS=detect_leaks=1 $(C_TEST_DIR)/test_pq_san $(PQ_KAT_DIR) | tee $(BUILD_DIR)/test-logs/c-pq-san.log
 	@if pkg-config --atleast-version=3.5 libcrypto 2>/dev/null; then \
@@ -134,6 +143,10 @@ $(C_TEST_DIR)/test_%: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_%.c CSecu
 $(C_TEST_DIR)/test_%_san: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_%.c CSecureCore/tests/check.h
 	@mkdir -p $(C_TEST_DIR)
 	$(CC) $(CFLAGS_CORE) $(SAN_FLAGS) $(TEST_DEFS) $(CORE_SRCS) CSecureCore/tests/test_$*.c $(LIBS_CORE) -o $@
+
+$(C_TEST_DIR)/test_threads_tsan: $(CORE_SRCS) $(CORE_HDRS) CSecureCore/tests/test_threads.c CSecureCore/tests/check.h
+	@mkdir -p $(C_TEST_DIR)
+	$(CC) $(CFLAGS_CORE) $(TSAN_FLAGS) $(CORE_SRCS) CSecureCore/tests/test_threads.c $(LIBS_CORE) -o $@
 
 PROTO_TEST_DEPS := $(CORE_SRCS) $(CORE_HDRS) $(PROTO_SRCS) $(PROTO_HDRS) CProtocolCrypto/tests/test_protocol.c \
                    CSecureCore/tests/check.h

@@ -11,8 +11,19 @@
  * spc_scope_begin below), which go back to PROT_NONE when the scope ends.
  *
  * Deliberate global state: the pool itself. Locked pages are a per-process
- * resource (RLIMIT_MEMLOCK), so one process-wide pool guarded by one mutex is
- * the honest model of it.
+ * resource (RLIMIT_MEMLOCK), so one process-wide pool is the honest model of it.
+ *
+ * Two kinds of lock. The pool lock guards the lists, each slab's slot
+ * bookkeeping (used, used_mask) and a slab's lifetime: a slab is created and
+ * released only under it. Each slab's own lock guards its open count and the
+ * protection changes of its data pages, so opening or closing a buffer never
+ * waits behind another slab's mprotect(2), or behind an allocation. Order:
+ * the pool lock may be held when a slab lock is taken, never the reverse.
+ * A slab is released when it has no buffer (used == 0, pool lock) and no
+ * request scope holds its last open (holds == 0): a thread can only open or
+ * close a slab through a live buffer of it, so used > 0 while it does, and a
+ * hold is taken only by such a close; the release is decided under the pool
+ * lock, by whichever of the last free and the last scope end comes second.
  *
  * fork() without exec copies the pool's bookkeeping but not its memory: the
  * child has no secret-memory mappings (MADV_DONTFORK) and reads zeros in the
@@ -52,10 +63,14 @@ struct slab {
     uint8_t *data;      /* first data page                               */
     size_t data_len;
     size_t stride;      /* slot stride; data_len for a dedicated slab    */
-    unsigned nslots, used, open_count;
-    unsigned prot;      /* SPC_PROT_* actually obtained                  */
-    int scratch;        /* in SPC_POOL_SCRATCH                           */
-    uint64_t used_mask;
+    unsigned nslots, used; /* pool lock                                 */
+    uint64_t used_mask;    /* pool lock                                 */
+    unsigned prot;      /* SPC_PROT_* obtained at creation; fixed        */
+    int scratch;        /* in SPC_POOL_SCRATCH; fixed                    */
+    pthread_mutex_t lock;  /* guards open_count and idle_lost           */
+    unsigned open_count;
+    int idle_lost;      /* a close failed to make the pages PROT_NONE    */
+    unsigned holds;     /* request scopes holding the last open (atomic) */
 };
 
 struct spc_buffer {
@@ -92,8 +107,10 @@ int spc__fault(void) { return fault_countdown >= 0 && fault_countdown-- == 0; }
 
 static int is_inherited(const struct slab *s) { return s->home == &inherited; }
 
-/* pthread_atfork: the pool is consistent at the fork (no thread is inside it),
- * and the child gives up its parent's slabs without touching their memory. */
+/* pthread_atfork: the pool's lists are consistent at the fork (no thread is
+ * inside them), and the child gives up its parent's slabs without touching
+ * their memory, or their locks (another thread may have held one at the fork:
+ * nothing in the child takes an inherited slab's lock). */
 static void fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
 static void fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
 static void fork_child(void) {
@@ -180,6 +197,10 @@ static int map_anonymous(uint8_t *at, size_t len, unsigned *prot) {
 static struct slab *slab_create(size_t data_len, size_t stride) {
     struct slab *s = calloc(1, sizeof *s);
     if (s == NULL) return NULL;
+    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        free(s);
+        return NULL;
+    }
     s->data_len = data_len;
     s->map_len = data_len + 2 * page_size;
     s->stride = stride;
@@ -187,6 +208,7 @@ static struct slab *slab_create(size_t data_len, size_t stride) {
     if (s->nslots > MAX_SLOTS) s->nslots = MAX_SLOTS;
     s->map = mmap(NULL, s->map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (s->map == MAP_FAILED) {
+        pthread_mutex_destroy(&s->lock);
         free(s);
         return NULL;
     }
@@ -194,6 +216,7 @@ static struct slab *slab_create(size_t data_len, size_t stride) {
     if (!(secretmem_enabled && map_secretmem(s->data, data_len, &s->prot) == 0) &&
         map_anonymous(s->data, data_len, &s->prot) != 0) {
         munmap(s->map, s->map_len);
+        pthread_mutex_destroy(&s->lock);
         free(s);
         return NULL;
     }
@@ -202,21 +225,34 @@ static struct slab *slab_create(size_t data_len, size_t stride) {
     return s;
 }
 
-/* Data pages readable/writable while open_count > 0. Caller holds the lock. */
+/* Data pages readable/writable while open_count > 0. Takes the slab's lock;
+ * the caller has a live buffer in the slab (or has just reserved a slot). */
 static int slab_open(struct slab *s) {
+    int rc = SPC_OK;
+    pthread_mutex_lock(&s->lock);
     if (s->open_count == 0 && mprotect(s->data, s->data_len, PROT_READ | PROT_WRITE) != 0)
-        return SPC_E_NOMEM;
-    s->open_count++;
-    return SPC_OK;
+        rc = SPC_E_NOMEM;
+    else
+        s->open_count++;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+/* Caller holds the slab's lock. */
+static void slab_drop_open(struct slab *s) {
+    if (--s->open_count == 0 && mprotect(s->data, s->data_len, PROT_NONE) != 0)
+        s->idle_lost = 1; /* report the truth */
 }
 
 static void slab_close(struct slab *s) {
+    pthread_mutex_lock(&s->lock);
     if (s->open_count == 1 && s->scratch && scope_depth > 0 && scope_count < SCOPE_HELD) {
         scope_held[scope_count++] = s; /* the scope keeps this last open until it ends */
-        return;
+        __atomic_add_fetch(&s->holds, 1, __ATOMIC_RELAXED); /* published by the pool lock (see top) */
+    } else {
+        slab_drop_open(s);
     }
-    if (--s->open_count == 0 && mprotect(s->data, s->data_len, PROT_NONE) != 0)
-        s->prot &= ~(unsigned)SPC_PROT_NOACCESS_IDLE; /* report the truth */
+    pthread_mutex_unlock(&s->lock);
 }
 
 static int class_for(size_t size) {
@@ -244,6 +280,36 @@ static struct slab *slab_with_free_slot(int pool, int c, size_t size) {
     return s;
 }
 
+/* Under the pool lock. An inherited slab's mapping is not unmapped (it may be
+ * absent or reused), nor its lock destroyed (a thread of the parent may have
+ * held it at the fork). */
+static void slab_release(struct slab *s) {
+    struct slab **link = s->home;
+    while (*link != s) link = &(*link)->next;
+    *link = s->next;
+    if (!is_inherited(s)) {
+        munmap(s->map, s->map_len);
+        pthread_mutex_destroy(&s->lock);
+    }
+    free(s);
+}
+
+/* Under the pool lock: no buffer and no scope's hold left (see top). An
+ * inherited slab goes with its last buffer: no scope of the child holds it. */
+static int slab_unused(struct slab *s) {
+    return s->used == 0 && (is_inherited(s) || __atomic_load_n(&s->holds, __ATOMIC_RELAXED) == 0);
+}
+
+/* Gives a slot back; unmaps the slab when it was the last use (free slabs
+ * leave no pages behind; one a scope holds goes when the scope ends). */
+static void slot_return(struct slab *s, unsigned slot) {
+    pthread_mutex_lock(&pool_lock);
+    s->used_mask &= ~((uint64_t)1 << slot);
+    s->used--;
+    if (slab_unused(s)) slab_release(s);
+    pthread_mutex_unlock(&pool_lock);
+}
+
 int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) {
     *out = NULL;
     if (!spc__ready()) return SPC_E_INIT;
@@ -253,39 +319,34 @@ int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) {
     if (b == NULL) return SPC_E_NOMEM;
     pthread_mutex_lock(&pool_lock);
     struct slab *s = SPC_FAULT() ? NULL : slab_with_free_slot(pool, class_for(size), size);
-    if (s == NULL || slab_open(s) != SPC_OK) {
+    if (s == NULL) {
         pthread_mutex_unlock(&pool_lock);
         free(b);
         return SPC_E_NOMEM;
     }
-    unsigned slot = (unsigned)__builtin_ctzll(~s->used_mask);
+    unsigned slot = (unsigned)__builtin_ctzll(~s->used_mask); /* reserved: the slab stays while used > 0 */
     s->used_mask |= (uint64_t)1 << slot;
     s->used++;
+    pthread_mutex_unlock(&pool_lock);
     b->slab = s;
     b->slot = slot;
     b->size = size;
     b->ptr = s->data + (size_t)slot * s->stride;
+    if (SPC_FAULT() || slab_open(s) != SPC_OK) {
+        slot_return(s, slot);
+        free(b);
+        return SPC_E_NOMEM;
+    }
     memcpy(b->ptr + size, canary, CANARY_SIZE);
     slab_close(s);
-    pthread_mutex_unlock(&pool_lock);
     *out = b;
     return SPC_OK;
 }
 
 spc_status spc_buffer_new(size_t size, spc_buffer **out) { return spc__buffer_new_in(SPC_POOL_DATA, size, out); }
 
-/* An inherited slab's mapping is not unmapped: it may be absent or reused. */
-static void slab_release(struct slab *s) {
-    struct slab **link = s->home;
-    while (*link != s) link = &(*link)->next;
-    *link = s->next;
-    if (!is_inherited(s)) munmap(s->map, s->map_len);
-    free(s);
-}
-
 void spc_buffer_free(spc_buffer *b) {
     if (b == NULL) return;
-    pthread_mutex_lock(&pool_lock);
     struct slab *s = b->slab;
     if (!is_inherited(s)) { /* an inherited slot is absent or zeros: nothing to check or wipe */
         if (slab_open(s) != SPC_OK) abort(); /* cannot wipe: never release a secret unwiped */
@@ -293,36 +354,32 @@ void spc_buffer_free(spc_buffer *b) {
         sodium_memzero(b->ptr, b->size + CANARY_SIZE);
         slab_close(s);
     }
-    s->used_mask &= ~((uint64_t)1 << b->slot);
-    /* Keep partly used slabs; unmap empty ones so freed secrets leave no pages behind
-     * (an empty slab a scope holds open is unmapped when the scope ends). */
-    if (--s->used == 0 && s->open_count == 0) slab_release(s);
-    pthread_mutex_unlock(&pool_lock);
+    slot_return(s, b->slot);
     free(b);
 }
 
 size_t spc_buffer_size(const spc_buffer *b) { return b->size; }
 
 unsigned spc_buffer_protection(const spc_buffer *b) {
-    pthread_mutex_lock(&pool_lock);
-    unsigned p = is_inherited(b->slab) ? 0 : b->slab->prot;
-    pthread_mutex_unlock(&pool_lock);
+    struct slab *s = b->slab;
+    if (is_inherited(s)) return 0;
+    pthread_mutex_lock(&s->lock);
+    unsigned p = s->idle_lost ? s->prot & ~(unsigned)SPC_PROT_NOACCESS_IDLE : s->prot;
+    pthread_mutex_unlock(&s->lock);
     return p;
 }
 
+/* `home` changes only in the fork child handler, while the child has one
+ * thread; elsewhere it is read without a lock. */
 spc_status spc_buffer_open(spc_buffer *b, uint8_t **data) {
     *data = NULL;
-    pthread_mutex_lock(&pool_lock);
     int rc = is_inherited(b->slab) ? SPC_E_FORKED : SPC_FAULT() ? SPC_E_NOMEM : slab_open(b->slab);
-    pthread_mutex_unlock(&pool_lock);
     if (rc == SPC_OK) *data = b->ptr;
     return rc;
 }
 
 void spc_buffer_close(spc_buffer *b) {
-    pthread_mutex_lock(&pool_lock);
     if (!is_inherited(b->slab)) slab_close(b->slab);
-    pthread_mutex_unlock(&pool_lock);
 }
 
 spc_status spc_buffer_randomize(spc_buffer *b) {
@@ -359,14 +416,17 @@ spc_status spc_scope_begin(void) {
 
 void spc_scope_end(void) {
     if (scope_depth == 0 || --scope_depth > 0) return;
-    pthread_mutex_lock(&pool_lock);
     for (unsigned i = 0; i < scope_count; i++) {
         struct slab *s = scope_held[i];
-        slab_close(s); /* scope_depth is 0: a real close */
-        if (s->used == 0 && s->open_count == 0) slab_release(s);
+        pthread_mutex_lock(&s->lock); /* the hold keeps the slab: it is still there */
+        slab_drop_open(s);
+        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_lock(&pool_lock);
+        __atomic_sub_fetch(&s->holds, 1, __ATOMIC_RELAXED);
+        if (slab_unused(s)) slab_release(s);
+        pthread_mutex_unlock(&pool_lock);
     }
     scope_count = 0;
-    pthread_mutex_unlock(&pool_lock);
 }
 
 void spc_wipe(void *p, size_t len) {
