@@ -52,6 +52,9 @@ APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-li
                 libsecret-1-dev dbus gnome-keyring libsecret-tools libpq-dev postgresql-15
 
 .SHELLFLAGS := -o pipefail -ec
+# A crashing test process prints its backtrace and exits: no waiting for a debugger to attach, and
+# no full symbolication (which took 14 minutes on one crash of a large test binary).
+export SWIFT_BACKTRACE ?= enable=yes,interactive=no,symbolicate=fast
 .PHONY: run test deps build test-c test-swift test-cli test-interop test-keyring test-postgres lint bench bench-kdf bench-server stress audit audit-quick \
         audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-modules \
         audit-sloc \
