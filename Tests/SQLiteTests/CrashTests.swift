@@ -37,7 +37,7 @@ struct CrashTests {
         let (collector, termination) = try await offPool { () throws -> (LineCollector, ChildProcess.Termination) in
             try Self.runAndKill(executable, path)
         }
-        #expect(termination.signal != nil, "the child was killed by a signal: \(termination)")
+        #expect(termination.signal != nil, "expected a death by signal, got \(termination)")
 
         let lines = collector.lines.filter { $0 != "ready" }
         if let error = lines.first(where: { $0.hasPrefix("error") }) { throw CrashTestFailure.helperSaid(error) }
