@@ -94,6 +94,19 @@ let storage: [Target] = [
         name: "DurableStorage")
 ]
 
+/// Child processes through `posix_spawn` and `waitpid`, holding no secret: the reference server's
+/// process wrapper, the bench and the tests start their children with it (Foundation's `Process`
+/// can crash in `run()` and hang in `waitUntilExit()`). A C shim reaches the GNU extensions it needs.
+let processes: [Target] = [
+    .target(
+        name: "CSpawn",
+        publicHeadersPath: "include",
+        cSettings: cHardening),
+    .target(
+        name: "Spawn",
+        dependencies: ["CSpawn"]),
+]
+
 /// On the device: biometry, the PIN vault, and PIN entry in three modules: the strength rules,
 /// the entry model a UI drives, and the terminal driver.
 let device: [Target] = [
@@ -172,7 +185,7 @@ let network: [Target] = [
         name: "ReferenceServer",
         dependencies: [
             "PowerAuthProtocol", "ActivationServer", "HTTPServer", "SQLiteStore", "PostgresStore", "SecureCore",
-            "HTTPClient", "VaultOPRFProtocol", "PostQuantum",
+            "HTTPClient", "VaultOPRFProtocol", "PostQuantum", "Spawn",
         ]),
     // The vault's server binding: the wire format both ends share (OPRF over ECIES), and the
     // client that PinVault's binding calls. PinVault itself links no HTTP code.
@@ -216,7 +229,7 @@ let tools: [Target] = [
         dependencies: [
             "SecureCore", "BenchmarkKit", "CSodium", "PinVault", "PowerAuthProtocol", "Activation",
             "ReferenceServer",
-            "ActivationHTTP", "PostgresStore",
+            "ActivationHTTP", "PostgresStore", "Spawn",
         ],
         path: "Benchmarks/securepin-bench",
         linkerSettings: linkHardening),
@@ -231,7 +244,7 @@ let tools: [Target] = [
 let testing: [Target] = [
     .target(
         name: "TestSupport",
-        dependencies: ["SecureCore"],
+        dependencies: ["SecureCore", "Spawn"],
         path: "Tests/TestSupport"),
     .target(
         name: "ActivationTestSupport",
@@ -247,16 +260,19 @@ let testing: [Target] = [
         path: "Tests/Helpers/sqlite-crash-helper"),
     .testTarget(
         name: "SecureCoreTests",
-        dependencies: ["SecureCore", "spc-test-helper", "TestSupport"]),
+        dependencies: ["SecureCore", "spc-test-helper", "TestSupport", "Spawn"]),
     .testTarget(
         name: "DurableStorageTests",
-        dependencies: ["DurableStorage"]),
+        dependencies: ["DurableStorage", "Spawn"]),
+    .testTarget(
+        name: "SpawnTests",
+        dependencies: ["Spawn"]),
     .testTarget(
         name: "PinVaultTests",
-        dependencies: ["PinVault", "SecureCore", "DurableStorage", "spc-test-helper", "TestSupport"]),
+        dependencies: ["PinVault", "SecureCore", "DurableStorage", "spc-test-helper", "TestSupport", "Spawn"]),
     .testTarget(
         name: "PinVaultTPMTests",
-        dependencies: ["PinVault", "PinVaultTPM", "SecureCore", "spc-test-helper", "TestSupport"]),
+        dependencies: ["PinVault", "PinVaultTPM", "SecureCore", "spc-test-helper", "TestSupport", "Spawn"]),
     .testTarget(
         name: "PinVaultServerTests",
         dependencies: [
@@ -268,10 +284,12 @@ let testing: [Target] = [
         dependencies: ["PinStrength", "SecureCore", "TestSupport"]),
     .testTarget(
         name: "PinEntryTests",
-        dependencies: ["PinEntry", "PinStrength", "SecureCore"]),
+        dependencies: ["PinEntry", "PinStrength", "SecureCore", "TestSupport"]),
     .testTarget(
         name: "PinEntryTerminalTests",
-        dependencies: ["PinEntryTerminal", "PinEntry", "PinStrength", "SecureCore", "pinpad-demo", "TestSupport"]),
+        dependencies: [
+            "PinEntryTerminal", "PinEntry", "PinStrength", "SecureCore", "pinpad-demo", "TestSupport", "Spawn",
+        ]),
     .testTarget(
         name: "PostQuantumTests",
         dependencies: ["PostQuantum", "SecureCore", "TestSupport"]),
@@ -303,7 +321,7 @@ let testing: [Target] = [
         dependencies: ["HTTPServer", "TestSupport"]),
     .testTarget(
         name: "SQLiteTests",
-        dependencies: ["SQLiteStore", "sqlite-crash-helper", "TestSupport"]),
+        dependencies: ["SQLiteStore", "sqlite-crash-helper", "TestSupport", "Spawn"]),
     .testTarget(
         name: "HTTPClientTests",
         dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
@@ -319,7 +337,7 @@ let testing: [Target] = [
         dependencies: [
             "ReferenceServer", "ActivationHTTP", "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault",
             "SecureCore", "SQLiteStore", "PostgresStore", "HTTPServer", "securepin", "TestSupport",
-            "ActivationTestSupport",
+            "ActivationTestSupport", "Spawn",
         ]),
 ]
 
@@ -347,5 +365,5 @@ let package = Package(
         .library(name: "ActivationHTTP", targets: ["ActivationHTTP"]),
         .library(name: "ActivationKeyring", targets: ["ActivationKeyring"]),
     ],
-    targets: systemLibraries + core + storage + device + powerAuth + network + tools + testing
+    targets: systemLibraries + core + storage + processes + device + powerAuth + network + tools + testing
 )

@@ -334,9 +334,11 @@ enum ServerBench {
         let machineAll = Double(after.machine.all - min(after.machine.all, before.machine.all))
         let machineSteal = Double(after.machine.steal - min(after.machine.steal, before.machine.steal))
         for child in children { child.stop() }
-        for (index, child) in children.enumerated() where child.process.terminationStatus != 0 {
+        for (index, child) in children.enumerated() where child.termination != .exited(0) {
             FileHandle.standardError.write(
-                Data("securepin-bench: instance \(index) exited with status \(child.process.terminationStatus)\n".utf8))
+                Data(
+                    "securepin-bench: instance \(index) ended with \(child.termination.map { "\($0)" } ?? "unknown")\n"
+                        .utf8))
         }
         if let error = outcomes.compactMap(\.firstError).first {
             FileHandle.standardError.write(Data("securepin-bench: first transport failure: \(error)\n".utf8))

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Spawn
 import Synchronization
 
 #if canImport(Glibc)
@@ -19,7 +20,7 @@ final class ServerProcess {
         var description: String
     }
 
-    let process = Process()
+    private let process: ChildProcess
     private(set) var port: UInt16 = 0
     private let readyFile: String
 
@@ -30,21 +31,24 @@ final class ServerProcess {
 
     /// Starts `executable server --port 0 STORE… --admin-token-file T --log-file /dev/null
     /// --ready-file R` and waits (at most `timeout` seconds) until the ready file holds the port.
-    /// - Throws: ``Failed`` when it exits first or does not become ready in time (then it is killed).
+    /// - Throws: ``Failed`` when it cannot start, exits first or does not become ready in time
+    ///   (then it is killed).
     init(executable: String, storeArguments: [String], tokenFile: String, readyFile: String, timeout: Double = 60)
-        throws
+        throws(Failed)
     {
         self.readyFile = readyFile
         unlink(readyFile)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments =
-            ["server", "--port", "0"] + storeArguments
-            + ["--admin-token-file", tokenFile, "--log-file", "/dev/null", "--ready-file", readyFile]
-        // Its announcements would mix with the bench's output (and break --json); errors still show.
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.standardError
-        try process.run()
-        Self.running.withLock { _ = $0.insert(process.processIdentifier) }
+        do {
+            // Its announcements would mix with the bench's output (and break --json); errors still show.
+            process = try ChildProcess(
+                executable: executable,
+                arguments: ["server", "--port", "0"] + storeArguments
+                    + ["--admin-token-file", tokenFile, "--log-file", "/dev/null", "--ready-file", readyFile],
+                standardInput: .nullDevice, standardOutput: .nullDevice, standardError: .inherit)
+        } catch {
+            throw Failed(description: "cannot start securepin server: \(error)")
+        }
+        Self.running.withLock { _ = $0.insert(process.pid) }
         let deadline = now() + UInt64(timeout * 1e9)
         while now() < deadline {
             if let text = try? String(contentsOfFile: readyFile, encoding: .utf8),
@@ -56,7 +60,8 @@ final class ServerProcess {
             guard process.isRunning else {
                 stop()
                 throw Failed(
-                    description: "securepin server exited with status \(process.terminationStatus) before it was ready")
+                    description:
+                        "securepin server ended (\(termination.map { "\($0)" } ?? "unknown")) before it was ready")
             }
             usleep(10_000)
         }
@@ -64,7 +69,10 @@ final class ServerProcess {
         throw Failed(description: "securepin server was not ready after \(Int(timeout)) s")
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
+
+    /// How the child ended, once ``stop(timeout:)`` (or a failed start) has seen it end.
+    var termination: ChildProcess.Termination? { process.termination }
 
     /// User and system CPU time of the child so far (all its threads), from `/proc/PID/stat`.
     func cpuNanoseconds() -> UInt64? { Self.cpuNanoseconds(pid: pid) }
@@ -84,15 +92,15 @@ final class ServerProcess {
     /// SIGTERM, then waits up to `timeout` seconds for the exit; SIGKILL after that.
     func stop(timeout: Double = 10) {
         defer {
-            Self.running.withLock { _ = $0.remove(process.processIdentifier) }
+            Self.running.withLock { _ = $0.remove(process.pid) }
             unlink(readyFile)
         }
         guard process.isRunning else { return }
-        kill(pid, SIGTERM)
-        let deadline = now() + UInt64(timeout * 1e9)
-        while process.isRunning && now() < deadline { usleep(10_000) }
-        if process.isRunning { kill(pid, SIGKILL) }
-        process.waitUntilExit()
+        _ = try? process.kill(SIGTERM)
+        if (try? process.wait(timeout: .milliseconds(Int64(timeout * 1000)))) == nil {
+            _ = try? process.kill(SIGKILL)
+            _ = try? process.wait()
+        }
     }
 
     /// Makes SIGINT and SIGTERM kill every running child and remove the scratch directories

@@ -24,7 +24,7 @@ extension DemoCommand {
             let server = try ReferenceServerProcess(
                 executable: executable, database: directory + "/server.sqlite", tokenFile: tokenFile)
             child = server
-            DemoDirectory.children.withLock { $0.append(server.process.processIdentifier) }
+            DemoDirectory.children.withLock { $0.append(server.pid) }
             return "http://127.0.0.1:\(server.port), blocks a vault after 5 failures"
         }
         guard let server = child else { throw StepFailed(description: "no server") }

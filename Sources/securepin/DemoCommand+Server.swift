@@ -23,8 +23,8 @@ extension DemoCommand {
             let server = try ReferenceServerProcess(
                 executable: executable, database: directory + "/server.sqlite", tokenFile: tokenFile)
             child = server
-            DemoDirectory.children.withLock { $0.append(server.process.processIdentifier) }
-            return "pid \(server.process.processIdentifier), http://127.0.0.1:\(server.port)"
+            DemoDirectory.children.withLock { $0.append(server.pid) }
+            return "pid \(server.pid), http://127.0.0.1:\(server.port)"
         }
         guard let server = child else { throw StepFailed(description: "no server") }
         let base = "http://127.0.0.1:\(server.port)"
@@ -141,7 +141,7 @@ extension DemoCommand {
         try await story.step("stop the server with SIGTERM") {
             child = nil
             let status = server.stop()
-            try expect(status == 0, "the server exited with \(status)")
+            try expect(status == .exited(0), "the server ended with \(status.map { "\($0)" } ?? "an unknown status")")
             return "graceful, exit 0"
         }
     }

@@ -26,7 +26,7 @@ extension DemoCommand {
                 executable: executable, database: directory + "/server.sqlite", tokenFile: tokenFile,
                 extraArguments: ["--algorithm", ProtocolAlgorithm.ecP384MLL3.rawValue])
             child = server
-            DemoDirectory.children.withLock { $0.append(server.process.processIdentifier) }
+            DemoDirectory.children.withLock { $0.append(server.pid) }
             let keys = try SDKConfiguration(parsing: server.configuration).keys
             guard let p384 = keys.first(where: { $0.id == 0x02 }), let mldsa = keys.first(where: { $0.id == 0x03 })
             else {
@@ -120,7 +120,7 @@ extension DemoCommand {
         try await story.step("stop the EC_P384_ML_L3 server with SIGTERM") {
             child = nil
             let status = server.stop()
-            try expect(status == 0, "the server exited with \(status)")
+            try expect(status == .exited(0), "the server ended with \(status.map { "\($0)" } ?? "an unknown status")")
             return "graceful, exit 0"
         }
         try await story.step("EC_P384 (V4 without post-quantum keys) against a third server, \(pins.label(.first))") {
@@ -140,7 +140,7 @@ extension DemoCommand {
         let server = try ReferenceServerProcess(
             executable: executable, database: directory + "/server.sqlite", tokenFile: tokenFile,
             extraArguments: ["--algorithm", ProtocolAlgorithm.ecP384.rawValue])
-        DemoDirectory.children.withLock { $0.append(server.process.processIdentifier) }
+        DemoDirectory.children.withLock { $0.append(server.pid) }
         var stopped = false
         defer { if !stopped { _ = server.stop() } }
         let keys = try SDKConfiguration(parsing: server.configuration).keys.map(\.id)
@@ -163,7 +163,7 @@ extension DemoCommand {
         let status = try await service.fetchActivationStatus()
         try expect(status.state == .active && status.failCount == 0, "expected active without failures")
         stopped = true
-        try expect(server.stop() == 0, "the third server did not exit cleanly")
+        try expect(server.stop() == .exited(0), "the third server did not exit cleanly")
         return "activated (code signed by the P-384 master key), confirmed, PIN accepted, server stopped"
     }
 }

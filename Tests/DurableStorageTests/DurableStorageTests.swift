@@ -1,5 +1,6 @@
 import DurableStorage
 import Foundation
+import Spawn
 import Synchronization
 import Testing
 
@@ -273,12 +274,9 @@ struct LockTests {
 
     /// Whether another process (util-linux `flock -n`) gets the lock without waiting.
     func otherProcessLocks(_ path: String) throws -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        process.arguments = ["-n", path, "true"]
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        let other = try ChildProcess.run(
+            "/usr/bin/flock", ["-n", path, "true"], standardInput: .inherit, standardOutput: .inherit)
+        return other.termination == .exited(0)
     }
 
     @Test("the lock excludes another descriptor and another process, and is released after the body")

@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 import TestSupport
 import Testing
 
@@ -37,59 +38,18 @@ final class TmuxSession {
         try? FileManager.default.removeItem(at: scratch)
     }
 
-    /// Runs tmux with `posix_spawn` and `waitpid` (not Foundation's
-    /// `Process`, whose wait can hang under the test runner), with a clean
-    /// signal mask and default dispositions so the tmux server and the demo
-    /// do not inherit the runner's blocked signals.
+    /// Runs tmux and waits for it (`ChildProcess`: `posix_spawn` and `waitpid`, not Foundation's
+    /// `Process`, whose wait can hang under the test runner), with a clean signal mask and default
+    /// dispositions so the tmux server and the demo do not inherit the runner's blocked signals.
+    /// - Returns: its standard output when `capture` is set (empty otherwise).
     @discardableResult
     func run(_ arguments: [String], capture: Bool = true) throws -> String {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw POSIXError(.EMFILE) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        if capture {
-            posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        }
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        posix_spawn_file_actions_addclose(&actions, fds[1])
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         // The socket lives in the scratch directory, so removing it leaves
         // nothing behind (tmux does not delete its socket on exit).
-        let argv = [Tmux.path!, "-S", scratch.appendingPathComponent("tmux.sock").path, "-f", "/dev/null"] + arguments
-        var cArguments = argv.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, Tmux.path!, &actions, &attributes, &cArguments, environ)
-        close(fds[1])
-        defer { close(fds[0]) }
-        guard status == 0 else { throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EINVAL) }
-        var output: [UInt8] = []
-        if capture {
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = read(fds[0], &chunk, chunk.count)
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                output.append(contentsOf: chunk[0..<count])
-            }
-        }
-        var exitStatus: Int32 = 0
-        while waitpid(pid, &exitStatus, 0) < 0 && errno == EINTR {}
-        return String(decoding: output, as: UTF8.self)
+        let finished = try ChildProcess.run(
+            Tmux.path!, ["-S", scratch.appendingPathComponent("tmux.sock").path, "-f", "/dev/null"] + arguments,
+            standardInput: .nullDevice, standardOutput: capture ? .pipe : .nullDevice, standardError: .nullDevice)
+        return String(decoding: finished.output, as: UTF8.self)
     }
 
     func send(_ keys: String...) throws { try run(["send-keys", "-t", "pad"] + keys) }

@@ -1,6 +1,7 @@
 import Foundation
 import PinVaultTPM
 import SecureCore
+import Spawn
 import TestSupport
 import Testing
 
@@ -169,7 +170,9 @@ struct TPMVaultTests {
 let tpmKillTrials =
     ProcessInfo.processInfo.environment["SECUREPIN_KILL_TRIALS"].flatMap { Int($0) }.map { $0 / 4 } ?? 25
 
-func startHelper(_ command: String, _ directory: String, tcti: String, input: String) throws -> (Process, Pipe) {
+func startHelper(_ command: String, _ directory: String, tcti: String, input: String) throws -> (
+    ChildProcess, PipeReader
+) {
     try startHelper(
         executable: try BuiltExecutable.path("spc-test-helper"), [command, directory],
         environment: ["SPC_TPM_TCTI": tcti], input: input)
@@ -191,9 +194,9 @@ struct TPMCrashTests {
                 let (process, stdout) = try startHelper(
                     "vault-unlock", vault.directory.path, tcti: tpm.tcti, input: wrong ? "1357\n" : "2468\n")
                 usleep(UInt32.random(in: 0...30_000))
-                kill(process.processIdentifier, SIGKILL)
-                let output = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
+                try process.kill(SIGKILL)
+                let output = String(decoding: try stdout.readToEnd(), as: UTF8.self)
+                try process.wait()
                 if output.contains("done") || output.contains("wrong") { completed += 1 }
                 #expect(try unlockText(vault, "2468") == "refresh-token-42", "trial \(trial)")
             }
@@ -217,8 +220,8 @@ struct TPMCrashTests {
             let started = ContinuousClock.now
             let (timed, timedOut) = try startHelper(
                 "vault-change", vault.directory.path, tcti: tpm.tcti, input: "\(current)\n\(other)\n")
-            _ = timedOut.fileHandleForReading.readDataToEndOfFile()
-            timed.waitUntilExit()
+            _ = try timedOut.readToEnd()
+            try timed.wait()
             let whole = started.duration(to: .now)
             #expect(attempt(vault, other) == nil, "the timed change did not complete")
             swap(&current, &other)
@@ -232,9 +235,9 @@ struct TPMCrashTests {
                 let (process, stdout) = try startHelper(
                     "vault-change", vault.directory.path, tcti: tpm.tcti, input: "\(current)\n\(other)\n")
                 usleep(UInt32.random(in: 0...window))
-                kill(process.processIdentifier, SIGKILL)
-                _ = stdout.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
+                try process.kill(SIGKILL)
+                _ = try stdout.readToEnd()
+                try process.wait()
                 if attempt(vault, current) == nil { continue }
                 if attempt(vault, other) == nil {
                     swap(&current, &other)
@@ -249,17 +252,12 @@ struct TPMCrashTests {
     }
 }
 
-/// Runs a shell command line (descriptors redirected by the shell) and returns its exit status.
-func shell(_ line: String, in directory: String) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", line]
-    process.currentDirectoryURL = URL(fileURLWithPath: directory)
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
+/// Runs a shell command line (descriptors redirected by the shell) and returns how it ended.
+func shell(_ line: String, in directory: String) throws -> ChildProcess.Termination {
+    let finished = try ChildProcess.run(
+        "/bin/sh", ["-c", line], workingDirectory: directory, standardInput: .inherit, standardOutput: .nullDevice,
+        standardError: .nullDevice)
+    return finished.termination
 }
 
 @Suite("A TPM with a lockout authorisation (swtpm, tpm2_changeauth, the securepin CLI)", .serialized)
@@ -277,28 +275,28 @@ struct TPMLockoutAuthorisationTests {
                 .path
             try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: work) }
-            #expect(try shell("tpm2_changeauth -T '\(tpm.tcti)' -c lockout lock-secret", in: work) == 0)
+            #expect(try shell("tpm2_changeauth -T '\(tpm.tcti)' -c lockout lock-secret", in: work) == .exited(0))
             try Data("lock-secret\n".utf8).write(to: URL(fileURLWithPath: work + "/auth-right"))
             try Data("lock-wrong".utf8).write(to: URL(fileURLWithPath: work + "/auth-wrong"))
             try Data("2468\n".utf8).write(to: URL(fileURLWithPath: work + "/pin"))
             let securepin = try BuiltExecutable.path("securepin")
-            func initialize(_ name: String, _ auth: String?) throws -> Int32 {
+            func initialize(_ name: String, _ auth: String?) throws -> ChildProcess.Termination {
                 let lockout = auth.map { " --tpm-lockout-auth-fd 4 4<\($0)" } ?? ""
                 return try shell(
                     "printf x | '\(securepin)' vault init --vault \(name) --bind tpm --tcti '\(tpm.tcti)' "
                         + "--tpm-max-tries 3 --tpm-recovery 60 -t 2 -k 19456 --pin-fd 3 3<pin\(lockout)", in: work)
             }
-            #expect(try initialize("right", "auth-right") == 0)
+            #expect(try initialize("right", "auth-right") == .exited(0))
             let vault = PinVault(
                 directory: work + "/right",
                 options: PinVault.Options(floor: testFloor, tpm: SoftwareStackTPM(tcti: tpm.tcti)))
             let status = try vault.status()
             #expect(status.tpmLockout?.maxTries == 3 && status.tpmLockout?.recoverySeconds == 60)
             #expect(try unlockText(vault, "2468") == "x")
-            #expect(try initialize("wrong", "auth-wrong") == 1)
+            #expect(try initialize("wrong", "auth-wrong") == .exited(1))
             #expect(!FileManager.default.fileExists(atPath: work + "/wrong/vault"))
             // Without the option the authorisation is empty, refused too: nothing written.
-            #expect(try initialize("none", nil) == 1)
+            #expect(try initialize("none", nil) == .exited(1))
             #expect(!FileManager.default.fileExists(atPath: work + "/none"))
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SecureCore
+import Spawn
 import TestSupport
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
 func vaultHelperPath() throws -> String { try BuiltExecutable.path("spc-test-helper") }
 
 /// Starts the helper on a vault operation; the PIN lines go to its stdin.
-func startHelper(_ command: String, _ directory: String, input: String) throws -> (Process, Pipe) {
+func startHelper(_ command: String, _ directory: String, input: String) throws -> (ChildProcess, PipeReader) {
     try startHelper(executable: try vaultHelperPath(), [command, directory], input: input)
 }
 
@@ -31,8 +32,8 @@ struct CrashTests {
     func killWindow(_ command: String, _ vault: PinVault, input: String, floor: UInt32) throws -> UInt32 {
         let started = ContinuousClock.now
         let (process, stdout) = try startHelper(command, vault.directory.path, input: input)
-        _ = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        _ = try stdout.readToEnd()
+        try process.wait()
         let whole = started.duration(to: .now)
         let micros = whole.components.seconds * 1_000_000 + whole.components.attoseconds / 1_000_000_000_000
         return UInt32(clamping: max(Int64(floor), micros * 3 / 2))
@@ -56,9 +57,9 @@ struct CrashTests {
             let before = try vault.status().failures
             let (process, stdout) = try startHelper("vault-unlock", vault.directory.path, input: "1357\n")
             usleep(UInt32.random(in: 0...window))
-            kill(process.processIdentifier, SIGKILL)
-            let output = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
+            try process.kill(SIGKILL)
+            let output = String(decoding: try stdout.readToEnd(), as: UTF8.self)
+            try process.wait()
             let after = try vault.status().failures
             if output.contains("event failureRecorded") {
                 reachedKDF += 1
@@ -85,9 +86,9 @@ struct CrashTests {
             let (process, stdout) = try startHelper(
                 "vault-change", vault.directory.path, input: "\(current)\n\(other)\n")
             usleep(UInt32.random(in: 0...window))
-            kill(process.processIdentifier, SIGKILL)
-            _ = stdout.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
+            try process.kill(SIGKILL)
+            _ = try stdout.readToEnd()
+            try process.wait()
             if (try? vault.unlock(pin: pin(current)) { _ in 0 }) != nil { continue }
             do {
                 _ = try vault.unlock(pin: pin(other)) { _ in 0 }
@@ -106,9 +107,8 @@ struct CrashTests {
         let vault = try harnessVault(pin: "2468")
         let helpers = try (0..<8).map { _ in try startHelper("vault-unlock", vault.directory.path, input: "0000\n") }
         for (process, stdout) in helpers {
-            _ = stdout.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 1)
+            _ = try stdout.readToEnd()
+            #expect(try process.wait() == .exited(1))
         }
         #expect(try vault.status().failures == 8)
     }

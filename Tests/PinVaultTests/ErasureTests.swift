@@ -1,5 +1,6 @@
 import Foundation
 import SecureCore
+import Spawn
 import TestSupport
 import Testing
 
@@ -12,16 +13,11 @@ import Testing
 /// Runs a command found on PATH; returns its exit status and output.
 @discardableResult
 func runTool(_ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let finished = try ChildProcess.run(
+        "/usr/bin/env", arguments, standardInput: .inherit, standardError: .standardOutput)
+    // A signal counts as a failure (never 0), as it did with Foundation's status.
+    let status = finished.termination.exitStatus ?? 128 + (finished.termination.signal ?? 0)
+    return (status, String(decoding: finished.output, as: UTF8.self))
 }
 
 /// A fresh ext4 file system in an image file, loop-mounted. `nil` (with the

@@ -61,7 +61,7 @@ struct CrashRestartTests {
         let last = try Device(
             baseURL: third.baseURL, configurationString: third.configuration, directory: directory + "/device")
         try await last.service.validatePassword(try pin("2580"))
-        #expect(third.stop() == 0)
+        #expect(third.stop() == .exited(0))
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -140,6 +140,6 @@ struct CrashRestartTests {
         let detail = try await BackOfficeClient(baseURL: URL(string: second.baseURL)!, token: token).detail(id)
         #expect(Int64(detail.failedAttempts) == failures)
         #expect(detail.state == "ACTIVE")
-        #expect(second.stop() == 0)
+        #expect(second.stop() == .exited(0))
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import PowerAuthProtocol
 import ReferenceServer
 import SecureCore
+import Spawn
 import TestSupport
 import Testing
 
@@ -136,17 +137,14 @@ struct MultiInstanceTests {
         }
     }
 
-    /// Runs a shell command and waits for it (`posix_spawn` and `waitpid`: the restarted
-    /// server outlives the command, which `Process.waitUntilExit` does not always return from).
-    static func runShell(_ command: String) -> Int32 {
-        var pid: pid_t = 0
-        let words: [String] = ["/bin/sh", "-c", command + " </dev/null >/dev/null 2>&1"]
-        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, arguments, environ) == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return status
+    /// Runs a shell command, its descriptors on `/dev/null`, and waits for it (`ChildProcess`: the
+    /// restarted server outlives the command, which `Process.waitUntilExit` did not always return from).
+    /// - Returns: how it ended, or `nil` if it could not be started or waited for.
+    static func runShell(_ command: String) -> ChildProcess.Termination? {
+        try? ChildProcess.run(
+            "/bin/sh", ["-c", command], standardInput: .nullDevice, standardOutput: .nullDevice,
+            standardError: .nullDevice
+        ).termination
     }
 
     /// Waits (a bounded number of polls) until at least `count` failures are counted.
@@ -214,7 +212,7 @@ struct MultiInstanceTests {
         let first = Array(headers.prefix(150))
         let load = Task { await Self.send(first, lanes: 9, transports: transports) }
         let seen = try await Self.waitForCounted(10, id, cluster: cluster)
-        #expect(Self.runShell(restart) == 0)
+        #expect(Self.runShell(restart) == .exited(0))
         let outcomes = await load.value
         #expect(seen >= 10)
         #expect(outcomes.allSatisfy { $0.status == nil || $0.status == 401 || $0.status == 503 })

@@ -188,7 +188,7 @@ struct OperationsTests {
         _ = try await client.send(method: "GET", path: "/metrics")
         #expect(try Self.lines(log).count == 1)
         try FileManager.default.moveItem(atPath: log, toPath: log + ".1")
-        kill(child.process.processIdentifier, SIGHUP)
+        child.signal(SIGHUP)
         var reopened = false
         for _ in 0..<100 where !reopened {
             _ = try await client.send(method: "GET", path: "/metrics")
@@ -198,7 +198,7 @@ struct OperationsTests {
         #expect(reopened)
         #expect(try Self.lines(log + ".1").count >= 1)
         #expect(try Self.lines(log).count >= 1)
-        #expect(child.stop() == 0)
+        #expect(child.stop() == .exited(0))
         #expect(!FileManager.default.fileExists(atPath: ready))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteStore
+import Spawn
 import TestSupport
 import Testing
 
@@ -16,7 +17,7 @@ enum CrashTestFailure: Error { case helperMissing(String), helperSaid(String), n
 final class LineCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var buffer: [UInt8] = []
-    func append(_ data: Data) { lock.withLock { buffer += data } }
+    func append(_ bytes: [UInt8]) { lock.withLock { buffer += bytes } }
     /// Complete lines only: a line without its newline was cut by the kill.
     var lines: [String] {
         lock.withLock {
@@ -33,10 +34,10 @@ struct CrashTests {
         let scratch = try Scratch()
         let path = scratch.path()
         let executable = try builtExecutable("sqlite-crash-helper")
-        let (collector, reason) = try await offPool { () throws -> (LineCollector, Process.TerminationReason) in
+        let (collector, termination) = try await offPool { () throws -> (LineCollector, ChildProcess.Termination) in
             try Self.runAndKill(executable, path)
         }
-        #expect(reason == .uncaughtSignal)
+        #expect(termination.signal != nil, "expected a death by signal, got \(termination)")
 
         let lines = collector.lines.filter { $0 != "ready" }
         if let error = lines.first(where: { $0.hasPrefix("error") }) { throw CrashTestFailure.helperSaid(error) }
@@ -59,31 +60,34 @@ struct CrashTests {
         print("kill -9 trial \(trial): \(reported.count) commits reported, file holds \(counter)")
     }
 
-    /// Starts the helper, waits for it to be ready, kills it 100–400 ms later, collects its output.
+    /// Starts the helper, waits for it to be ready, kills it 100–400 ms later, collects its output
+    /// (read on a thread of its own until end of file, which the kill brings).
     private static func runAndKill(_ executable: String, _ path: String) throws -> (
-        LineCollector, Process.TerminationReason
+        LineCollector, ChildProcess.Termination
     ) {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: executable)
-        child.arguments = [path]
-        let output = Pipe()
-        child.standardOutput = output
+        let child = try ChildProcess(
+            executable: executable, arguments: [path], standardInput: .nullDevice, standardOutput: .pipe)
+        let output = try #require(child.standardOutput)
         let collector = LineCollector()
-        output.fileHandleForReading.readabilityHandler = { handle in collector.append(handle.availableData) }
-        try child.run()
+        let drained = DispatchSemaphore(value: 0)
+        Thread {
+            while let chunk = try? output.read(), !chunk.isEmpty { collector.append(chunk) }
+            drained.signal()
+        }.start()
         let deadline = ContinuousClock.now + .seconds(20)
         while !collector.lines.contains("ready") {
             guard ContinuousClock.now < deadline, child.isRunning else {
-                child.terminate()
+                _ = try? child.kill(SIGKILL)
+                _ = try? child.wait()
+                drained.wait()
                 throw CrashTestFailure.neverReady
             }
             usleep(2_000)
         }
         usleep(UInt32.random(in: 100_000...400_000))
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
-        output.fileHandleForReading.readabilityHandler = nil
-        collector.append(output.fileHandleForReading.readDataToEndOfFile())
-        return (collector, child.terminationReason)
+        try child.kill(SIGKILL)
+        let termination = try child.wait()
+        drained.wait()
+        return (collector, termination)
     }
 }

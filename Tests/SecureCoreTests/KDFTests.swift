@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 import TestSupport
 import Testing
 
@@ -61,21 +62,16 @@ struct Argon2idTests {
     func matchesTheArgon2CommandLineTool(t: Int, kib: Int, p: Int, length: Int) throws {
         let tool = "/usr/bin/argon2"
         try #require(FileManager.default.isExecutableFile(atPath: tool), "argon2 tool missing: make deps installs it")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = [
-            "0123456789abcdef", "-id", "-t", "\(t)", "-k", "\(kib)", "-p", "\(p)", "-l", "\(length)", "-r",
-        ]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data("tool test password".utf8))
-        try input.fileHandleForWriting.close()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let process = try ChildProcess(
+            executable: tool,
+            arguments: [
+                "0123456789abcdef", "-id", "-t", "\(t)", "-k", "\(kib)", "-p", "\(p)", "-l", "\(length)", "-r",
+            ], standardInput: .pipe, standardOutput: .pipe)
+        let input = try #require(process.standardInput)
+        try input.write("tool test password")
+        input.close()
+        let printed = String(decoding: try #require(process.standardOutput).readToEnd(), as: UTF8.self)
+        #expect(try process.wait() == .exited(0))
         let ours = try Argon2id.deriveKey(
             from: password("tool test password"), salt: salt,
             parameters: .init(memoryKiB: UInt32(kib), iterations: UInt32(t), parallelism: UInt32(p)),

@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 import TestSupport
 import Testing
 
@@ -13,44 +14,43 @@ enum HelperError: Error { case notFound(String), protocolError(String) }
 
 /// A running helper process driven line by line.
 final class Helper {
-    let process = Process()
-    let input = Pipe()
-    let output = Pipe()
-    private var buffered = Data()
+    let process: ChildProcess
+    private let input: PipeWriter
+    private let output: PipeReader
+    private var buffered: [UInt8] = []
 
     init(_ arguments: [String], executable: String? = nil, wrapper: [String] = []) throws {
         let path = try executable ?? helperPath()
         if wrapper.isEmpty {
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
+            process = try ChildProcess(
+                executable: path, arguments: arguments, standardInput: .pipe, standardOutput: .pipe)
         } else {
-            process.executableURL = URL(fileURLWithPath: wrapper[0])
-            process.arguments = Array(wrapper.dropFirst()) + [path] + arguments
+            process = try ChildProcess(
+                executable: wrapper[0], arguments: Array(wrapper.dropFirst()) + [path] + arguments,
+                standardInput: .pipe, standardOutput: .pipe)
         }
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
+        input = process.standardInput!
+        output = process.standardOutput!
     }
 
     func readLine() throws -> String {
         while true {
             if let newline = buffered.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffered[buffered.startIndex..<newline], as: UTF8.self)
-                buffered = Data(buffered[(newline + 1)...])
+                let line = String(decoding: buffered[..<newline], as: UTF8.self)
+                buffered.removeSubrange(...newline)
                 return line
             }
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = try output.read()
             if chunk.isEmpty { throw HelperError.protocolError("helper closed its output") }
-            buffered.append(chunk)
+            buffered += chunk
         }
     }
 
-    func next() { input.fileHandleForWriting.write(Data("next\n".utf8)) }
+    func next() throws { try input.write("next\n") }
 
-    func finish() -> Int32 {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        return process.terminationStatus
+    func finish() throws -> ChildProcess.Termination {
+        input.close()
+        return try process.wait()
     }
 }
 
@@ -148,15 +148,15 @@ struct ProcessLevelTests {
         for phase in 1...3 {
             let line = try helper.readLine()
             #expect(line.hasPrefix("phase \(phase)"), "helper said: \(line)")
-            let scan = try scanMemory(pid: helper.process.processIdentifier, patterns: patterns + [control])
+            let scan = try scanMemory(pid: helper.process.pid, patterns: patterns + [control])
             #expect(scan.bytesRead > 1_000_000, "the scan must actually read the process")
             #expect(scan.hits[0] == 0, "UTF-8 marker found in phase \(phase)")
             #expect(scan.hits[1] == 0, "UTF-16LE marker found in phase \(phase)")
             #expect(scan.hits[2] == 0, "UTF-32LE marker found in phase \(phase)")
             #expect(scan.hits[3] > 0, "the control marker must be found, or the scan proves nothing")
-            helper.next()
+            try helper.next()
         }
-        #expect(helper.finish() == 0)
+        #expect(try helper.finish() == .exited(0))
     }
 
     /// 1,000 live passwords under a 64 KiB memlock limit, as an unprivileged
@@ -175,12 +175,8 @@ struct ProcessLevelTests {
             // Copied by another process: if this process held the copy open for writing, a fork by a
             // test running in parallel could inherit that descriptor and make the exec fail with
             // "Text file busy" until the child execs.
-            let copy = Process()
-            copy.executableURL = URL(fileURLWithPath: "/bin/cp")
-            copy.arguments = [source, executable]
-            try copy.run()
-            copy.waitUntilExit()
-            #expect(copy.terminationStatus == 0, "cp of the helper failed")
+            let copy = try ChildProcess.run("/bin/cp", [source, executable], standardOutput: .inherit)
+            #expect(copy.termination == .exited(0), "cp of the helper failed")
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path)
             wrapper = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + wrapper
             let helper = try Helper(["many", "1000"], executable: executable, wrapper: wrapper)
@@ -204,7 +200,7 @@ struct ProcessLevelTests {
             #expect(locked < 1000, "a 64 KiB budget cannot lock 1,000 passwords")
             #expect(locked + (fields["unlocked"] ?? -1) == 1000)
             #expect((fields["locked_bytes"] ?? Int.max) <= 65536)
-            #expect(helper.finish() == 0)
+            #expect(try helper.finish() == .exited(0))
         }
     }
 }

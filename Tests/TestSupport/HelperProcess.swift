@@ -1,22 +1,23 @@
-import Foundation
+import Spawn
 
 /// Starts `executable` with `arguments`, writes `input` to its standard input and closes it.
-/// - Returns: the running process and the pipe of its standard output.
+/// - Parameters:
+///   - executable: the program.
+///   - arguments: its arguments.
+///   - environment: variables added to (or replacing those of) the parent's environment.
+///   - input: what it reads on its standard input (test PINs only, never a real secret).
+/// - Returns: the running child and the pipe of its standard output.
+/// - Throws: ``SpawnError`` when it cannot be started or the input cannot be written.
 public func startHelper(
     executable: String, _ arguments: [String], environment: [String: String] = [:], input: String
-) throws -> (Process, Pipe) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if !environment.isEmpty {
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    }
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    return (process, stdout)
+) throws(SpawnError) -> (ChildProcess, PipeReader) {
+    let child = try ChildProcess(
+        executable: executable, arguments: arguments,
+        environment: environment.isEmpty ? nil : ChildProcess.inheritedEnvironment.merging(environment) { $1 },
+        standardInput: .pipe, standardOutput: .pipe, standardError: .inherit)
+    // Both pipes exist: they were asked for, and the initialiser returns only with them.
+    let stdin = child.standardInput!
+    defer { stdin.close() }
+    try stdin.write(input)
+    return (child, child.standardOutput!)
 }

@@ -1,11 +1,14 @@
 import Foundation
+import Spawn
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 /// A throw-away software TPM 2.0 (`swtpm`) on a free loopback port, with its state in a fresh
-/// directory. A watchdog shell stops it when ``stop()`` runs or when the test process dies.
+/// directory. A watchdog shell stops it when ``stop()`` runs or when the test process dies; it
+/// starts with no signal blocked and no descriptor of the test process (a test's pipes must reach
+/// end of file), its standard descriptors on `/dev/null`.
 public final class SoftwareTPMProcess: @unchecked Sendable {
     /// `swtpm` is not installed (`make deps` installs it).
     public struct Unavailable: Error, CustomStringConvertible {
@@ -17,7 +20,7 @@ public final class SoftwareTPMProcess: @unchecked Sendable {
     public let tcti: String
     /// Its state directory (removed by ``stop()``).
     public let stateDirectory: String
-    private var watchdog: pid_t
+    private var watchdog: ChildProcess?
 
     /// Starts a TPM and waits until it accepts connections.
     /// - Throws: ``Unavailable``.
@@ -34,22 +37,27 @@ public final class SoftwareTPMProcess: @unchecked Sendable {
             let state = FileManager.default.temporaryDirectory.appendingPathComponent("spc-swtpm-\(UUID().uuidString)")
                 .path
             try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            // The watchdog first closes every descriptor it inherited (a test's pipes must reach EOF).
             let command =
-                "for f in /proc/$$/fd/*; do n=${f##*/}; [ \"$n\" -gt 2 ] && eval \"exec $n>&-\"; done 2>/dev/null; "
-                + "\(swtpm) socket --tpm2 --server type=tcp,bindaddr=127.0.0.1,port=\(port) "
+                "\(swtpm) socket --tpm2 --server type=tcp,bindaddr=127.0.0.1,port=\(port) "
                 + "--ctrl type=tcp,bindaddr=127.0.0.1,port=\(port + 1) --tpmstate dir=\(state) "
                 + "--flags not-need-init,startup-clear & s=$!; trap 'kill $s 2>/dev/null; wait $s; exit 0' TERM; "
                 + "while kill -0 \(getpid()) 2>/dev/null && kill -0 $s 2>/dev/null; do sleep 0.2; done; "
                 + "kill $s 2>/dev/null; wait $s"
-            let pid = try Self.spawn(["/bin/bash", "-c", command])
-            if Self.waitForListener(port: port, pid: pid) {
+            let shell: ChildProcess
+            do {
+                shell = try ChildProcess(
+                    executable: "/bin/bash", arguments: ["-c", command], standardInput: .nullDevice,
+                    standardOutput: .nullDevice, standardError: .nullDevice)
+            } catch {
+                throw Unavailable(description: "could not start the swtpm watchdog: \(error)")
+            }
+            if Self.waitForListener(port: port, shell: shell) {
                 tcti = "swtpm:host=127.0.0.1,port=\(port)"
                 stateDirectory = state
-                watchdog = pid
+                watchdog = shell
                 return
             }
-            Self.terminate(pid)
+            Self.terminate(shell)
             try? FileManager.default.removeItem(atPath: state)
             lastError = "swtpm did not start on port \(port)"
         }
@@ -60,45 +68,17 @@ public final class SoftwareTPMProcess: @unchecked Sendable {
 
     /// Stops the TPM and removes its state (idempotent).
     public func stop() {
-        if watchdog > 0 {
+        if let watchdog {
             Self.terminate(watchdog)
-            watchdog = 0
+            self.watchdog = nil
         }
         try? FileManager.default.removeItem(atPath: stateDirectory)
     }
 
-    /// Starts `argv` with no signal blocked and 0 to 2 on /dev/null: a test thread's blocked
-    /// signals must not reach a long-lived server (it could not be stopped).
-    static func spawn(_ argv: [String]) throws -> pid_t {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd: Int32 in 0...2 {
-            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
-        var pid: pid_t = 0
-        let cArgs = argv.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
-        let rc = posix_spawn(&pid, argv[0], &actions, &attributes, cArgs, environ)
-        guard rc == 0 else { throw Unavailable(description: "could not start \(argv[0]): errno \(rc)") }
-        return pid
-    }
-
     /// Asks the watchdog to stop the TPM and waits for it.
-    static func terminate(_ pid: pid_t) {
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    static func terminate(_ shell: ChildProcess) {
+        _ = try? shell.kill(SIGTERM)
+        _ = try? shell.wait()
     }
 
     static func isFree(_ port: UInt16) -> Bool {
@@ -111,10 +91,9 @@ public final class SoftwareTPMProcess: @unchecked Sendable {
         }
     }
 
-    static func waitForListener(port: UInt16, pid: pid_t) -> Bool {
+    static func waitForListener(port: UInt16, shell: ChildProcess) -> Bool {
         for _ in 0..<100 {
-            var status: Int32 = 0
-            guard waitpid(pid, &status, WNOHANG) == 0 else { return false }
+            guard shell.isRunning else { return false }
             let connected = withSocket(port) { fd, address in
                 withUnsafePointer(to: &address) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
