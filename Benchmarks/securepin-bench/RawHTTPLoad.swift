@@ -201,7 +201,7 @@ enum RawHTTPLoad {
                 }
             }
             guard let end else { return .failed("unreachable") }
-            let header = parseHeader(buffer[head..<end])
+            let header = parseHeader(from: head, to: end)
             head = end
             guard let status = header.status else {
                 closeConnection()
@@ -262,14 +262,15 @@ enum RawHTTPLoad {
         /// The index after `\r\n\r\n` in the unread bytes, if they hold it.
         private func headerEnd() -> Int? {
             guard tail - head >= 4 else { return nil }
-            var i = head
-            while i + 3 < tail {
-                if buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
-                    return i + 4
+            let (from, to) = (head, tail)
+            return buffer.withUnsafeBufferPointer { b -> Int? in
+                var i = from
+                while i + 3 < to {
+                    if b[i] == 13 && b[i + 1] == 10 && b[i + 2] == 13 && b[i + 3] == 10 { return i + 4 }
+                    i += 1
                 }
-                i += 1
+                return nil
             }
-            return nil
         }
 
         private struct Header {
@@ -279,26 +280,92 @@ enum RawHTTPLoad {
             var chunked = false
         }
 
-        private func parseHeader(_ bytes: ArraySlice<UInt8>) -> Header {
-            var header = Header()
-            let text = String(decoding: bytes, as: UTF8.self)
-            var lines = text.split(separator: "\r\n", omittingEmptySubsequences: true).makeIterator()
-            if let statusLine = lines.next() {
-                let parts = statusLine.split(separator: " ", maxSplits: 2)
-                if parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let code = Int(parts[1]) { header.status = code }
-            }
-            while let line = lines.next() {
-                guard let colon = line.firstIndex(of: ":") else { continue }
-                let name = line[..<colon].lowercased()
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces).lowercased()
-                switch name {
-                case "content-length": header.contentLength = Int(value)
-                case "connection": header.close = value.contains("close")
-                case "transfer-encoding": header.chunked = value.contains("chunked")
-                default: break
+        /// Reads the status code and the three headers that say where the body ends, byte by
+        /// byte: no `String`s, whose decoding and splitting cost the load generator (which shares
+        /// the two cores with the server) about as much CPU as the socket calls.
+        private func parseHeader(from start: Int, to end: Int) -> Header {
+            buffer.withUnsafeBufferPointer { b -> Header in
+                var header = Header()
+                var lineStart = start
+                var first = true
+                var i = start
+                while i + 1 < end {
+                    guard b[i] == 13 && b[i + 1] == 10 else {
+                        i += 1
+                        continue
+                    }
+                    if i > lineStart {
+                        if first {
+                            Self.statusLine(b, lineStart, i, into: &header)
+                            first = false
+                        } else {
+                            Self.headerLine(b, lineStart, i, into: &header)
+                        }
+                    }
+                    lineStart = i + 2
+                    i += 2
                 }
+                return header
             }
-            return header
+        }
+
+        /// "HTTP/1.x NNN ...": the status code.
+        private static func statusLine(
+            _ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ to: Int, into header: inout Header
+        ) {
+            guard to - from >= 12, named(b, from, from + 7, "http/1."), b[from + 8] == 32 else { return }
+            header.status = decimal(b, from + 9, from + 12)
+        }
+
+        /// One `name: value` line: the three headers that say where the body ends.
+        private static func headerLine(
+            _ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ to: Int, into header: inout Header
+        ) {
+            guard let colon = (from..<to).first(where: { b[$0] == 58 }) else { return }
+            var valueStart = colon + 1
+            while valueStart < to && (b[valueStart] == 32 || b[valueStart] == 9) { valueStart += 1 }
+            var valueEnd = to
+            while valueEnd > valueStart && (b[valueEnd - 1] == 32 || b[valueEnd - 1] == 9) { valueEnd -= 1 }
+            if named(b, from, colon, "content-length") {
+                header.contentLength = decimal(b, valueStart, valueEnd)
+            } else if named(b, from, colon, "connection") {
+                header.close = contains(b, valueStart, valueEnd, "close")
+            } else if named(b, from, colon, "transfer-encoding") {
+                header.chunked = contains(b, valueStart, valueEnd, "chunked")
+            }
+        }
+
+        /// ASCII lower case of a byte.
+        private static func lower(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
+
+        /// Whether `b[from..<to]` is `name` (lower case), ignoring case.
+        private static func named(_ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ to: Int, _ name: StaticString)
+            -> Bool
+        {
+            guard to - from == name.utf8CodeUnitCount else { return false }
+            let expected = name.utf8Start
+            return (0..<(to - from)).allSatisfy { lower(b[from + $0]) == expected[$0] }
+        }
+
+        /// Whether `b[from..<to]` contains `word` (lower case), ignoring case.
+        private static func contains(_ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ to: Int, _ word: StaticString)
+            -> Bool
+        {
+            let count = word.utf8CodeUnitCount
+            let expected = word.utf8Start
+            guard to - from >= count else { return false }
+            return (from...(to - count)).contains { at in (0..<count).allSatisfy { lower(b[at + $0]) == expected[$0] } }
+        }
+
+        /// The decimal number `b[from..<to]`, or `nil` (empty, a non-digit, or too long).
+        private static func decimal(_ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ to: Int) -> Int? {
+            guard to > from, to - from <= 18 else { return nil }
+            var value = 0
+            for i in from..<to {
+                guard b[i] >= 48 && b[i] <= 57 else { return nil }
+                value = value * 10 + Int(b[i] - 48)
+            }
+            return value
         }
 
         /// Skips a chunked body and its trailer; returns why it could not, or `nil`.
