@@ -3,6 +3,8 @@ import Synchronization
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// A child process started with `posix_spawn` and waited for with `waitid`/`waitpid`.
@@ -169,7 +171,10 @@ public final class ChildProcess: Sendable {
             }
             // Every other descriptor: our pipe ends are close-on-exec anyway, this catches those of
             // code that did not ask for it.
-            if status == 0 { status = spawn_shim_addclosefrom(&actions, 3) }
+            if status == 0 {
+                status = spawn_shim_addclosefrom(&actions, 3)
+                if status == ENOSYS { status = 0 }  // no such file action here: close-on-exec only
+            }
             if status == 0, let workingDirectory { status = spawn_shim_addchdir(&actions, workingDirectory) }
 
             var noSignals = sigset_t()
@@ -191,7 +196,7 @@ public final class ChildProcess: Sendable {
                 defer { for entry in envp { free(entry) } }
                 status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
             } else {
-                status = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+                status = posix_spawn(&child, executable, &actions, &attributes, argv, spawn_shim_environ())
             }
             guard status == 0 else { throw SpawnError(.spawn, code: status, executable: executable) }
             pid = child
@@ -334,7 +339,7 @@ public final class ChildProcess: Sendable {
     /// The parent's environment, to extend for a child: `ChildProcess.inheritedEnvironment.merging(…)`.
     public static var inheritedEnvironment: [String: String] {
         var result: [String: String] = [:]
-        var entry = environ
+        guard var entry = spawn_shim_environ() else { return [:] }
         while let pointer = entry.pointee {
             let text = String(cString: pointer)
             if let equals = text.firstIndex(of: "=") {

@@ -3,6 +3,8 @@ import Synchronization
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// The parent's end of a pipe from a child's standard output or standard error.
