@@ -77,6 +77,22 @@ static inline int bytes_equal(const uint8_t *a, const uint8_t *b, size_t len) {
 }
 #endif
 
+/* What /proc/self/maps says of the page holding `p`: 1 readable, 0 no-access, -1 not mapped. */
+static inline int readable(const void *p) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f != NULL);
+    if (f == NULL) return -1;
+    char line[512], perms[8];
+    int result = -1;
+    while (result < 0 && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && (uintptr_t)p >= lo && (uintptr_t)p < hi)
+            result = perms[0] == 'r';
+    }
+    fclose(f);
+    return result;
+}
+
 static int check_summary(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, check_passed, check_failed);
     return check_failed == 0 ? 0 : 1;

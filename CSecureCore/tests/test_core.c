@@ -668,22 +668,6 @@ static void test_machine_report(void) {
     CHECK_EQ(strcmp(spc_status_name(SPC_E_RANGE), "index out of range"), 0);
 }
 
-/* What /proc/self/maps says of the page holding `p`: 1 readable, 0 no-access, -1 not mapped. */
-static int readable(const void *p) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    CHECK(f != NULL);
-    if (f == NULL) return -1;
-    char line[512], perms[8];
-    int result = -1;
-    while (result < 0 && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && (uintptr_t)p >= lo && (uintptr_t)p < hi)
-            result = perms[0] == 'r';
-    }
-    fclose(f);
-    return result;
-}
-
 /* A request scope keeps its own scratch slabs open until it ends, and nothing else. */
 static void test_scope(void) {
     spc_buffer *outside, *inside, *big[SCOPE_TEST_BIG];

@@ -90,21 +90,6 @@ static void *work(void *arg) {
     return NULL;
 }
 
-/* What /proc/self/maps says of the page holding `p`: 1 readable, 0 no-access, -1 not mapped. */
-static int readable(const void *p) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (f == NULL) return -1;
-    char line[512], perms[8];
-    int result = -1;
-    while (result < 0 && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && (uintptr_t)p >= lo && (uintptr_t)p < hi)
-            result = perms[0] == 'r';
-    }
-    fclose(f);
-    return result;
-}
-
 static void test_threads_share_the_pool(void) {
     spc_pool_stats before, after;
     REQUIRE_OK(spc_pool_stats_get(&before));

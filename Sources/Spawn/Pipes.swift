@@ -13,26 +13,20 @@ import Synchronization
 /// or when the reader is released. Reads and the close are serialised: a close waits for a read
 /// in progress to return.
 public final class PipeReader: Sendable {
-    private let descriptor: Mutex<Int32>
-    private let executable: String
+    private let end: PipeEnd
 
-    init(descriptor: Int32, executable: String) {
-        self.descriptor = Mutex(descriptor)
-        self.executable = executable
-    }
-
-    deinit { close() }
+    init(descriptor: Int32, executable: String) { end = PipeEnd(descriptor: descriptor, executable: executable) }
 
     /// The descriptor, or -1 once closed (for checks such as its close-on-exec flag).
-    public var fileDescriptor: Int32 { descriptor.withLock { $0 } }
+    public var fileDescriptor: Int32 { end.fileDescriptor }
 
     /// Reads what is available, blocking until at least one byte is or the writer has gone.
     /// - Parameter count: the most bytes to return.
     /// - Returns: up to `count` bytes; empty at end of file (or after ``close()``).
     /// - Throws: ``SpawnError`` (`read`).
     public func read(upTo count: Int = 65_536) throws(SpawnError) -> [UInt8] {
-        let executable = executable
-        return try descriptor.withLock { (fd) throws(SpawnError) -> [UInt8] in
+        let executable = end.executable
+        return try end.descriptor.withLock { (fd) throws(SpawnError) -> [UInt8] in
             guard fd >= 0 else { return [] }
             var failure: Int32 = 0
             let bytes = [UInt8](unsafeUninitializedCapacity: max(count, 1)) { buffer, initialized in
@@ -68,12 +62,7 @@ public final class PipeReader: Sendable {
     }
 
     /// Closes the descriptor (idempotent). A child still writing then gets `EPIPE` or SIGPIPE.
-    public func close() {
-        descriptor.withLock { fd in
-            if fd >= 0 { _ = Glibc.close(fd) }
-            fd = -1
-        }
-    }
+    public func close() { end.close() }
 }
 
 /// The parent's end of a pipe to a child's standard input.
@@ -81,18 +70,12 @@ public final class PipeReader: Sendable {
 /// The descriptor is close-on-exec, so no other child inherits it. Close it (``close()``) when
 /// everything is written: the child sees end of file only then.
 public final class PipeWriter: Sendable {
-    private let descriptor: Mutex<Int32>
-    private let executable: String
+    private let end: PipeEnd
 
-    init(descriptor: Int32, executable: String) {
-        self.descriptor = Mutex(descriptor)
-        self.executable = executable
-    }
-
-    deinit { close() }
+    init(descriptor: Int32, executable: String) { end = PipeEnd(descriptor: descriptor, executable: executable) }
 
     /// The descriptor, or -1 once closed.
-    public var fileDescriptor: Int32 { descriptor.withLock { $0 } }
+    public var fileDescriptor: Int32 { end.fileDescriptor }
 
     /// Writes all of `bytes`, blocking while the pipe is full.
     ///
@@ -101,8 +84,8 @@ public final class PipeWriter: Sendable {
     /// - Parameter bytes: what to write.
     /// - Throws: ``SpawnError`` (`write`; `EBADF` after ``close()``).
     public func write(_ bytes: [UInt8]) throws(SpawnError) {
-        let executable = executable
-        try descriptor.withLock { (fd) throws(SpawnError) in
+        let executable = end.executable
+        try end.descriptor.withLock { (fd) throws(SpawnError) in
             guard fd >= 0 else { throw SpawnError(.write, code: EBADF, executable: executable) }
             let failure = withSIGPIPEBlocked { () -> Int32 in
                 bytes.withUnsafeBytes { raw -> Int32 in
@@ -128,7 +111,25 @@ public final class PipeWriter: Sendable {
     public func write(_ text: String) throws(SpawnError) { try write(Array(text.utf8)) }
 
     /// Closes the descriptor (idempotent): the child reads end of file.
-    public func close() {
+    public func close() { end.close() }
+}
+
+/// The parent's end of a pipe, either way: the descriptor under a lock (a close waits for a read
+/// or write in progress), closed once, and closed when released.
+private final class PipeEnd: Sendable {
+    let descriptor: Mutex<Int32>
+    let executable: String
+
+    init(descriptor: Int32, executable: String) {
+        self.descriptor = Mutex(descriptor)
+        self.executable = executable
+    }
+
+    deinit { close() }
+
+    var fileDescriptor: Int32 { descriptor.withLock { $0 } }
+
+    func close() {
         descriptor.withLock { fd in
             if fd >= 0 { _ = Glibc.close(fd) }
             fd = -1
