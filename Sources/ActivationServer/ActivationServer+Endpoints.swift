@@ -449,7 +449,7 @@ extension ActivationServer {
         _ code: String, activationId: String, factorSet: FactorSet, data: [UInt8]?, format: AuthenticationCodeFormat
     ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys)? {
         guard store.writesConditionally,
-            let (snapshot, keys) = try? factorKeyCache.snapshot(activationId, now: clock.now())
+            let (snapshot, keys) = factorKeyCache.snapshot(activationId, now: clock.now())
         else { return nil }
         // A code that does not verify is written (conditionally) too, as the path that reads the
         // row counts it: were it sent to that path instead, a blocked or removed activation would
@@ -566,11 +566,11 @@ extension ActivationServer {
             activationId: record.activationId, outcome: outcome, now: now, failureBlockDuration: block)
     }
 
-    /// The activation's factor keys, from the cache (a copy) or derived (and a copy cached); the
-    /// caller destroys what it gets. A cache that cannot allocate is passed by, never fatal.
+    /// The activation's factor keys, from the cache (lent) or derived (and a copy cached); the
+    /// caller destroys what it gets (which does nothing to lent keys). A cache that cannot allocate is passed by, never fatal.
     func factorKeys(_ record: ActivationRecord, devicePublicKey: [UInt8]) throws(ActivationServerError) -> FactorKeys {
         let now = clock.now()
-        if let cached = try? factorKeyCache.get(record, devicePublicKey: devicePublicKey, now: now) {
+        if let cached = factorKeyCache.get(record, devicePublicKey: devicePublicKey, now: now) {
             return cached
         }
         let privateKey = try record.serverPrivateKey.key()

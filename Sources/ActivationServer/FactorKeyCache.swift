@@ -8,13 +8,15 @@ import Synchronization
 /// burst of signed requests from one device pays the key derivation (P-256 ECDH and five KDF
 /// derivations, the largest part of a request's CPU time) once per `lifetime`, not per request.
 ///
-/// - An entry lives `lifetime` seconds from its derivation (not from its last use) and is wiped
-///   then, by the next lookup or by a sweep that runs while any entry is held (so an idle server
-///   holds none for longer than about twice `lifetime`); `remove(_:)` wipes one at once.
+/// - An entry lives `lifetime` seconds from its derivation (not from its last use) and is
+///   dropped then, by the next lookup or by a sweep that runs while any entry is held (so an idle
+///   server holds none for longer than about twice `lifetime`); `remove(_:)` drops one at once.
 /// - At most `capacity` entries; a full cache drops the entry closest to its end.
 /// - An entry answers only for the same server and device public keys it was derived from.
-/// - Callers get a copy and destroy it as before: the cache's
-///   own keys never leave it.
+/// - Lookups lend the cache's own keys (``FactorKeys/lent()``): no copy per request, and the
+///   caller's `destroy()` leaves them alone. A dropped entry's keys are wiped at once when no
+///   request holds them, else when the last request that looked them up ends (a request's
+///   length, not the cache's lifetime).
 ///
 /// `lifetime` 0 turns the cache off. See `docs/security.md` for what the cache trades.
 public final class FactorKeyCache: Sendable {
@@ -53,50 +55,31 @@ public final class FactorKeyCache: Sendable {
     }
 
     deinit {
-        state.withLock { s in
-            for entry in s.entries.values { entry.keys.destroy() }
-            s.entries = [:]
-        }
+        // Dropped, not destroyed: keys still lent to a request are wiped when it ends.
+        state.withLock { $0.entries = [:] }
     }
 
     /// Entries held now (expired ones not yet swept included).
     public var count: Int { state.withLock { $0.entries.count } }
 
-    /// A copy of the cached keys of `record`, or `nil` (none, expired, or derived from other keys).
+    /// The cached keys of `record`, lent (``FactorKeys/lent()``), or `nil` (none, expired, or
+    /// derived from other keys).
     /// - Parameters:
     ///   - record: the activation (its identifier and server public key).
     ///   - devicePublicKey: the device public key the request is verified with.
     ///   - now: the time.
-    /// - Returns: keys the caller owns and destroys, or `nil`.
-    /// - Throws: `SecureCoreError.outOfMemory`.
-    func get(_ record: ActivationRecord, devicePublicKey: [UInt8], now: Date) throws(SecureCoreError) -> FactorKeys? {
+    /// - Returns: lent keys (the caller may `destroy()` them: that does nothing), or `nil`.
+    func get(_ record: ActivationRecord, devicePublicKey: [UInt8], now: Date) -> FactorKeys? {
         guard lifetime > 0 else { return nil }
-        let held: FactorKeys? = state.withLock { s in
+        return state.withLock { s in
             guard let entry = s.entries[record.activationId] else { return nil }
             guard entry.expires > now, entry.devicePublicKey == devicePublicKey,
                 entry.serverPublicKey == record.serverPublicKey
             else {
-                entry.keys.destroy()
                 s.entries[record.activationId] = nil
                 return nil
             }
-            return entry.keys
-        }
-        return try Self.copyOutside(held)
-    }
-
-    /// A copy of keys looked up under the lock, made after it was released: the copy opens five
-    /// secure buffers (their pages' protection changes each time), too long to hold every other
-    /// request's lookup for. Keys wiped in between (expired, replaced or removed by another
-    /// thread) make the copy fail with `destroyed`: that is a miss, as if the lookup had come a
-    /// moment later.
-    private static func copyOutside(_ keys: FactorKeys?) throws(SecureCoreError) -> FactorKeys? {
-        guard let keys else { return nil }
-        do throws(SecureCoreError) {
-            return try keys.copy()
-        } catch {
-            if case .destroyed = error { return nil }
-            throw error
+            return entry.keys.lent()
         }
     }
 
@@ -117,9 +100,8 @@ public final class FactorKeyCache: Sendable {
             if s.entries[record.activationId] == nil, s.entries.count >= capacity,
                 let oldest = s.entries.min(by: { $0.value.expires < $1.value.expires })?.key
             {
-                s.entries.removeValue(forKey: oldest)?.keys.destroy()
+                s.entries[oldest] = nil
             }
-            s.entries.removeValue(forKey: record.activationId)?.keys.destroy()
             s.entries[record.activationId] = Entry(
                 keys: kept, serverPublicKey: record.serverPublicKey, devicePublicKey: devicePublicKey,
                 expires: now.addingTimeInterval(lifetime))
@@ -129,26 +111,23 @@ public final class FactorKeyCache: Sendable {
         if scheduleSweep { self.scheduleSweep() }
     }
 
-    /// The activation's record as this server's last conditional write left it, with a copy of
-    /// its keys; `nil` when there is none (or its entry expired). The record is a hint, not the
+    /// The activation's record as this server's last conditional write left it, with its keys
+    /// (lent); `nil` when there is none (or its entry expired). The record is a hint, not the
     /// truth: it is used only to verify a code whose attempt is then written *on condition that
     /// the stored row is still exactly this record*, so a stale snapshot costs a fresh read, never
     /// a wrong count. Its private-key holder is never opened (it has no key).
     /// - Parameters:
     ///   - activationId: the activation.
     ///   - now: the time.
-    /// - Returns: the record and keys the caller owns and destroys, or `nil`.
-    /// - Throws: `SecureCoreError.outOfMemory`.
-    func snapshot(_ activationId: String, now: Date) throws(SecureCoreError) -> (ActivationRecord, FactorKeys)? {
+    /// - Returns: the record and the lent keys, or `nil`.
+    func snapshot(_ activationId: String, now: Date) -> (ActivationRecord, FactorKeys)? {
         guard lifetime > 0 else { return nil }
-        let held: (ActivationRecord, FactorKeys)? = state.withLock { s in
+        return state.withLock { s in
             guard let entry = s.entries[activationId], let snapshot = entry.snapshot, entry.expires > now,
                 snapshot.devicePublicKey == entry.devicePublicKey, snapshot.serverPublicKey == entry.serverPublicKey
             else { return nil }
-            return (snapshot, entry.keys)
+            return (snapshot, entry.keys.lent())
         }
-        guard let (record, keys) = held, let copy = try Self.copyOutside(keys) else { return nil }
-        return (record, copy)
     }
 
     /// Keeps `record` as the activation's snapshot, if its keys are held for the same server and
@@ -174,23 +153,21 @@ public final class FactorKeyCache: Sendable {
         state.withLock { s in s.entries[activationId]?.snapshot = nil }
     }
 
-    /// Wipes the entry of an activation now (removal).
+    /// Drops the entry of an activation now (removal): its keys are wiped at once, or when the
+    /// last request that looked them up ends.
     /// - Parameter activationId: the activation.
     public func remove(_ activationId: String) {
-        state.withLock { $0.entries.removeValue(forKey: activationId)?.keys.destroy() }
+        state.withLock { $0.entries[activationId] = nil }
     }
 
-    /// Wipes every entry whose time is up at `now`.
+    /// Drops every entry whose time is up at `now` (wiped as ``remove(_:)`` says).
     /// - Parameter now: the time.
     public func sweep(now: Date) {
         state.withLock { Self.drop(expiredAt: now, from: &$0) }
     }
 
     private static func drop(expiredAt now: Date, from s: inout State) {
-        for (id, entry) in s.entries where entry.expires <= now {
-            entry.keys.destroy()
-            s.entries[id] = nil
-        }
+        for (id, entry) in s.entries where entry.expires <= now { s.entries[id] = nil }
     }
 
     /// One sweep `lifetime` from now, then another while entries remain.

@@ -13,15 +13,33 @@ public struct FactorKeys: Sendable {
     public let transport: SecureBytes
     /// `KEY_ENCRYPTION_VAULT` (index 2000).
     public let vault: SecureBytes
+    /// `true` for keys lent by their owner (``lent()``): ``destroy()`` leaves them to the owner.
+    public private(set) var isLent = false
 
     /// The three signing keys, for ``ActivationCrypto/authenticationCode(data:factors:keys:counter:format:)``.
     public var signingKeys: SigningKeys {
         SigningKeys(possession: possession, knowledge: knowledge, biometry: biometry)
     }
 
-    /// Wipes all five keys now.
+    /// Wipes all five keys now; does nothing for lent keys (``lent()``), which are their owner's.
     public func destroy() {
+        guard !isLent else { return }
         for key in [possession, knowledge, biometry, transport, vault] { key.destroy() }
+    }
+
+    /// The same five keys, lent out: no copy is made, and ``destroy()`` on the result does
+    /// nothing, so a borrower can treat lent and owned keys alike.
+    ///
+    /// The keys stay readable while any holder holds them. An owner that lends must therefore
+    /// *drop* keys that may be on loan rather than destroy them (a borrower's next use would fail
+    /// with `SecureCoreError.destroyed`): each key wipes itself when its last holder lets go of
+    /// it, so dropped keys are wiped when the owner's drop or the last borrower's end comes,
+    /// whichever is later.
+    /// - Returns: the lent keys.
+    public func lent() -> FactorKeys {
+        var keys = self
+        keys.isLent = true
+        return keys
     }
 
     /// The five keys copied into new secure memory: the copy is the caller's to destroy, and

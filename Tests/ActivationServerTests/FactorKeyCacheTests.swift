@@ -27,8 +27,8 @@ struct FactorKeyCacheTests {
             counter: .random(), maxFailedAttempts: 5)
     }
 
-    @Test("a copy per lookup, for the same keys only, until the lifetime ends; then wiped")
-    func lifetimeAndCopies() throws {
+    @Test("lookups lend the cache's keys, for the same keys only, until the lifetime ends")
+    func lifetimeAndLending() throws {
         let cache = FactorKeyCache(lifetime: 60)
         let record = try Self.record("a")
         let device: [UInt8] = [4] + Array(repeating: 7, count: 64)
@@ -36,27 +36,60 @@ struct FactorKeyCacheTests {
         let start = Date(timeIntervalSince1970: 1_000_000)
         try cache.put(keys, record: record, devicePublicKey: device, now: start)
         #expect(cache.count == 1)
-        let copy = try #require(try cache.get(record, devicePublicKey: device, now: start.addingTimeInterval(59)))
-        #expect(copy.possession !== keys.possession)
-        #expect(try copy.possession.isEqual(to: keys.possession))
-        #expect(try copy.vault.isEqual(to: keys.vault))
-        copy.destroy()  // the caller's copy: the cache keeps its own
-        let again = try #require(try cache.get(record, devicePublicKey: device, now: start.addingTimeInterval(1)))
+        let lent = try #require(cache.get(record, devicePublicKey: device, now: start.addingTimeInterval(59)))
+        #expect(lent.isLent && !keys.isLent)
+        #expect(lent.possession !== keys.possession)  // the cache keeps a copy of what it was given
+        #expect(try lent.possession.isEqual(to: keys.possession))
+        #expect(try lent.vault.isEqual(to: keys.vault))
+        lent.destroy()  // a borrower's destroy leaves the cache's keys alone
+        let again = try #require(cache.get(record, devicePublicKey: device, now: start.addingTimeInterval(1)))
+        #expect(again.possession === lent.possession)  // the same keys, not a copy per lookup
         #expect(try again.transport.isEqual(to: keys.transport))
         again.destroy()
         keys.destroy()  // and the caller's original does not touch the cache either
-        #expect(try cache.get(record, devicePublicKey: [4] + Array(repeating: 8, count: 64), now: start) == nil)
+        #expect(cache.get(record, devicePublicKey: [4] + Array(repeating: 8, count: 64), now: start) == nil)
         #expect(cache.count == 0)  // a mismatch drops the entry
         try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start)
-        #expect(try cache.get(record, devicePublicKey: device, now: start.addingTimeInterval(60)) == nil)
+        #expect(cache.get(record, devicePublicKey: device, now: start.addingTimeInterval(60)) == nil)
         #expect(cache.count == 0)
         try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start)
         cache.sweep(now: start.addingTimeInterval(61))
         #expect(cache.count == 0)
     }
 
-    @Test(
-        "lookups copy outside the lock: keys replaced or removed meanwhile give a miss or a whole copy, never an error")
+    @Test("keys dropped while lent stay whole for the borrower, and are wiped when it lets go")
+    func droppedWhileLent() throws {
+        let cache = FactorKeyCache(lifetime: 60)
+        let record = try Self.record("a")
+        let device: [UInt8] = [4] + Array(repeating: 5, count: 64)
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        let keys = try Self.randomKeys()
+        defer { keys.destroy() }
+        try cache.put(keys, record: record, devicePublicKey: device, now: start)
+        weak var held: SecureBytes?
+        do {
+            let lent = try #require(cache.get(record, devicePublicKey: device, now: start))
+            held = lent.knowledge
+            cache.remove("a")  // removal, replacement, expiry and the cache's end all drop
+            #expect(cache.count == 0)
+            lent.destroy()
+            #expect(try lent.knowledge.isEqual(to: keys.knowledge))  // still whole for the request
+            #expect(held != nil)
+        }
+        // The borrower let go: the dropped keys were deinitialised, and SecureBytes wipes in deinit.
+        #expect(held == nil)
+        // Not on loan: dropping deinitialises at once.
+        try cache.put(keys, record: record, devicePublicKey: device, now: start)
+        do {
+            let lent = try #require(cache.get(record, devicePublicKey: device, now: start))
+            held = lent.vault
+        }
+        #expect(held != nil)
+        cache.remove("a")
+        #expect(held == nil)
+    }
+
+    @Test("lookups racing replacement and removal get a whole set of keys or a miss, never an error")
     func lookupsRaceReplacementAndRemoval() throws {
         let cache = FactorKeyCache(lifetime: 60)
         let record = try Self.record("a")
@@ -67,7 +100,7 @@ struct FactorKeyCacheTests {
         let failures = Atomic<Int>(0)
         let copies = Atomic<Int>(0)
         let done = DispatchSemaphore(value: 0)
-        // One thread keeps replacing and removing the entry (each wipes the keys it drops); its
+        // One thread keeps replacing and removing the entry (each drops the keys it had); its
         // last step puts keys back, so lookups after it find them.
         Thread {
             for round in 0..<400 {
@@ -83,14 +116,14 @@ struct FactorKeyCacheTests {
             done.signal()
         }.start()
         // Three threads look it up while it changes, and 100 times more after: each lookup is a
-        // whole, readable copy of one set of keys, or nil.
+        // whole, readable set of keys, or nil.
         for _ in 0..<3 {
             Thread {
                 var after = 0
                 while after < 100 {
                     if !changing.load(ordering: .acquiring) { after += 1 }
                     do throws(SecureCoreError) {
-                        if let keys = try cache.get(record, devicePublicKey: device, now: start) {
+                        if let keys = cache.get(record, devicePublicKey: device, now: start) {
                             let distinct = try !keys.knowledge.isEqual(to: keys.possession)
                             if keys.possession.count != 16 || keys.vault.count != 16 || !distinct {
                                 failures.add(1, ordering: .relaxed)
@@ -111,7 +144,7 @@ struct FactorKeyCacheTests {
         #expect(copies.load(ordering: .relaxed) >= 300)
     }
 
-    @Test("capacity: the entry closest to its end goes; lifetime 0 keeps nothing; remove wipes at once")
+    @Test("capacity: the entry closest to its end goes; lifetime 0 keeps nothing; remove drops at once")
     func capacityOffAndRemove() throws {
         let cache = FactorKeyCache(lifetime: 60, capacity: 2)
         let device: [UInt8] = [4] + Array(repeating: 1, count: 64)
@@ -121,14 +154,14 @@ struct FactorKeyCacheTests {
             try cache.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start + Double(i))
         }
         #expect(cache.count == 2)
-        #expect(try cache.get(records[0], devicePublicKey: device, now: start + 3) == nil)
-        try #require(try cache.get(records[2], devicePublicKey: device, now: start + 3)).destroy()
+        #expect(cache.get(records[0], devicePublicKey: device, now: start + 3) == nil)
+        try #require(cache.get(records[2], devicePublicKey: device, now: start + 3)).destroy()
         cache.remove("c")
-        #expect(try cache.get(records[2], devicePublicKey: device, now: start + 3) == nil)
+        #expect(cache.get(records[2], devicePublicKey: device, now: start + 3) == nil)
         let off = FactorKeyCache(lifetime: 0)
         try off.put(try Self.randomKeys(), record: records[0], devicePublicKey: device, now: start)
         #expect(off.count == 0)
-        #expect(try off.get(records[0], devicePublicKey: device, now: start) == nil)
+        #expect(off.get(records[0], devicePublicKey: device, now: start) == nil)
     }
 
     @Test("the server derives once, verifies from the cache, and forgets a removed activation")
