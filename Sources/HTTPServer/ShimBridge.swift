@@ -133,10 +133,11 @@ private func shimHandler(
 /// Copies a Swift response into the C response; false when the shim refused part of it.
 private func fill(_ response: OpaquePointer, with answer: HTTPResponse) -> Bool {
     guard (100...599).contains(answer.status), answer.headers.count <= 16,
-        !answer.contentType.contains(where: \.isHeaderBreaking),
+        !answer.contentType.utf8.contains(where: isHeaderBreaking),
         answer.headers.allSatisfy({ header in
-            !header.name.isEmpty && !header.name.contains(":")
-                && !(header.name + header.value).contains(where: \.isHeaderBreaking)
+            !header.name.isEmpty && !header.name.utf8.contains(UInt8(ascii: ":"))
+                && !header.name.utf8.contains(where: isHeaderBreaking)
+                && !header.value.utf8.contains(where: isHeaderBreaking)
         })
     else { return false }
     let set = answer.body.withUnsafeBytes { bytes in
@@ -152,7 +153,6 @@ private func fill(_ response: OpaquePointer, with answer: HTTPResponse) -> Bool 
     return true
 }
 
-extension Character {
-    /// CR, LF and NUL would split or truncate a header line.
-    fileprivate var isHeaderBreaking: Bool { self == "\r" || self == "\n" || self == "\r\n" || self == "\0" }
-}
+/// CR, LF and NUL would split or truncate a header line (checked as bytes: a CR LF pair is one
+/// `Character`, and walking `Character`s costs more than the rest of the response).
+private func isHeaderBreaking(_ byte: UInt8) -> Bool { byte == 0x0D || byte == 0x0A || byte == 0 }

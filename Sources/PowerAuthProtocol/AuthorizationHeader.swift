@@ -154,8 +154,10 @@ struct HeaderParser {
         }
     }
 
+    private static let schemeWord = Array(ProtocolConstants.authorizationScheme.lowercased().utf8)
+
     private mutating func scheme() throws(ProtocolError) {
-        let word = Array(ProtocolConstants.authorizationScheme.lowercased().utf8)
+        let word = Self.schemeWord
         guard bytes.count - index >= word.count,
             zip(bytes[index..<(index + word.count)], word).allSatisfy({ ($0 | 0x20) == $1 })
         else { throw .malformedHeader(reason: "missing the PowerAuth scheme") }

@@ -114,7 +114,7 @@ public final class AccessLog: Sendable {
     /// Writes one entry as one line.
     /// - Parameter entry: the entry.
     public func write(_ entry: Entry) {
-        var line = Array(Self.line(entry).utf8)
+        var line = Self.bytes(entry)
         line.append(0x0A)
         descriptor.withLock { fd in
             var offset = 0
@@ -130,19 +130,76 @@ public final class AccessLog: Sendable {
     /// The JSON text of an entry (without the newline).
     /// - Parameter entry: the entry.
     /// - Returns: one JSON object.
-    public static func line(_ entry: Entry) -> String {
-        let method = entry.method == "GET" || entry.method == "POST" ? entry.method : "other"
-        let endpoint = ServerMetrics.endpoint(for: entry.endpoint)
-        var fields = [
-            "\"time\":\"\(timestamp(entry.time))\"",
-            "\"request_id\":\"\(hexOnly(entry.requestId))\"",
-            "\"method\":\"\(method)\"",
-            "\"endpoint\":\"\(endpoint)\"",
-            "\"status\":\(entry.status)",
-            "\"duration_ms\":\(Double(Int((entry.seconds * 1_000_000).rounded())) / 1000)",
-        ]
-        if let id = entry.activationId, isActivationId(id) { fields.append("\"activation_id\":\"\(id)\"") }
-        return "{" + fields.joined(separator: ",") + "}"
+    public static func line(_ entry: Entry) -> String { String(decoding: bytes(entry), as: UTF8.self) }
+
+    /// The line as bytes, built without intermediate strings (it is written for every request).
+    static func bytes(_ entry: Entry) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(224)
+        func append(_ text: StaticString) {
+            text.withUTF8Buffer { out.append(contentsOf: $0) }
+        }
+        func append(_ text: String) { out.append(contentsOf: text.utf8) }
+        append("{\"time\":\"")
+        timestamp(entry.time, into: &out)
+        append("\",\"request_id\":\"")
+        if isHex(entry.requestId) { append(entry.requestId) } else { append("invalid") }
+        append("\",\"method\":\"")
+        if entry.method == "GET" || entry.method == "POST" { append(entry.method) } else { append("other") }
+        append("\",\"endpoint\":\"")
+        append(ServerMetrics.endpoint(for: entry.endpoint))
+        append("\",\"status\":")
+        decimal(entry.status, into: &out)
+        append(",\"duration_ms\":")
+        milliseconds(entry.seconds, into: &out)
+        if let id = entry.activationId, isActivationId(id) {
+            append(",\"activation_id\":\"")
+            append(id)
+            append("\"")
+        }
+        append("}")
+        return out
+    }
+
+    /// `n` in decimal.
+    private static func decimal(_ n: Int, into out: inout [UInt8]) {
+        if n < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = n.magnitude
+        var digits: [UInt8] = []
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        out.append(contentsOf: digits.reversed())
+    }
+
+    /// `n` with at least two digits.
+    private static func twoDigits(_ n: Int32, into out: inout [UInt8]) {
+        if n < 10 { out.append(UInt8(ascii: "0")) }
+        decimal(Int(n), into: &out)
+    }
+
+    /// Seconds as milliseconds with up to three decimals and at least one (`3.412`, `3.4`,
+    /// `3.0`): the text Swift prints for the `Double` `micros / 1000`, without making one.
+    private static func milliseconds(_ seconds: Double, into out: inout [UInt8]) {
+        let scaled = (seconds * 1_000_000).rounded()
+        guard scaled.isFinite, scaled.magnitude < 1e15 else {
+            out.append(contentsOf: "\(Double(Int(scaled.isFinite ? scaled : 0)) / 1000)".utf8)
+            return
+        }
+        let micros = Int(scaled)
+        if micros < 0 { out.append(UInt8(ascii: "-")) }
+        decimal(Int(micros.magnitude / 1000), into: &out)
+        out.append(UInt8(ascii: "."))
+        var fraction = Int(micros.magnitude % 1000)
+        var width = 3
+        while width > 1 && fraction % 10 == 0 {
+            fraction /= 10
+            width -= 1
+        }
+        if width == 3 && fraction < 100 { out.append(UInt8(ascii: "0")) }
+        if width >= 2 && fraction < 10 { out.append(UInt8(ascii: "0")) }
+        decimal(fraction, into: &out)
     }
 
     /// Whether `text` has the form of an activation identifier (a lower-case UUID).
@@ -159,24 +216,40 @@ public final class AccessLog: Sendable {
         return true
     }
 
-    /// The identifier when it is 1 to 32 lower-case hex digits (as ``ReferenceServer`` makes
-    /// them), else `invalid`.
-    private static func hexOnly(_ text: String) -> String {
-        let valid =
-            (1...32).contains(text.utf8.count)
+    /// Whether the identifier is 1 to 32 lower-case hex digits (as ``ReferenceServer`` makes
+    /// them; any other is written as `invalid`).
+    private static func isHex(_ text: String) -> Bool {
+        (1...32).contains(text.utf8.count)
             && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
-        return valid ? text : "invalid"
     }
 
     /// RFC 3339 in UTC with milliseconds.
     static func timestamp(_ date: Date) -> String {
+        var out: [UInt8] = []
+        timestamp(date, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func timestamp(_ date: Date, into out: inout [UInt8]) {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         let millis = Int((date.timeIntervalSince1970 - Double(seconds)) * 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+        decimal(Int(parts.tm_year) + 1900, into: &out)
+        out.append(UInt8(ascii: "-"))
+        twoDigits(parts.tm_mon + 1, into: &out)
+        out.append(UInt8(ascii: "-"))
+        twoDigits(parts.tm_mday, into: &out)
+        out.append(UInt8(ascii: "T"))
+        twoDigits(parts.tm_hour, into: &out)
+        out.append(UInt8(ascii: ":"))
+        twoDigits(parts.tm_min, into: &out)
+        out.append(UInt8(ascii: ":"))
+        twoDigits(parts.tm_sec, into: &out)
+        out.append(UInt8(ascii: "."))
+        if millis < 100 { out.append(UInt8(ascii: "0")) }
+        if millis < 10 { out.append(UInt8(ascii: "0")) }
+        decimal(millis, into: &out)
+        out.append(UInt8(ascii: "Z"))
     }
 }

@@ -138,6 +138,40 @@ struct OperationsTests {
         }
     }
 
+    @Test("access log line: exact text, and the duration as Swift prints micros / 1000")
+    func accessLogLineText() throws {
+        let time = Date(timeIntervalSince1970: 1_764_633_845.0071)  // 2025-12-02T00:04:05.007Z
+        let id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+        let entry = AccessLog.Entry(
+            time: time, requestId: "5f0c9a1e2b7d4c36", method: "POST", endpoint: ActivationAPI.validateSignature.path,
+            status: 401, seconds: 0.003412, activationId: id)
+        #expect(
+            AccessLog.line(entry)
+                == "{\"time\":\"2025-12-02T00:04:05.007Z\",\"request_id\":\"5f0c9a1e2b7d4c36\",\"method\":\"POST\","
+                + "\"endpoint\":\"\(ActivationAPI.validateSignature.path)\",\"status\":401,\"duration_ms\":3.412,"
+                + "\"activation_id\":\"\(id)\"}")
+        // What the log never echoes: a request id that is not hex, a method it does not know, an
+        // activation identifier that is not one, an unknown path.
+        let odd = AccessLog.Entry(
+            time: Date(timeIntervalSince1970: 0), requestId: "<script>", method: "DELETE", endpoint: "/x?pin=1234",
+            status: 404, seconds: 0, activationId: "1234")
+        #expect(
+            AccessLog.line(odd)
+                == "{\"time\":\"1970-01-01T00:00:00.000Z\",\"request_id\":\"invalid\",\"method\":\"other\","
+                + "\"endpoint\":\"other\",\"status\":404,\"duration_ms\":0.0}")
+        var checked = 0
+        for micros in [0, 1, 9, 10, 99, 100, 999, 1000, 1001, 1010, 1100, 3050, 3412, 12_345_678, 86_400_000_000] {
+            for seconds in [Double(micros) / 1_000_000, -Double(micros) / 1_000_000] {
+                var e = entry
+                e.seconds = seconds
+                let expected = "\"duration_ms\":\(Double(Int((seconds * 1_000_000).rounded())) / 1000),"
+                #expect(AccessLog.line(e).contains(expected), "\(micros) µs: \(AccessLog.line(e))")
+                checked += 1
+            }
+        }
+        #expect(checked == 30)
+    }
+
     @Test("sd_notify: READY=1 reaches a datagram socket by path and in the abstract namespace")
     func notify() throws {
         let directory = try temporaryDirectory()
