@@ -333,12 +333,18 @@ extension ActivationServer {
     func authenticate(_ request: TransportRequest, _ uriIdentifier: String?, allowed: Set<FactorSet>?)
         throws(ActivationServerError) -> (ActivationRecord, FactorKeys, FactorSet)
     {
-        guard let value = request.header(AuthorizationHeader.name), let uriIdentifier else {
-            throw .authenticationFailed
-        }
+        guard let uriIdentifier else { throw .authenticationFailed }
         return try verify(
-            headerValue: value, method: request.method, uriIdentifier: uriIdentifier, body: request.body,
-            allowed: allowed)
+            header: authorizationHeader(request), method: request.method, uriIdentifier: uriIdentifier,
+            body: request.body, allowed: allowed)
+    }
+
+    /// The request's `X-PowerAuth-Authorization` header parsed, or `nil` (missing or malformed):
+    /// parsed once per request (the transport may have done it, ``TransportRequest``).
+    func authorizationHeader(_ request: TransportRequest) -> AuthorizationHeader? {
+        if let parsed = request.parsedAuthorization { return parsed }
+        guard let value = request.header(AuthorizationHeader.name) else { return nil }
+        return try? AuthorizationHeader.parse(value)
     }
 
     /// The first half of a signed and encrypted request: the header parsed and the
@@ -347,9 +353,9 @@ extension ActivationServer {
     func signedActivation(_ request: TransportRequest) throws(ActivationServerError) -> (
         AuthorizationHeader, ActivationRecord, FactorKeys
     ) {
-        guard let value = request.header(AuthorizationHeader.name), let header = try? AuthorizationHeader.parse(value),
-            header.applicationKey == applicationKey
-        else { throw .authenticationFailed }
+        guard let header = authorizationHeader(request), header.applicationKey == applicationKey else {
+            throw .authenticationFailed
+        }
         let (record, keys) = try activeActivation(header.activationId, failure: .authenticationFailed)
         return (header, record, keys)
     }
@@ -405,9 +411,17 @@ extension ActivationServer {
     func verify(
         headerValue: String, method: String, uriIdentifier: String, body: [UInt8], allowed: Set<FactorSet>?
     ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys, FactorSet) {
-        guard let header = try? AuthorizationHeader.parse(headerValue), header.applicationKey == applicationKey else {
-            throw .authenticationFailed
-        }
+        try verify(
+            header: try? AuthorizationHeader.parse(headerValue), method: method, uriIdentifier: uriIdentifier,
+            body: body, allowed: allowed)
+    }
+
+    /// ``verify(headerValue:method:uriIdentifier:body:allowed:)`` with the header parsed (`nil`:
+    /// missing or malformed).
+    func verify(
+        header: AuthorizationHeader?, method: String, uriIdentifier: String, body: [UInt8], allowed: Set<FactorSet>?
+    ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys, FactorSet) {
+        guard let header, header.applicationKey == applicationKey else { throw .authenticationFailed }
         if let allowed, !allowed.contains(header.factorSet) { throw .authenticationFailed }
         let data = try? RequestData(method: method, uriIdentifier: uriIdentifier, nonce: header.nonce, body: body)
             .normalized(applicationSecret: applicationSecret)

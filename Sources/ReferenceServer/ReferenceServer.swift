@@ -253,6 +253,9 @@ struct Router: Sendable {
     static let adminPrefix = "/admin/"
 
     /// The endpoints whose requests carry a PowerAuth authorization header.
+    /// `X-PowerAuth-Authorization` lower-cased, as ``dispatch(_:authorization:)`` keys headers.
+    static let authorizationName = AuthorizationHeader.name.lowercased()
+
     static let signedPaths: Set<String> = [
         ActivationAPI.validateSignature.path, ActivationAPI.removeActivation.path, ActivationAPI.unlockVault.path,
         ActivationAPI.createToken.path, ActivationAPI.removeToken.path, ActivationAPI.commitUpgrade.path,
@@ -261,16 +264,14 @@ struct Router: Sendable {
     /// Answers, then counts the request and writes its access-log line.
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = ContinuousClock.now
-        var response = dispatch(request)
+        var authorization: AuthorizationHeader?
+        var response = dispatch(request, authorization: &authorization)
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let endpoint = ServerMetrics.endpoint(for: request.path)
         metrics.recordRequest(endpoint: endpoint, status: response.status, seconds: seconds)
         var activationId: String?
-        if Self.signedPaths.contains(request.path),
-            let value = request.header(AuthorizationHeader.name),
-            let header = try? AuthorizationHeader.parse(value)
-        {
+        if let header = authorization {
             activationId = header.activationId
             if response.status == 200 || response.status == 401 {
                 metrics.recordVerification(factors: header.factorSet, accepted: response.status == 200)
@@ -320,7 +321,12 @@ struct Router: Sendable {
             status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Data(metrics.render().utf8))
     }
 
-    func dispatch(_ request: HTTPRequest) -> HTTPResponse {
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - authorization: set to the `X-PowerAuth-Authorization` header of a signed endpoint's
+    ///     request when it parses (parsed once here, for the activation server, the log and the
+    ///     metrics).
+    func dispatch(_ request: HTTPRequest, authorization: inout AuthorizationHeader?) -> HTTPResponse {
         if request.path.hasPrefix(VaultOPRFAPI.pathPrefix) {
             if let vaults { return vaults.respond(to: request) }
             let response = ActivationServer.error(
@@ -339,8 +345,12 @@ struct Router: Sendable {
         for header in request.headers where headers[header.name.lowercased()] == nil {
             headers[header.name.lowercased()] = header.value
         }
-        let transport = TransportRequest(
+        var transport = TransportRequest(
             method: request.method, path: request.path, headers: headers, body: Array(request.body))
+        if Self.signedPaths.contains(request.path), let value = headers[Self.authorizationName] {
+            authorization = try? AuthorizationHeader.parse(value)
+            transport.parsedAuthorization = authorization
+        }
         guard request.path.hasPrefix(Self.adminPrefix) else {
             let response = server.respond(to: transport)
             return HTTPResponse(status: response.statusCode, body: Data(response.body))

@@ -10,6 +10,11 @@ public struct TransportRequest: Sendable, Equatable {
     public var headers: [String: String]
     /// The body bytes (public JSON).
     public var body: [UInt8]
+    /// The `X-PowerAuth-Authorization` header as the transport that made this request already
+    /// parsed it from ``headers`` (the reference server's router parses it once, for its access
+    /// log and metrics too), or `nil` to parse it where it is needed. Never anything but the parse
+    /// of that header's value.
+    package var parsedAuthorization: AuthorizationHeader?
 
     /// Creates a request.
     /// - Parameters:
@@ -29,6 +34,8 @@ public struct TransportRequest: Sendable, Equatable {
     /// - Returns: the value, or `nil`.
     public func header(_ name: String) -> String? {
         let wanted = name.lowercased()
+        // Transports usually store names lower-cased: one look-up, not a lower-cased copy of each.
+        if let value = headers[wanted] { return value }
         return headers.first { $0.key.lowercased() == wanted }?.value
     }
 }
@@ -39,6 +46,11 @@ public struct TransportResponse: Sendable, Equatable {
     public var statusCode: Int
     /// The body bytes (public JSON).
     public var body: [UInt8]
+    /// The `X-PowerAuth-Authorization` header as the transport that made this request already
+    /// parsed it from ``headers`` (the reference server's router parses it once, for its access
+    /// log and metrics too), or `nil` to parse it where it is needed. Never anything but the parse
+    /// of that header's value.
+    package var parsedAuthorization: AuthorizationHeader?
 
     /// Creates a response.
     /// - Parameters:
