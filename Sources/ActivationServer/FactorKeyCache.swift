@@ -11,7 +11,9 @@ import Synchronization
 /// - An entry lives `lifetime` seconds from its derivation (not from its last use) and is
 ///   dropped then, by the next lookup or by a sweep that runs while any entry is held (so an idle
 ///   server holds none for longer than about twice `lifetime`); `remove(_:)` drops one at once.
-/// - At most `capacity` entries; a full cache drops the entry closest to its end.
+/// - At most `capacity` entries, spread over 16 shards by activation (each with its own lock, so
+///   requests of different activations do not wait for each other, and at most its share of
+///   `capacity`); a full shard drops its entry closest to its end.
 /// - An entry answers only for the same server and device public keys it was derived from.
 /// - Lookups lend the cache's own keys (``FactorKeys/lent()``): no copy per request, and the
 ///   caller's `destroy()` leaves them alone. A dropped entry's keys are wiped at once when no
@@ -31,7 +33,11 @@ public final class FactorKeyCache: Sendable {
 
     private struct State {
         var entries: [String: Entry] = [:]
-        var sweepScheduled = false
+    }
+
+    /// One lock and the entries of the activations that hash to it.
+    private final class Shard: Sendable {
+        let state = Mutex(State())
     }
 
     /// How long an entry lives, in seconds (0: no caching).
@@ -39,28 +45,43 @@ public final class FactorKeyCache: Sendable {
     /// The most entries held.
     public let capacity: Int
     private let clock: @Sendable () -> Date
-    private let state = Mutex(State())
+    private let shards: [Shard]
+    /// The most entries one shard holds.
+    private let shardCapacity: Int
+    private let sweepScheduled = Atomic<Bool>(false)
 
     /// Creates an empty cache.
     /// - Parameters:
     ///   - lifetime: seconds an entry lives (default 60; 0 turns the cache off).
     ///   - capacity: the most entries (default 4096).
     ///   - clock: the time source of the sweeps (the lookups are given their time).
-    public init(
+    public convenience init(
         lifetime: TimeInterval = 60, capacity: Int = 4096, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.init(lifetime: lifetime, capacity: capacity, shards: 16, clock: clock)
+    }
+
+    /// A cache with `shards` locks (at most `capacity`; 1 makes the capacity rule exact).
+    init(lifetime: TimeInterval, capacity: Int, shards: Int, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.lifetime = lifetime.isFinite ? max(0, lifetime) : 0
         self.capacity = max(1, capacity)
         self.clock = clock
+        let count = min(max(1, shards), self.capacity)
+        self.shards = (0..<count).map { _ in Shard() }
+        self.shardCapacity = self.capacity / count
     }
 
     deinit {
         // Dropped, not destroyed: keys still lent to a request are wiped when it ends.
-        state.withLock { $0.entries = [:] }
+        for shard in shards { shard.state.withLock { $0.entries = [:] } }
     }
 
     /// Entries held now (expired ones not yet swept included).
-    public var count: Int { state.withLock { $0.entries.count } }
+    public var count: Int { shards.reduce(0) { sum, shard in sum + shard.state.withLock { $0.entries.count } } }
+
+    private func shard(_ activationId: String) -> Shard {
+        shards[Int(UInt(bitPattern: activationId.hashValue) % UInt(shards.count))]
+    }
 
     /// The cached keys of `record`, lent (``FactorKeys/lent()``), or `nil` (none, expired, or
     /// derived from other keys).
@@ -71,7 +92,7 @@ public final class FactorKeyCache: Sendable {
     /// - Returns: lent keys (the caller may `destroy()` them: that does nothing), or `nil`.
     func get(_ record: ActivationRecord, devicePublicKey: [UInt8], now: Date) -> FactorKeys? {
         guard lifetime > 0 else { return nil }
-        return state.withLock { s in
+        return shard(record.activationId).state.withLock { s in
             guard let entry = s.entries[record.activationId] else { return nil }
             guard entry.expires > now, entry.devicePublicKey == devicePublicKey,
                 entry.serverPublicKey == record.serverPublicKey
@@ -95,9 +116,9 @@ public final class FactorKeyCache: Sendable {
     {
         guard lifetime > 0 else { return }
         let kept = try keys.copy()
-        let scheduleSweep: Bool = state.withLock { s in
+        shard(record.activationId).state.withLock { s in
             Self.drop(expiredAt: now, from: &s)
-            if s.entries[record.activationId] == nil, s.entries.count >= capacity,
+            if s.entries[record.activationId] == nil, s.entries.count >= shardCapacity,
                 let oldest = s.entries.min(by: { $0.value.expires < $1.value.expires })?.key
             {
                 s.entries[oldest] = nil
@@ -105,10 +126,8 @@ public final class FactorKeyCache: Sendable {
             s.entries[record.activationId] = Entry(
                 keys: kept, serverPublicKey: record.serverPublicKey, devicePublicKey: devicePublicKey,
                 expires: now.addingTimeInterval(lifetime))
-            defer { s.sweepScheduled = true }
-            return !s.sweepScheduled
         }
-        if scheduleSweep { self.scheduleSweep() }
+        if !sweepScheduled.exchange(true, ordering: .acquiringAndReleasing) { scheduleSweep() }
     }
 
     /// The activation's record as this server's last conditional write left it, with its keys
@@ -122,7 +141,7 @@ public final class FactorKeyCache: Sendable {
     /// - Returns: the record and the lent keys, or `nil`.
     func snapshot(_ activationId: String, now: Date) -> (ActivationRecord, FactorKeys)? {
         guard lifetime > 0 else { return nil }
-        return state.withLock { s in
+        return shard(activationId).state.withLock { s in
             guard let entry = s.entries[activationId], let snapshot = entry.snapshot, entry.expires > now,
                 snapshot.devicePublicKey == entry.devicePublicKey, snapshot.serverPublicKey == entry.serverPublicKey
             else { return nil }
@@ -138,48 +157,52 @@ public final class FactorKeyCache: Sendable {
             throw .storage(reason: "a kept snapshot holds no private key")
         }
         let kept = record.replacingPrivateKey(sealedForever)
-        state.withLock { s in
-            guard let entry = s.entries[record.activationId] else { return }
+        // The snapshot it replaces is released after the lock (its storage freed outside it).
+        let replaced: ActivationRecord? = shard(record.activationId).state.withLock { s in
+            guard let entry = s.entries[record.activationId] else { return nil }
             let usable =
                 record.state == .active && record.v4 == nil && record.devicePublicKey == entry.devicePublicKey
                 && record.serverPublicKey == entry.serverPublicKey
-            s.entries[record.activationId]?.snapshot = usable ? kept : nil
+            defer { s.entries[record.activationId]?.snapshot = usable ? kept : nil }
+            return entry.snapshot
         }
+        _ = replaced
     }
 
     /// Forgets the activation's snapshot (its keys stay).
     /// - Parameter activationId: the activation.
     func forgetSnapshot(_ activationId: String) {
-        state.withLock { s in s.entries[activationId]?.snapshot = nil }
+        shard(activationId).state.withLock { s in s.entries[activationId]?.snapshot = nil }
     }
 
     /// Drops the entry of an activation now (removal): its keys are wiped at once, or when the
     /// last request that looked them up ends.
     /// - Parameter activationId: the activation.
     public func remove(_ activationId: String) {
-        state.withLock { $0.entries[activationId] = nil }
+        shard(activationId).state.withLock { $0.entries[activationId] = nil }
     }
 
     /// Drops every entry whose time is up at `now` (wiped as ``remove(_:)`` says).
     /// - Parameter now: the time.
     public func sweep(now: Date) {
-        state.withLock { Self.drop(expiredAt: now, from: &$0) }
+        for shard in shards { shard.state.withLock { Self.drop(expiredAt: now, from: &$0) } }
     }
 
     private static func drop(expiredAt now: Date, from s: inout State) {
         for (id, entry) in s.entries where entry.expires <= now { s.entries[id] = nil }
     }
 
-    /// One sweep `lifetime` from now, then another while entries remain.
+    /// One sweep `lifetime` from now, then another while entries remain. A `put` racing the end
+    /// of a sweep either finds the flag still set and its entry is counted below, or finds it
+    /// cleared and schedules the next sweep itself.
     private func scheduleSweep() {
         DispatchQueue.global().asyncAfter(deadline: .now() + lifetime) { [weak self] in
             guard let self else { return }
-            let again: Bool = self.state.withLock { s in
-                Self.drop(expiredAt: self.clock(), from: &s)
-                s.sweepScheduled = !s.entries.isEmpty
-                return s.sweepScheduled
+            self.sweep(now: self.clock())
+            self.sweepScheduled.store(false, ordering: .releasing)
+            if self.count > 0, !self.sweepScheduled.exchange(true, ordering: .acquiringAndReleasing) {
+                self.scheduleSweep()
             }
-            if again { self.scheduleSweep() }
         }
     }
 }

@@ -28,6 +28,13 @@ public final class ServerMetrics: Sendable {
         var counts = [UInt64](repeating: 0, count: ServerMetrics.latencyBuckets.count)
         var sum = 0.0
         var count: UInt64 = 0
+
+        /// Counts one observation in every bucket whose bound it does not exceed.
+        mutating func add(_ seconds: Double, buckets: [Double]) {
+            for (i, bound) in buckets.enumerated() where seconds <= bound { counts[i] += 1 }
+            sum += seconds
+            count += 1
+        }
     }
 
     private struct Key: Hashable, Comparable {
@@ -79,13 +86,12 @@ public final class ServerMetrics: Sendable {
     ///   - status: the HTTP status sent.
     ///   - seconds: the time from the complete request to the response.
     public func recordRequest(endpoint: String, status: Int, seconds: Double) {
+        let key = Key(a: endpoint, b: String(status))
         state.withLock { state in
-            state.requests[Key(a: endpoint, b: String(status)), default: 0] += 1
-            var histogram = state.latency[endpoint] ?? Histogram()
-            for (i, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { histogram.counts[i] += 1 }
-            histogram.sum += seconds
-            histogram.count += 1
-            state.latency[endpoint] = histogram
+            state.requests[key, default: 0] += 1
+            // Updated in place: a copy taken out of the dictionary would copy its counts (an
+            // allocation under the lock every request takes).
+            state.latency[endpoint, default: Histogram()].add(seconds, buckets: Self.latencyBuckets)
         }
     }
 

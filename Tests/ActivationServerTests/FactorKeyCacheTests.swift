@@ -146,7 +146,7 @@ struct FactorKeyCacheTests {
 
     @Test("capacity: the entry closest to its end goes; lifetime 0 keeps nothing; remove drops at once")
     func capacityOffAndRemove() throws {
-        let cache = FactorKeyCache(lifetime: 60, capacity: 2)
+        let cache = FactorKeyCache(lifetime: 60, capacity: 2, shards: 1)  // one shard: the rule is exact
         let device: [UInt8] = [4] + Array(repeating: 1, count: 64)
         let records = try ["a", "b", "c"].map { try Self.record($0) }
         let start = Date(timeIntervalSince1970: 1_000_000)
@@ -158,6 +158,14 @@ struct FactorKeyCacheTests {
         try #require(cache.get(records[2], devicePublicKey: device, now: start + 3)).destroy()
         cache.remove("c")
         #expect(cache.get(records[2], devicePublicKey: device, now: start + 3) == nil)
+        // Sharded (the default): never more than `capacity`, every shard holding its share.
+        let sharded = FactorKeyCache(lifetime: 60, capacity: 32)
+        let many = try (0..<100).map { try Self.record("s\($0)") }
+        for (i, record) in many.enumerated() {
+            try sharded.put(try Self.randomKeys(), record: record, devicePublicKey: device, now: start + Double(i))
+        }
+        #expect(sharded.count <= 32 && sharded.count >= 16)
+        #expect(sharded.get(many[99], devicePublicKey: device, now: start + 100) != nil)  // the newest stays
         let off = FactorKeyCache(lifetime: 0)
         try off.put(try Self.randomKeys(), record: records[0], devicePublicKey: device, now: start)
         #expect(off.count == 0)
