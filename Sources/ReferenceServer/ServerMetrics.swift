@@ -3,6 +3,10 @@ import Foundation
 import PowerAuthProtocol
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// What the reference server counts, rendered in the Prometheus text exposition format
 /// (version 0.0.4) at `GET /metrics`.
 ///
@@ -35,6 +39,13 @@ public final class ServerMetrics: Sendable {
             sum += seconds
             count += 1
         }
+
+        /// Adds another histogram's counts (same buckets).
+        mutating func merge(_ other: Histogram) {
+            for i in counts.indices { counts[i] += other.counts[i] }
+            sum += other.sum
+            count += other.count
+        }
     }
 
     private struct Key: Hashable, Comparable {
@@ -50,9 +61,43 @@ public final class ServerMetrics: Sendable {
         var failures: UInt64 = 0
         var blocks: [String: UInt64] = [:]
         var storeErrors: UInt64 = 0
+
+        /// Adds another shard's counts.
+        mutating func merge(_ other: State) {
+            requests.merge(other.requests, uniquingKeysWith: +)
+            latency.merge(other.latency) { mine, theirs in
+                var sum = mine
+                sum.merge(theirs)
+                return sum
+            }
+            verifications.merge(other.verifications, uniquingKeysWith: +)
+            failures += other.failures
+            blocks.merge(other.blocks, uniquingKeysWith: +)
+            storeErrors += other.storeErrors
+        }
     }
 
-    private let state = Mutex(State())
+    /// One lock and a part of the counts. Every request updates the counters, so they are kept
+    /// in shards chosen by the calling thread: connection threads rarely wait for each other
+    /// (one lock spun on by every request was 6% of the server's samples at 32 clients); the
+    /// page adds the shards up.
+    private final class Shard: Sendable {
+        let state = Mutex(State())
+    }
+
+    private let shards = (0..<16).map { _ in Shard() }
+
+    /// The calling thread's shard.
+    private var shard: Shard {
+        #if canImport(Glibc)
+            let thread = UInt(pthread_self())
+        #else
+            let thread = UInt(bitPattern: pthread_self())
+        #endif
+        var hasher = Hasher()
+        hasher.combine(thread)
+        return shards[Int(UInt(bitPattern: hasher.finalize()) % UInt(shards.count))]
+    }
     private let openConnections: Mutex<(@Sendable () -> Int)?> = Mutex(nil)
 
     /// Creates empty counters.
@@ -87,7 +132,7 @@ public final class ServerMetrics: Sendable {
     ///   - seconds: the time from the complete request to the response.
     public func recordRequest(endpoint: String, status: Int, seconds: Double) {
         let key = Key(a: endpoint, b: String(status))
-        state.withLock { state in
+        shard.state.withLock { state in
             state.requests[key, default: 0] += 1
             // Updated in place: a copy taken out of the dictionary would copy its counts (an
             // allocation under the lock every request takes).
@@ -100,7 +145,7 @@ public final class ServerMetrics: Sendable {
     ///   - factors: the factor set the header claimed.
     ///   - accepted: whether it verified.
     public func recordVerification(factors: FactorSet, accepted: Bool) {
-        state.withLock {
+        shard.state.withLock {
             $0.verifications[Key(a: factors.rawValue, b: accepted ? "accepted" : "rejected"), default: 0] += 1
         }
     }
@@ -108,7 +153,7 @@ public final class ServerMetrics: Sendable {
     /// Counts a failed attempt recorded against an activation, and the block it caused, if any.
     /// - Parameter blocked: whether this failure blocked the activation.
     func recordFailure(blocked: Bool) {
-        state.withLock { state in
+        shard.state.withLock { state in
             state.failures += 1
             if blocked { state.blocks["failures", default: 0] += 1 }
         }
@@ -116,12 +161,12 @@ public final class ServerMetrics: Sendable {
 
     /// Counts a block set through the back office.
     func recordBackOfficeBlock() {
-        state.withLock { $0.blocks["back_office", default: 0] += 1 }
+        shard.state.withLock { $0.blocks["back_office", default: 0] += 1 }
     }
 
     /// Counts an error of the activation store.
     func recordStoreError() {
-        state.withLock { $0.storeErrors += 1 }
+        shard.state.withLock { $0.storeErrors += 1 }
     }
 
     /// Where the open-connection gauge reads from (the HTTP server, once it exists).
@@ -133,7 +178,7 @@ public final class ServerMetrics: Sendable {
     /// - Returns: the text, ending with a newline.
     public func render() -> String {
         let open = openConnections.withLock { $0 }?() ?? 0
-        let state = self.state.withLock { $0 }
+        let state = shards.reduce(into: State()) { sum, shard in sum.merge(shard.state.withLock { $0 }) }
         var out: [String] = []
         func header(_ name: String, _ type: String, _ help: String) {
             out.append("# HELP \(name) \(help)")

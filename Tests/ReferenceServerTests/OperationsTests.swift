@@ -1,4 +1,5 @@
 import Activation
+import Dispatch
 import Foundation
 import HTTPClient
 import PowerAuthProtocol
@@ -136,6 +137,29 @@ struct OperationsTests {
                 )
             }
         }
+    }
+
+    @Test("metrics counted from many threads (their shards) add up on the page")
+    func metricsFromManyThreads() {
+        let metrics = ServerMetrics()
+        let path = ActivationAPI.validateSignature.path
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for i in 0..<250 {
+                metrics.recordRequest(endpoint: path, status: i % 5 == 0 ? 401 : 200, seconds: 0.002)
+                metrics.recordVerification(factors: .possessionKnowledge, accepted: i % 5 != 0)
+            }
+        }
+        let page = metrics.render()
+        let lines = Set(page.split(separator: "\n").map(String.init))
+        #expect(lines.contains("securepin_http_requests_total{endpoint=\"\(path)\",status=\"200\"} 1600"))
+        #expect(lines.contains("securepin_http_requests_total{endpoint=\"\(path)\",status=\"401\"} 400"))
+        #expect(
+            lines.contains("securepin_http_request_duration_seconds_bucket{endpoint=\"\(path)\",le=\"0.005\"} 2000"))
+        #expect(lines.contains("securepin_http_request_duration_seconds_count{endpoint=\"\(path)\"} 2000"))
+        #expect(
+            lines.contains("securepin_verifications_total{factors=\"possession_knowledge\",outcome=\"accepted\"} 1600"))
+        #expect(
+            lines.contains("securepin_verifications_total{factors=\"possession_knowledge\",outcome=\"rejected\"} 400"))
     }
 
     @Test("access log line: exact text, and the duration as Swift prints micros / 1000")
