@@ -18,7 +18,11 @@ import Synchronization
 /// token: there is no way to hand the log one.
 ///
 /// The log goes to standard error, or appends to a file that ``reopen()`` opens again by name,
-/// for log rotation (`securepin server` calls it on SIGHUP). Each line is one `write(2)`.
+/// for log rotation (`securepin server` calls it on SIGHUP). Each line is one `write(2)`, made
+/// without holding a lock (every request writes one): the kernel keeps such a write whole in an
+/// `O_APPEND` file and in a pipe (a line is far below `PIPE_BUF`), so lines from many threads do
+/// not mix. Only a write cut short (a full disk) ends its line with a second write, which may
+/// come after another thread's line.
 public final class AccessLog: Sendable {
     /// One answered request.
     public struct Entry: Sendable, Equatable {
@@ -70,13 +74,26 @@ public final class AccessLog: Sendable {
         public var description: String { "\(path): \(String(cString: strerror(code)))" }
     }
 
+    /// An open descriptor, closed (if the log opened it) when its last user lets go of it: a
+    /// ``reopen()`` swaps in a new one while writers may still be writing to the old.
+    private final class Descriptor: Sendable {
+        let fd: Int32
+        let owned: Bool
+        init(_ fd: Int32, owned: Bool) {
+            self.fd = fd
+            self.owned = owned
+        }
+        deinit { if owned { close(fd) } }
+    }
+
     private let path: String?
-    private let descriptor: Mutex<Int32>
+    /// The lock is held only to take or swap the reference, never across a `write(2)`.
+    private let descriptor: Mutex<Descriptor>
 
     /// A log on standard error.
     public init() {
         path = nil
-        descriptor = Mutex(2)
+        descriptor = Mutex(Descriptor(2, owned: false))
     }
 
     /// A log appended to `path` (created 0640 when missing).
@@ -84,12 +101,7 @@ public final class AccessLog: Sendable {
     /// - Throws: ``OpenFailed``.
     public init(path: String) throws(OpenFailed) {
         self.path = path
-        descriptor = Mutex(try Self.openFile(path))
-    }
-
-    deinit {
-        let fd = descriptor.withLock { $0 }
-        if path != nil { close(fd) }
+        descriptor = Mutex(Descriptor(try Self.openFile(path), owned: true))
     }
 
     private static func openFile(_ path: String) throws(OpenFailed) -> Int32 {
@@ -103,12 +115,13 @@ public final class AccessLog: Sendable {
     /// - Throws: ``OpenFailed``.
     public func reopen() throws(OpenFailed) {
         guard let path else { return }
-        let fresh = try Self.openFile(path)
-        let old = descriptor.withLock { fd in
-            defer { fd = fresh }
-            return fd
+        let fresh = Descriptor(try Self.openFile(path), owned: true)
+        // The old descriptor is closed when the last write still using it ends.
+        let old = descriptor.withLock { current in
+            defer { current = fresh }
+            return current
         }
-        close(old)
+        _ = old
     }
 
     /// Writes one entry as one line.
@@ -116,14 +129,13 @@ public final class AccessLog: Sendable {
     public func write(_ entry: Entry) {
         var line = Self.bytes(entry)
         line.append(0x0A)
-        descriptor.withLock { fd in
-            var offset = 0
-            while offset < line.count {
-                let n = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, line.count - offset) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return }
-                offset += n
-            }
+        let target = descriptor.withLock { $0 }
+        var offset = 0
+        while offset < line.count {
+            let n = line.withUnsafeBytes { Glibc.write(target.fd, $0.baseAddress! + offset, line.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
         }
     }
 
