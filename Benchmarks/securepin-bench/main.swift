@@ -210,7 +210,7 @@ var rounds = 31
 var suite = "memory"
 var outputDirectory = ".build/bench"
 var quick = false
-var clients = 16
+var clients = 32
 var requests = 200
 var postgresDSNFile: String?
 var securepinPath: String?
