@@ -340,7 +340,7 @@ extension ActivationServer {
     }
 
     /// The request's `X-PowerAuth-Authorization` header parsed, or `nil` (missing or malformed):
-    /// parsed once per request (the transport may have done it, ``TransportRequest``).
+    /// parsed once per request (the transport may have done it: `TransportRequest.parsedAuthorization`).
     func authorizationHeader(_ request: TransportRequest) -> AuthorizationHeader? {
         if let parsed = request.parsedAuthorization { return parsed }
         guard let value = request.header(AuthorizationHeader.name) else { return nil }

@@ -15,7 +15,7 @@ import Synchronization
 ///   requests of different activations do not wait for each other, and at most its share of
 ///   `capacity`); a full shard drops its entry closest to its end.
 /// - An entry answers only for the same server and device public keys it was derived from.
-/// - Lookups lend the cache's own keys (``FactorKeys/lent()``): no copy per request, and the
+/// - Lookups lend the cache's own keys (`FactorKeys.lent()`): no copy per request, and the
 ///   caller's `destroy()` leaves them alone. A dropped entry's keys are wiped at once when no
 ///   request holds them, else when the last request that looked them up ends (a request's
 ///   length, not the cache's lifetime).
@@ -83,7 +83,7 @@ public final class FactorKeyCache: Sendable {
         shards[Int(UInt(bitPattern: activationId.hashValue) % UInt(shards.count))]
     }
 
-    /// The cached keys of `record`, lent (``FactorKeys/lent()``), or `nil` (none, expired, or
+    /// The cached keys of `record`, lent (`FactorKeys.lent()`), or `nil` (none, expired, or
     /// derived from other keys).
     /// - Parameters:
     ///   - record: the activation (its identifier and server public key).
