@@ -92,16 +92,16 @@ public final class FactorKeyCache: Sendable {
     /// - Returns: lent keys (the caller may `destroy()` them: that does nothing), or `nil`.
     func get(_ record: ActivationRecord, devicePublicKey: [UInt8], now: Date) -> FactorKeys? {
         guard lifetime > 0 else { return nil }
-        return shard(record.activationId).state.withLock { s in
-            guard let entry = s.entries[record.activationId] else { return nil }
+        // A dropped entry is let go after the lock: its keys' wipe and free run outside it.
+        let (found, dropped): (FactorKeys?, Entry?) = shard(record.activationId).state.withLock { s in
+            guard let entry = s.entries[record.activationId] else { return (nil, nil) }
             guard entry.expires > now, entry.devicePublicKey == devicePublicKey,
                 entry.serverPublicKey == record.serverPublicKey
-            else {
-                s.entries[record.activationId] = nil
-                return nil
-            }
-            return entry.keys.lent()
+            else { return (nil, s.entries.removeValue(forKey: record.activationId)) }
+            return (entry.keys.lent(), nil)
         }
+        _ = dropped
+        return found
     }
 
     /// Keeps a copy of `keys` for `record` (the caller keeps and destroys its own).
@@ -116,17 +116,24 @@ public final class FactorKeyCache: Sendable {
     {
         guard lifetime > 0 else { return }
         let kept = try keys.copy()
-        shard(record.activationId).state.withLock { s in
-            Self.drop(expiredAt: now, from: &s)
+        let dropped: [Entry] = shard(record.activationId).state.withLock { s in
+            var dropped = Self.drop(expiredAt: now, from: &s)
             if s.entries[record.activationId] == nil, s.entries.count >= shardCapacity,
-                let oldest = s.entries.min(by: { $0.value.expires < $1.value.expires })?.key
+                let oldest = s.entries.min(by: { $0.value.expires < $1.value.expires })?.key,
+                let evicted = s.entries.removeValue(forKey: oldest)
             {
-                s.entries[oldest] = nil
+                dropped.append(evicted)
             }
-            s.entries[record.activationId] = Entry(
-                keys: kept, serverPublicKey: record.serverPublicKey, devicePublicKey: devicePublicKey,
-                expires: now.addingTimeInterval(lifetime))
+            if let replaced = s.entries.updateValue(
+                Entry(
+                    keys: kept, serverPublicKey: record.serverPublicKey, devicePublicKey: devicePublicKey,
+                    expires: now.addingTimeInterval(lifetime)), forKey: record.activationId)
+            {
+                dropped.append(replaced)
+            }
+            return dropped
         }
+        _ = dropped
         if !sweepScheduled.exchange(true, ordering: .acquiringAndReleasing) { scheduleSweep() }
     }
 
@@ -179,17 +186,28 @@ public final class FactorKeyCache: Sendable {
     /// last request that looked them up ends.
     /// - Parameter activationId: the activation.
     public func remove(_ activationId: String) {
-        shard(activationId).state.withLock { $0.entries[activationId] = nil }
+        let dropped = shard(activationId).state.withLock { $0.entries.removeValue(forKey: activationId) }
+        _ = dropped
     }
 
     /// Drops every entry whose time is up at `now` (wiped as ``remove(_:)`` says).
     /// - Parameter now: the time.
     public func sweep(now: Date) {
-        for shard in shards { shard.state.withLock { Self.drop(expiredAt: now, from: &$0) } }
+        for shard in shards {
+            let dropped = shard.state.withLock { Self.drop(expiredAt: now, from: &$0) }
+            _ = dropped
+        }
     }
 
-    private static func drop(expiredAt now: Date, from s: inout State) {
-        for (id, entry) in s.entries where entry.expires <= now { s.entries[id] = nil }
+    /// Removes the entries whose time is up and returns them, for the caller to let go of after
+    /// the lock (their keys' wipe and free then run outside it).
+    private static func drop(expiredAt now: Date, from s: inout State) -> [Entry] {
+        var dropped: [Entry] = []
+        for (id, entry) in s.entries where entry.expires <= now {
+            s.entries[id] = nil
+            dropped.append(entry)
+        }
+        return dropped
     }
 
     /// One sweep `lifetime` from now, then another while entries remain. A `put` racing the end

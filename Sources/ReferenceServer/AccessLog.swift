@@ -196,7 +196,9 @@ public final class AccessLog: Sendable {
     private static func milliseconds(_ seconds: Double, into out: inout [UInt8]) {
         let scaled = (seconds * 1_000_000).rounded()
         guard scaled.isFinite, scaled.magnitude < 1e15 else {
-            out.append(contentsOf: "\(Double(Int(scaled.isFinite ? scaled : 0)) / 1000)".utf8)
+            // Over 31 years, or not a number: clamped, never a trap.
+            let clamped = scaled.isFinite ? min(max(scaled, -1e18), 1e18) : 0
+            out.append(contentsOf: "\(Double(Int(clamped)) / 1000)".utf8)
             return
         }
         let micros = Int(scaled)

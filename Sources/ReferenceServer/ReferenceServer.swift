@@ -252,10 +252,10 @@ struct Router: Sendable {
 
     static let adminPrefix = "/admin/"
 
-    /// The endpoints whose requests carry a PowerAuth authorization header.
     /// `X-PowerAuth-Authorization` lower-cased, as ``dispatch(_:authorization:)`` keys headers.
     static let authorizationName = AuthorizationHeader.name.lowercased()
 
+    /// The endpoints whose requests carry a PowerAuth authorization header.
     static let signedPaths: Set<String> = [
         ActivationAPI.validateSignature.path, ActivationAPI.removeActivation.path, ActivationAPI.unlockVault.path,
         ActivationAPI.createToken.path, ActivationAPI.removeToken.path, ActivationAPI.commitUpgrade.path,

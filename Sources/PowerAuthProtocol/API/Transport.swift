@@ -13,7 +13,7 @@ public struct TransportRequest: Sendable, Equatable {
     /// The `X-PowerAuth-Authorization` header as the transport that made this request already
     /// parsed it from ``headers`` (the reference server's router parses it once, for its access
     /// log and metrics too), or `nil` to parse it where it is needed. Never anything but the parse
-    /// of that header's value.
+    /// of that header's value. Not part of `==` (a cache of ``headers``, not a part of the request).
     package var parsedAuthorization: AuthorizationHeader?
 
     /// Creates a request.
@@ -38,6 +38,11 @@ public struct TransportRequest: Sendable, Equatable {
         if let value = headers[wanted] { return value }
         return headers.first { $0.key.lowercased() == wanted }?.value
     }
+
+    /// Equal method, path, headers and body.
+    public static func == (lhs: TransportRequest, rhs: TransportRequest) -> Bool {
+        lhs.method == rhs.method && lhs.path == rhs.path && lhs.headers == rhs.headers && lhs.body == rhs.body
+    }
 }
 
 /// One response: the HTTP status and the JSON body.
@@ -46,11 +51,6 @@ public struct TransportResponse: Sendable, Equatable {
     public var statusCode: Int
     /// The body bytes (public JSON).
     public var body: [UInt8]
-    /// The `X-PowerAuth-Authorization` header as the transport that made this request already
-    /// parsed it from ``headers`` (the reference server's router parses it once, for its access
-    /// log and metrics too), or `nil` to parse it where it is needed. Never anything but the parse
-    /// of that header's value.
-    package var parsedAuthorization: AuthorizationHeader?
 
     /// Creates a response.
     /// - Parameters:
