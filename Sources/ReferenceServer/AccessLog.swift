@@ -173,16 +173,17 @@ public final class AccessLog: Sendable {
         return out
     }
 
-    /// `n` in decimal.
+    /// `n` in decimal (the digits appended lowest first, then put in order in place: no
+    /// array per number, as a line holds about ten of them).
     private static func decimal(_ n: Int, into out: inout [UInt8]) {
         if n < 0 { out.append(UInt8(ascii: "-")) }
+        let first = out.count
         var magnitude = n.magnitude
-        var digits: [UInt8] = []
         repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            out.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
             magnitude /= 10
         } while magnitude > 0
-        out.append(contentsOf: digits.reversed())
+        out[first...].reverse()
     }
 
     /// `n` with at least two digits.

@@ -342,8 +342,9 @@ struct Router: Sendable {
         // One value per name, compared without case; the first occurrence wins, so a repeated
         // header cannot make the choice depend on dictionary order.
         var headers: [String: String] = [:]
-        for header in request.headers where headers[header.name.lowercased()] == nil {
-            headers[header.name.lowercased()] = header.value
+        for header in request.headers {
+            let name = header.name.lowercased()
+            if headers[name] == nil { headers[name] = header.value }
         }
         var transport = TransportRequest(
             method: request.method, path: request.path, headers: headers, body: Array(request.body))
