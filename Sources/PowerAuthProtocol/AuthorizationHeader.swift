@@ -83,11 +83,14 @@ public struct AuthorizationHeader: Sendable, Equatable {
     /// Parses a header value. Total: any input yields a header or a typed error.
     ///
     /// Grammar: optional whitespace, the scheme `PowerAuth` (any case), at
-    /// least one whitespace, then `key="value"` parameters separated by a
-    /// comma with optional whitespace around it, then optional whitespace.
-    /// Whitespace is space, tab, CR or LF (the documentation's examples wrap
-    /// the header). Keys are the six `pa_` names, each exactly once; values
-    /// are printable ASCII without quotes, backslashes or spaces.
+    /// least one whitespace, then `key="value"` parameters, then optional
+    /// whitespace. Parameters are separated by a comma with optional whitespace
+    /// around it (the iOS SDK's `", "`) or by whitespace alone (the Android SDK's
+    /// single space), as upstream's server reads them (powerauth-java-http
+    /// `PowerAuthHttpHeader`). Whitespace is space, tab, CR or LF (the
+    /// documentation's examples wrap the header). Keys are the six `pa_` names,
+    /// each exactly once; values are printable ASCII without quotes, backslashes,
+    /// commas or spaces, so no value can span a separator.
     /// - Parameter value: the header value (without the name).
     /// - Returns: the validated header.
     /// - Throws: ``ProtocolError/malformedHeader(reason:)``, ``ProtocolError/missingHeaderField(_:)``,
@@ -146,11 +149,14 @@ struct HeaderParser {
             guard allowed.contains(key) else { throw .unknownHeaderField(ProtocolError.echo(key)) }
             guard fields[key] == nil else { throw .duplicateHeaderField(key) }
             fields[key] = value
-            _ = skipSpace()
+            let spaces = skipSpace()
             guard let c = current else { return fields }
-            guard c == UInt8(ascii: ",") else { throw .malformedHeader(reason: "expected a comma at offset \(index)") }
-            index += 1
-            _ = skipSpace()
+            if c == UInt8(ascii: ",") {
+                index += 1
+                _ = skipSpace()
+            } else if spaces == 0 {
+                throw .malformedHeader(reason: "expected a comma or a space at offset \(index)")
+            }
         }
     }
 
@@ -177,7 +183,7 @@ struct HeaderParser {
         index += 2
         let valueStart = index
         while let c = current, c != UInt8(ascii: "\"") {
-            guard c > 0x20, c < 0x7F, c != UInt8(ascii: "\\") else {
+            guard c > 0x20, c < 0x7F, c != UInt8(ascii: "\\"), c != UInt8(ascii: ",") else {
                 throw .malformedHeader(reason: "invalid character in the value of \(ProtocolError.echo(key))")
             }
             index += 1

@@ -47,6 +47,53 @@ struct AuthorizationHeaderTests {
         #expect(try AuthorizationHeader.parse(text) == header)
     }
 
+    @Test("the Android SDK's space separators, the iOS SDK's \", \" and a mix parse to the same header")
+    func sdkSeparators() throws {
+        let header = try sample()
+        let fields = [
+            ("pa_activation_id", header.activationId), ("pa_application_key", header.applicationKey),
+            ("pa_nonce", Base64.encode(header.nonce)), ("pa_signature_type", header.factorSet.rawValue),
+            ("pa_signature", header.authenticationCode), ("pa_version", header.version.rawValue),
+        ].map { "\($0.0)=\"\($0.1)\"" }
+        for separator in [" ", ", ", ",", "  ", "\t", " , "] {
+            #expect(try AuthorizationHeader.parse("PowerAuth " + fields.joined(separator: separator)) == header)
+        }
+        let mixed = "PowerAuth " + fields[0] + " " + fields[1] + ", " + fields[2..<6].joined(separator: " ")
+        #expect(try AuthorizationHeader.parse(mixed) == header)
+    }
+
+    @Test("the encryption and token headers, V3 and V4, take the Android and iOS separators")
+    func otherHeaders() throws {
+        let appKey = Self.appKey
+        let id = "7a24c6e9-48e9-43c2-ab4a-aed6270e924d"
+        for separator in [" ", ", "] {
+            let v3 = try EncryptionHeader.parse(
+                "PowerAuth version=\"3.3\"\(separator)application_key=\"\(appKey)\"\(separator)activation_id=\"\(id)\"")
+            #expect(v3 == EncryptionHeader(version: .v3_3, applicationKey: appKey, activationId: id))
+            let v4 = try V4EncryptionHeader.parse(
+                "PowerAuth version=\"4.0\"\(separator)application_key=\"\(appKey)\"")
+            #expect(v4 == V4EncryptionHeader(applicationKey: appKey, activationId: nil))
+            let nonce = Base64.encode(Self.nonce)
+            let digest3 = Base64.encode([UInt8](repeating: 7, count: 32))
+            let tokenFields = [
+                "token_id=\"\(id)\"", "token_digest=\"\(digest3)\"", "nonce=\"\(nonce)\"",
+                "timestamp=\"1700000000000\"", "version=\"3.3\"",
+            ]
+            let token3 = try TokenHeader.parse("PowerAuth " + tokenFields.joined(separator: separator))
+            #expect(token3.tokenId == id && token3.timestamp == "1700000000000" && token3.version == .v3_3)
+            let digest4 = [UInt8](repeating: 9, count: V4TokenDigest.byteCount)
+            let token4 = V4TokenHeader(
+                tokenId: id, digest: digest4, nonce: Self.nonce, timestampMilliseconds: 1_700_000_000_000)
+            #expect(
+                try V4TokenHeader.parse(token4.value.replacingOccurrences(of: "\", ", with: "\"\(separator)")) == token4
+            )
+            // Duplicates stay refused however the fields are separated.
+            #expect(throws: ProtocolError.duplicateHeaderField("version")) {
+                try EncryptionHeader.parse("PowerAuth version=\"3.3\"\(separator)version=\"3.3\"")
+            }
+        }
+    }
+
     @Test("garbage and malformed fields are typed errors")
     func rejected() throws {
         let good = try sample().value
@@ -60,7 +107,20 @@ struct AuthorizationHeaderTests {
             ("PowerAuth pa_nonce=\"a b\"", .malformedHeader(reason: "invalid character in the value of pa_nonce")),
             ("PowerAuth pa_nonce=\"a\\\"\"", .malformedHeader(reason: "invalid character in the value of pa_nonce")),
             ("PowerAuth =\"a\"", .malformedHeader(reason: "expected a parameter name at offset 10")),
-            ("PowerAuth pa_nonce=\"a\" pa_version=\"3.1\"", .malformedHeader(reason: "expected a comma at offset 23")),
+            (
+                "PowerAuth pa_nonce=\"a\"pa_version=\"3.1\"",
+                .malformedHeader(reason: "expected a comma or a space at offset 22")
+            ),
+            ("PowerAuth pa_nonce=\"a,b\"", .malformedHeader(reason: "invalid character in the value of pa_nonce")),
+            (
+                "PowerAuth pa_nonce=\"a, pa_version=\"3.1\"",
+                .malformedHeader(reason: "invalid character in the value of pa_nonce")
+            ),
+            (
+                "PowerAuth pa_nonce=\"a\",,pa_version=\"3.1\"",
+                .malformedHeader(reason: "expected a parameter name at offset 23")
+            ),
+            ("PowerAuth pa_nonce=\"a\" pa_nonce=\"a\"", .duplicateHeaderField("pa_nonce")),
             ("PowerAuth pa_nonce=\"a\",", .malformedHeader(reason: "expected a parameter name at offset 23")),
             ("PowerAuth pa_token=\"a\"", .unknownHeaderField("pa_token")),
             ("PowerAuth pa_nonce=\"a\", pa_nonce=\"a\"", .duplicateHeaderField("pa_nonce")),
