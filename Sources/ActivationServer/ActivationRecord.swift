@@ -99,7 +99,9 @@ public struct ActivationRecord: Sendable {
     }
 
     /// Applies one verification outcome — the whole failure-counting rule:
-    /// only an active activation counts; an accepted code whose counter was
+    /// only an active activation counts (or one pending its commit, which only V4's
+    /// `activation/confirm` lets through to here, as the SDK confirms before the commit);
+    /// an accepted code whose counter was
     /// not consumed yet moves the counter (and resets the failures when it
     /// used knowledge or biometry); anything else — a wrong code, a replayed
     /// or reordered one — is a failure, and the last allowed failure blocks.
@@ -111,7 +113,7 @@ public struct ActivationRecord: Sendable {
     /// - Returns: whether the attempt is accepted.
     public mutating func apply(_ outcome: AttemptOutcome, now: Date, failureBlockDuration: TimeInterval?) -> Bool {
         expireBlock(now: now)
-        guard state == .active else { return false }
+        guard state == .active || state == .pendingCommit else { return false }
         if case .accepted(let codeIndex, let nextCounter, let resetsFailures) = outcome, codeIndex >= counterIndex {
             // V4 moves its SHA3 counter as far as the code's index; if that cannot be computed the
             // attempt is refused, uncounted, and nothing moves.

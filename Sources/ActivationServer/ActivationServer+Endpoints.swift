@@ -170,11 +170,9 @@ extension ActivationServer {
             }
             let encrypted = try crypto.encryptStatusBlob(
                 blob, transportKey: keys.transport, challenge: challenge, nonce: nonce)
-            let expiry = record.state == .blocked ? record.blockedUntil.map { UnixTime.seconds($0) } : nil
             return ActivationStatusResponse(
                 activationId: record.activationId, encryptedStatusBlob: Base64.encode(encrypted),
-                nonce: Base64.encode(nonce),
-                customObject: expiry.map { [ActivationStatusResponse.blockExpirationTimeKey: $0] })
+                nonce: Base64.encode(nonce), customObject: statusCustomObject(for: record))
         }
     }
 
@@ -291,9 +289,16 @@ extension ActivationServer {
         guard ActivationAPI.vaultUnlockReasons.contains(body.reason) else {
             throw .malformedRequest(reason: "unsupported vault unlock reason")
         }
+        // As powerauth-server's VaultUnlockServiceBehavior: another factor set is refused before
+        // anything is verified (400 ERR_SECURE_VAULT), and nothing is counted. Upstream admits
+        // possession_biometry only with `secureVault.enableBiometricAuthentication`; this server
+        // always does (its biometry factor is added through the vault).
+        guard [FactorSet.possessionKnowledge, .possessionBiometry].contains(header.factorSet) else {
+            throw .malformedRequest(reason: "\(header.factorSet.rawValue) does not unlock the vault")
+        }
         try verifySigned(
             request, header: header, record: record, keys: keys, uriIdentifier: ActivationAPI.unlockVault.uriIdentifier,
-            allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
+            allowed: [.possessionKnowledge, .possessionBiometry])
         if body.reason == ActivationAPI.addBiometryReason {
             try store.update(activationId: record.activationId) { $0.biometryEnabled = true }
         }
@@ -666,7 +671,8 @@ extension ActivationServer {
         case (.encryptionFailed, ActivationAPI.createToken.path), (.requestExpired, ActivationAPI.createToken.path),
             (.replayedRequest, ActivationAPI.createToken.path):
             return Self.error(401, Code.authentication, Message.tokenError)
-        case (_, ActivationAPI.unlockVault.path) where error != .upgradeNotAvailable:
+        case (_, ActivationAPI.unlockVault.path) where error != .upgradeNotAvailable,
+            (_, V4API.vaultUnlock.path) where error != .upgradeNotAvailable:
             if case .storage = error { return Self.error(500, Code.generic, "internal error") }
             return Self.error(400, Code.secureVault, Message.secureVaultInvalid)
         case (.encryptionFailed, _), (.requestExpired, _), (.replayedRequest, _):

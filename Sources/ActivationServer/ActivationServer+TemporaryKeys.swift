@@ -20,7 +20,9 @@ extension ActivationServer {
     /// - Throws: ``ActivationServerError/temporaryKeyFailure`` for every refusal.
     func createTemporaryKey(_ message: JWTMessage) throws(ActivationServerError) -> JWTMessage {
         let claims = try temporaryKeyStep { () throws(JWTError) in try TemporaryKeyJWT.requestClaims(message.jwt) }
-        guard claims.applicationKey == applicationKey, !claims.challenge.isEmpty, claims.challenge.utf8.count <= 256
+        guard claims.applicationKey == applicationKey, !claims.challenge.isEmpty, claims.challenge.utf8.count <= 256,
+            TemporaryKeyClaimTimes.check(
+                issuedAt: claims.iat, expiresAt: claims.exp, nowSeconds: nowMilliseconds / 1000)
         else { throw .temporaryKeyFailure }
         let signingKey: SecureBytes
         let verificationKey: SecureBytes

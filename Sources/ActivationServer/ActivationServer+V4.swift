@@ -152,9 +152,9 @@ extension ActivationServer {
             case V4API.activationStatus.path:
                 return try v4Status(request)
             case V4API.activationRemove.path:
+                // As upstream's V4 controller: not possession_knowledge_biometry.
                 let (record, keys, _) = try v4Authenticate(
-                    request, V4API.activationRemove,
-                    allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
+                    request, V4API.activationRemove, allowed: [.possessionKnowledge, .possessionBiometry])
                 keys.destroy()
                 try removeActivation(record.activationId)
                 return try Self.ok(ActivationRemoveResponse(activationId: record.activationId))
@@ -165,7 +165,8 @@ extension ActivationServer {
             case V4API.tokenCreate.path:
                 return try v4CreateToken(request)
             case V4API.tokenRemove.path:
-                let (record, keys, _) = try v4Authenticate(request, V4API.tokenRemove, allowed: nil)
+                let (record, keys, _) = try v4Authenticate(
+                    request, V4API.tokenRemove, allowed: [.possession, .possessionKnowledge, .possessionBiometry])
                 keys.destroy()
                 let body = try Self.v4Decode(request.body, V4TokenRemoveRequest.self, enveloped: true)
                 _ = try store.removeToken(tokenId: body.tokenId, activationId: record.activationId)
@@ -205,7 +206,9 @@ extension ActivationServer {
         // Upstream wraps both ways (`ObjectRequest<TemporaryKeyRequest>`); the bare `{"jwt"}` is accepted too.
         let message = try Self.v4Decode(request.body, JWTMessage.self, enveloped: true)
         guard let claims = try? V4TemporaryKeyJWT.requestClaims(message.jwt), claims.applicationKey == applicationKey,
-            !claims.challenge.isEmpty, claims.challenge.utf8.count <= 256
+            !claims.challenge.isEmpty, claims.challenge.utf8.count <= 256,
+            TemporaryKeyClaimTimes.check(
+                issuedAt: claims.iat, expiresAt: claims.exp, nowSeconds: nowMilliseconds / 1000)
         else { throw .temporaryKeyFailure }
         let macKey: SecureBytes
         let signer: ECP384KeyPair
@@ -441,7 +444,8 @@ extension ActivationServer {
                 counterLookAhead: UInt8(clamping: configuration.lookAhead), counterDataHash: hash
             ).seal(statusMACKey: keys.statusMAC)
         }
-        let response = V4StatusResponse(activationStatus: Base64.encode(blob))
+        let response = V4StatusResponse(
+            activationStatus: Base64.encode(blob), customObject: statusCustomObject(for: record))
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
     }
 
@@ -605,16 +609,41 @@ extension ActivationServer {
         return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factors)
     }
 
+    /// The factor sets upstream's server admits for each vault key (powerauth-server
+    /// `v4/VaultUnlockServiceBehavior.checkKeyIdentifier`), checked before any code is verified.
+    static let v4VaultFactorSets: [String: Set<FactorSet>] = [
+        "KEK_DEVICE_PRIVATE": [.possessionKnowledge, .possessionBiometry],
+        "KDK_APP_VAULT_KNOWLEDGE": [.possessionKnowledge],
+        "KDK_APP_VAULT_2FA": [.possessionKnowledge, .possessionBiometry],
+    ]
+
+    /// `vault/unlock`, in upstream's order: the request is opened first, the key it names and
+    /// the code's factor set are checked against ``v4VaultFactorSets`` (a refusal is 400
+    /// `ERR_SECURE_VAULT`, nothing counted), and only then is the code verified and counted (a
+    /// wrong code is 401 `ERR_AUTHENTICATION`, as on every signed endpoint here).
     func v4UnlockVault(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
-        let (record, keys, _) = try v4Authenticate(
-            request, V4API.vaultUnlock,
-            allowed: [.possessionKnowledge, .possessionBiometry, .possessionKnowledgeBiometry])
-        defer { keys.destroy() }
+        guard let value = request.header(AuthorizationHeader.name),
+            let header = try? V4AuthorizationHeader.parse(value),
+            let found = try store.fetch(activationId: header.activationId), found.state == .active,
+            let secret = found.v4?.activationSecret
+        else { throw .authenticationFailed }
+        let openingKeys = try protocolStep { () throws(ProtocolError) in
+            try V4ActivationKeys(activationSecret: secret)
+        }
+        defer { openingKeys.destroy() }
         let opened = try v4Open(
-            request, body: request.body, sharedInfo1: .vaultUnlock, activation: (record.activationId, keys),
+            request, body: request.body, sharedInfo1: .vaultUnlock, activation: (found.activationId, openingKeys),
             signed: true)
         let body = try Self.decodePlaintext(opened.plaintext, V4VaultUnlockRequest.self)
         opened.plaintext?.destroy()
+        guard let allowed = Self.v4VaultFactorSets[body.keyIdentifier] else {
+            throw .malformedRequest(reason: "unknown keyIdentifier")
+        }
+        guard allowed.contains(header.factorSet) else {
+            throw .malformedRequest(reason: "\(header.factorSet.rawValue) does not unlock \(body.keyIdentifier)")
+        }
+        let (_, keys, _) = try v4Authenticate(request, V4API.vaultUnlock, allowed: allowed)
+        defer { keys.destroy() }
         guard let key = keys.vaultKey(named: body.keyIdentifier) else {
             throw .malformedRequest(reason: "unknown keyIdentifier")
         }
@@ -744,7 +773,8 @@ extension ActivationServer {
         let appSecret = applicationSecret
         let (record, keys) = try v4CountCode(
             header.authenticationCode, activationId: header.activationId, factorSet: header.factorSet, format: .online,
-            upgradeConfirm: endpoint.path == V4API.upgradeConfirm.path
+            upgradeConfirm: endpoint.path == V4API.upgradeConfirm.path,
+            pendingCommit: endpoint.path == V4API.activationConfirm.path
         ) { () throws(ProtocolError) in
             try RequestData(
                 method: request.method, uriIdentifier: endpoint.uriIdentifier ?? request.path, nonce: header.nonce,
@@ -759,18 +789,27 @@ extension ActivationServer {
     /// factor keys, records the attempt atomically, settles a "next" key on its first use.
     /// `data` failing to build counts as a failed code. `upgradeConfirm` admits an activation
     /// whose upgrade from V3.3 waits for its confirmation (its V4 keys confirm nothing else).
+    /// `pendingCommit` admits an activation still waiting for its commit and its confirmation:
+    /// only `activation/confirm`, which the SDK sends in its persist step, right after
+    /// `activation/create` and before the operator commits (upstream's server: PENDING_COMMIT
+    /// verifies only where the endpoint allows it and the confirmation is pending).
     func v4CountCode(
         _ code: String, activationId: String, factorSet: FactorSet, format: V4AuthenticationCodeFormat,
-        upgradeConfirm: Bool, data: () throws(ProtocolError) -> [UInt8]
+        upgradeConfirm: Bool, pendingCommit: Bool = false, data: () throws(ProtocolError) -> [UInt8]
     ) throws(ActivationServerError) -> (ActivationRecord, V4ActivationKeys) {
         let now = clock.now()
         guard var record = try store.fetch(activationId: activationId) else { throw .authenticationFailed }
         record.expireBlock(now: now)
-        guard record.state == .active, let state = record.v4, let secret = state.activationSecret else {
+        guard let state = record.v4, let secret = state.activationSecret,
+            record.state == .active || (pendingCommit && record.state == .pendingCommit && state.confirmationPending)
+        else {
             throw .authenticationFailed
         }
         // While an upgrade from V3.3 waits, the V4 keys only confirm it.
         if state.upgradePending, !upgradeConfirm { throw .authenticationFailed }
+        // A code naming biometry the activation does not have is refused before any key is
+        // tried, and not counted (upstream: `AuthenticationSharedServiceBehavior.checkBiometryAvailable`).
+        if factorSet.factors.contains(.biometry), !record.biometryEnabled { throw .authenticationFailed }
         let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
         let knowledge = [state.knowledgeKey ?? keys.knowledge] + (state.knowledgeNext.map { [$0] } ?? [])
         let biometry =

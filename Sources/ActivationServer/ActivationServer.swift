@@ -28,6 +28,27 @@ public final class ActivationServer: Sendable {
     public let v4TemporaryKeys: V4TemporaryKeyStore
     /// The factor keys of recently used activations (see ``FactorKeyCache``).
     public let factorKeyCache: FactorKeyCache
+    /// What the application puts into each status response's `customObject` (upstream's status
+    /// callbacks), `nil` for nothing; see ``StatusCustomObject``.
+    let statusCustomObject: StatusCustomObject?
+
+    /// The application's values for an activation's status response (`customObject`): called with
+    /// the activation and its user on every `activation/status`, V3.3 and V4 alike. Any JSON object;
+    /// the server adds `blockExpirationTime` (seconds since 1970) during a temporary block, which
+    /// overrides a member of that name.
+    public typealias StatusCustomObject = @Sendable (_ activationId: String, _ userId: String) -> [String: JSONValue]?
+
+    /// The `customObject` of a status response: the application's values, and the end of a
+    /// temporary block.
+    func statusCustomObject(for record: ActivationRecord) -> [String: JSONValue]? {
+        var object = statusCustomObject?(record.activationId, record.userId) ?? [:]
+        if record.state == .blocked, let until = record.blockedUntil {
+            object.merge(
+                ActivationStatusResponse.customObject(blockExpirationTime: UnixTime.seconds(until)) ?? [:]
+            ) { _, ours in ours }
+        }
+        return object.isEmpty ? nil : object
+    }
 
     /// Creates a server.
     /// - Parameters:
@@ -36,14 +57,17 @@ public final class ActivationServer: Sendable {
     ///   - clock: the time source (temporary blocks).
     ///   - factorKeyLifetime: seconds the factor keys of an activation stay cached in secure
     ///     memory after their derivation (``FactorKeyCache``; default 60, 0 derives per request).
+    ///   - statusCustomObject: the application's `customObject` values for status responses.
     /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
     public init(
         configuration: ActivationServerConfiguration,
         store: any ServerActivationStore = InMemoryServerActivationStore(),
         clock: any ActivationClock = SystemActivationClock(),
-        factorKeyLifetime: TimeInterval = 60
+        factorKeyLifetime: TimeInterval = 60,
+        statusCustomObject: StatusCustomObject? = nil
     ) throws(ActivationServerError) {
         self.configuration = configuration
+        self.statusCustomObject = statusCustomObject
         self.store = store
         self.clock = clock
         self.factorKeyCache = FactorKeyCache(lifetime: factorKeyLifetime, clock: { [clock] in clock.now() })

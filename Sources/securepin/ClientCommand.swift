@@ -153,6 +153,7 @@ enum ClientCommand {
                 if let end = status.blockExpirationTime {
                     fields.append(("blockExpirationTime", .number(Int(end.timeIntervalSince1970))))
                 }
+                if let custom = status.customObject { fields.append(("customObject", .json(.object(custom)))) }
                 out.emit(fields)
                 return status.state == .blocked ? ExitCode.locked : ExitCode.ok
             default:
@@ -416,8 +417,31 @@ enum ClientCommand {
             case text(String)
             case number(Int)
             case bool(Bool)
+            /// A JSON value as the server sent it (`customObject`): nested in `--json`, compact
+            /// JSON text otherwise.
+            case json(JSONValue)
         }
         let json: Bool
+
+        /// A JSON value as `JSONSerialization` takes it; whole numbers stay whole.
+        static func foundationObject(_ value: JSONValue) -> Any {
+            switch value {
+            case .null: NSNull()
+            case .bool(let flag): flag
+            case .number(let number): value.int64Value.map { $0 as Any } ?? number
+            case .string(let text): text
+            case .array(let values): values.map(foundationObject)
+            case .object(let members): members.mapValues(foundationObject)
+            }
+        }
+
+        static func compactText(_ value: JSONValue) -> String {
+            let data =
+                (try? JSONSerialization.data(
+                    withJSONObject: foundationObject(value),
+                    options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])) ?? Data()
+            return String(decoding: data, as: UTF8.self)
+        }
 
         func emit(_ fields: [(String, Value)]) {
             if json {
@@ -427,6 +451,7 @@ enum ClientCommand {
                     case .text(let text): object[key] = text
                     case .number(let number): object[key] = number
                     case .bool(let flag): object[key] = flag
+                    case .json(let value): object[key] = Self.foundationObject(value)
                     }
                 }
                 let data =
@@ -440,6 +465,7 @@ enum ClientCommand {
                     case .text(let text): print("\(key): \(text)")
                     case .number(let number): print("\(key): \(number)")
                     case .bool(let flag): print("\(key): \(flag)")
+                    case .json(let value): print("\(key): \(Self.compactText(value))")
                     }
                 }
             }

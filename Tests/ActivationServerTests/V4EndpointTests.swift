@@ -16,6 +16,58 @@ struct V4EndpointTests {
         return try ActivationServer(configuration: configuration)
     }
 
+    @Test("the SDK's order: create, confirm while PENDING_COMMIT, commit; nothing else works before the commit")
+    func confirmBeforeCommit() async throws {
+        var configuration = try ActivationServerConfiguration.generate(maxFailedAttempts: 5, autoCommit: false)
+        try configuration.serve(.ecP384)
+        let server = try ActivationServer(configuration: configuration)
+        let prepared = try server.initActivation(userId: "alice")
+        let device = try V4TestDevice(server: server)
+        #expect(try await device.activate(code: prepared.activationCode).statusCode == 200)
+        #expect(try server.activationDetail(device.activationId).state == .pendingCommit)
+        // Before the commit only activation/confirm is admitted; the others are refused uncounted.
+        for endpoint in [V4API.validate, V4API.activationRemove] {
+            let refused = try await device.call(endpoint, body: Array("{}".utf8), factorSet: .possessionKnowledge)
+            #expect(refused.statusCode == 401, "\(endpoint.path)")
+        }
+        #expect(try server.activationDetail(device.activationId).failedAttempts == 0)
+        // A wrong code on confirm counts, as on any knowledge code.
+        device.knowledge = try SecureBytes.random(count: 32)
+        let wrong = try await device.call(
+            V4API.activationConfirm, body: try WireCoding.encode(V4ConfirmRequest(enableBiometry: false)),
+            factorSet: .possessionKnowledge)
+        #expect(wrong.statusCode == 401)
+        #expect(try server.activationDetail(device.activationId).failedAttempts == 1)
+        device.knowledge = nil
+        let confirmed = try await device.call(
+            V4API.activationConfirm, body: try WireCoding.encode(V4ConfirmRequest(enableBiometry: false)),
+            factorSet: .possessionKnowledge)
+        #expect(confirmed.statusCode == 200)
+        let pending = try server.activationDetail(device.activationId)
+        #expect(pending.state == .pendingCommit && pending.failedAttempts == 0)
+        var status = try await device.status()
+        #expect(status.state == .pendingCommit && !status.isConfirmationPending)
+        try server.commitActivation(device.activationId)
+        status = try await device.status()
+        #expect(status.state == .active && !status.isConfirmationPending)
+        let ok = try await device.call(V4API.validate, body: Array("{}".utf8), factorSet: .possessionKnowledge)
+        #expect(ok.statusCode == 200)
+    }
+
+    @Test("keystore/create: upstream's claims alone are enough; iat and exp, when sent, must be sane")
+    func temporaryKeyTimes() async throws {
+        let server = try Self.server()
+        let device = try V4TestDevice(server: server)
+        _ = try await device.temporaryKey(activation: false)
+        let now = device.now / 1000
+        _ = try await device.temporaryKey(activation: false, times: (now, now + 300))
+        for (iat, exp) in [(now + 3600, now + 3900), (now - 7200, now - 3600), (now, now - 10)] {
+            await #expect(throws: V4TestDevice.Failure.self, "iat \(iat - now), exp \(exp - now)") {
+                _ = try await device.temporaryKey(activation: false, times: (iat, exp))
+            }
+        }
+    }
+
     @Test("activation, fingerprint, confirm, status, validate, token create/remove, vault unlock, remove")
     func fullLifecycle() async throws {
         let server = try Self.server()
@@ -102,6 +154,52 @@ struct V4EndpointTests {
             V4API.activationRemove, body: Array("{}".utf8), factorSet: .possessionKnowledge)
         #expect(removed.statusCode == 200)
         #expect(try server.activationDetail(device.activationId).state == .removed)
+    }
+
+    @Test("upstream's factor rules: refused factor sets answer before any code is verified, nothing counted")
+    func factorRules() async throws {
+        let server = try Self.server()
+        let prepared = try server.initActivation(userId: "alice")
+        let device = try V4TestDevice(server: server)
+        #expect(try await device.activate(code: prepared.activationCode).statusCode == 200)
+        let confirm = try WireCoding.encode(V4ConfirmRequest(enableBiometry: false))
+        #expect(
+            try await device.call(V4API.activationConfirm, body: confirm, factorSet: .possessionKnowledge)
+                .statusCode == 200)
+        // Every refusal below uses a wrong knowledge key, so a verified code would count.
+        device.knowledge = try SecureBytes.random(count: 32)
+        func vault(_ key: String, _ set: FactorSet) async throws -> Int {
+            try await device.encryptedCall(
+                V4API.vaultUnlock,
+                plaintext: try WireCoding.encode(V4VaultUnlockRequest(keyIdentifier: key, reason: "test")),
+                factorSet: set
+            ).0
+        }
+        // vault/unlock: per key (v4 VaultUnlockServiceBehavior.checkKeyIdentifier), 400 ERR_SECURE_VAULT.
+        for (key, set) in [
+            ("KEK_DEVICE_PRIVATE", FactorSet.possession), ("KEK_DEVICE_PRIVATE", .possessionKnowledgeBiometry),
+            ("KDK_APP_VAULT_KNOWLEDGE", .possessionBiometry), ("KDK_APP_VAULT_2FA", .possession),
+        ] {
+            #expect(try await vault(key, set) == 400, "\(key) \(set)")
+        }
+        // activation/remove takes no possession_knowledge_biometry; token/create and token/remove neither.
+        for (endpoint, set) in [
+            (V4API.activationRemove, FactorSet.possessionKnowledgeBiometry),
+            (V4API.activationRemove, .possession), (V4API.tokenRemove, .possessionKnowledgeBiometry),
+        ] {
+            let refused = try await device.call(endpoint, body: Array("{}".utf8), factorSet: set)
+            #expect(refused.statusCode == 401, "\(endpoint.path) \(set)")
+        }
+        // Biometry the activation does not have: refused before any key is tried, uncounted.
+        let biometry = try await device.call(V4API.validate, body: Array("{}".utf8), factorSet: .possessionBiometry)
+        #expect(biometry.statusCode == 401)
+        #expect(try server.activationDetail(device.activationId).failedAttempts == 0)
+        // The same wrong key on an admitted factor set is verified, refused (401) and counted.
+        #expect(try await vault("KDK_APP_VAULT_KNOWLEDGE", .possessionKnowledge) == 401)
+        #expect(try server.activationDetail(device.activationId).failedAttempts == 1)
+        device.knowledge = nil
+        #expect(try await vault("KDK_APP_VAULT_KNOWLEDGE", .possessionKnowledge) == 200)
+        #expect(try server.activationDetail(device.activationId).failedAttempts == 0)
     }
 
     @Test("a wrong PIN is counted and blocks at the limit")

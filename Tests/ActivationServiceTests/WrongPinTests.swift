@@ -8,9 +8,9 @@ import Testing
 
 @Suite("Wrong PIN, blocking and the PIN change")
 struct WrongPinTests {
-    @Test("four wrong PINs then the right one: the count resets")
-    func wrongFourThenRight() async throws {
-        let h = try Harness()
+    @Test("four wrong PINs then the right one: the count resets", arguments: ProtocolAlgorithm.allCases)
+    func wrongFourThenRight(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         let flows = ActivationFlows(service: service, clock: h.clock)
@@ -32,9 +32,9 @@ struct WrongPinTests {
         #expect(status.remainingAttempts == 5)
     }
 
-    @Test("credentials rejected once are never sent again")
-    func noSecondRequestAfter401() async throws {
-        let h = try Harness()
+    @Test("credentials rejected once are never sent again", arguments: ProtocolAlgorithm.allCases)
+    func noSecondRequestAfter401(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         let authentication = ActivationAuthentication.possessionWithPassword(try pin("0000"))
@@ -46,15 +46,15 @@ struct WrongPinTests {
             try await service.removeActivation(authentication: authentication)
         }
         await #expect(throws: ActivationError.credentialsRejected) {
-            try await service.signRequest(method: "POST", uriIdentifier: "/x", body: [], authentication: authentication)
+            try await h.sign(service, method: "POST", uriIdentifier: "/x", body: [], authentication: authentication)
         }
         #expect(h.transport.sent.count == sentBefore)
         #expect(try h.server.activationDetail(id).failedAttempts == 1)
     }
 
-    @Test("five wrong PINs block the activation; the router says blocked")
-    func wrongFiveBlocks() async throws {
-        let h = try Harness()
+    @Test("five wrong PINs block the activation; the router says blocked", arguments: ProtocolAlgorithm.allCases)
+    func wrongFiveBlocks(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         for _ in 1...5 {
@@ -77,9 +77,9 @@ struct WrongPinTests {
         try await service.validatePassword(right)
     }
 
-    @Test("a temporary block expires with the server's clock")
-    func temporaryBlockExpires() async throws {
-        let h = try Harness(failureBlockDuration: 300)
+    @Test("a temporary block expires with the server's clock", arguments: ProtocolAlgorithm.allCases)
+    func temporaryBlockExpires(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm, failureBlockDuration: 300)
         let service = try h.makeService()
         try await h.activate(service)
         for _ in 1...5 {
@@ -101,9 +101,9 @@ struct WrongPinTests {
         try await service.validatePassword(try pin("1234"))
     }
 
-    @Test("an administrator's temporary block shows its end and lifts on time")
-    func administratorTemporaryBlock() async throws {
-        let h = try Harness()
+    @Test("an administrator's temporary block shows its end and lifts on time", arguments: ProtocolAlgorithm.allCases)
+    func administratorTemporaryBlock(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         let until = h.clock.now().addingTimeInterval(3600)
@@ -113,27 +113,28 @@ struct WrongPinTests {
         #expect(try await service.fetchActivationStatus().state == .active)
     }
 
-    @Test("counter skew beyond the look-ahead is a deadlock; the router removes locally")
-    func deadlock() async throws {
-        let h = try Harness()
+    @Test(
+        "counter skew beyond the look-ahead is a deadlock; the router removes locally",
+        arguments: ProtocolAlgorithm.allCases)
+    func deadlock(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         // Codes computed and never sent: within the window the status stays active.
         for _ in 0..<19 {
-            _ = try await service.signRequest(
-                method: "GET", uriIdentifier: "/x", body: [], authentication: .possession())
+            _ = try await h.sign(service, method: "GET", uriIdentifier: "/x", body: [], authentication: .possession())
         }
         #expect(try await service.fetchActivationStatus().state == .active)
         // One more makes the next code fall outside the server's window.
-        _ = try await service.signRequest(method: "GET", uriIdentifier: "/x", body: [], authentication: .possession())
+        _ = try await h.sign(service, method: "GET", uriIdentifier: "/x", body: [], authentication: .possession())
         let status = try await service.fetchActivationStatus()
         #expect(status.state == .deadlock)
         #expect(status.remainingAttempts == 0)
         // The server agrees: the next code is refused.
-        let header = try await service.signRequest(
-            method: "GET", uriIdentifier: "/x", body: [], authentication: .possession())
+        let header = try await h.sign(
+            service, method: "GET", uriIdentifier: "/x", body: [], authentication: .possession())
         #expect(throws: ActivationServerError.authenticationFailed) {
-            try h.server.verifyAuthorization(header: header.value, method: "GET", uriIdentifier: "/x", body: [])
+            try h.verify(header: header, method: "GET", uriIdentifier: "/x", body: [])
         }
         let flows = ActivationFlows(service: service, clock: h.clock)
         #expect(await flows.route(for: status) == .reEnroll(.deadlock))
@@ -141,9 +142,9 @@ struct WrongPinTests {
         #expect(try h.server.activationDetail(id).state == .active)
     }
 
-    @Test("a device behind the server catches up from the status")
-    func serverAheadCatchesUp() async throws {
-        let h = try Harness()
+    @Test("a device behind the server catches up from the status", arguments: ProtocolAlgorithm.allCases)
+    func serverAheadCatchesUp(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         try await h.activate(service)
         let copy = try h.makeService()  // the same activation, opened before the next requests
@@ -152,9 +153,11 @@ struct WrongPinTests {
         try await copy.validatePassword(try pin("1234"))
     }
 
-    @Test("PIN change with a wrong current PIN counts a failure and changes nothing")
-    func pinChangeWrongCurrent() async throws {
-        let h = try Harness()
+    @Test(
+        "PIN change with a wrong current PIN counts a failure and changes nothing",
+        arguments: ProtocolAlgorithm.allCases)
+    func pinChangeWrongCurrent(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         let stateBefore = try h.storage.read(h.configuration.storageNames.state)
@@ -168,9 +171,9 @@ struct WrongPinTests {
         try await service.validatePassword(try pin("1234"))
     }
 
-    @Test("PIN change: the new PIN works, the old one stops working")
-    func pinChangeHappyPath() async throws {
-        let h = try Harness()
+    @Test("PIN change: the new PIN works, the old one stops working", arguments: ProtocolAlgorithm.allCases)
+    func pinChangeHappyPath(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         try await h.activate(service)
         let data = try await service.beginPasswordChange(currentPassword: try mutablePin("1234"))
@@ -189,9 +192,11 @@ struct WrongPinTests {
         }
     }
 
-    @Test("PIN change: cleared data cannot finish, and a failed write changes nothing")
-    func pinChangeClearedAndFailedWrite() async throws {
-        let h = try Harness()
+    @Test(
+        "PIN change: cleared data cannot finish, and a failed write changes nothing",
+        arguments: ProtocolAlgorithm.allCases)
+    func pinChangeClearedAndFailedWrite(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         try await h.activate(service)
         let cleared = try await service.beginPasswordChange(currentPassword: try mutablePin("1234"))
@@ -212,10 +217,50 @@ struct WrongPinTests {
 }
 
 /// Reads the wrapped knowledge key out of the public state file.
+/// The wrapped knowledge key of a stored activation, whichever generation wrote it (V3.3 keeps one
+/// wrapped key, V4 its two halves).
 struct LocalStateView: Decodable {
-    let knowledgeKey: WrappedKnowledgeKey
+    let knowledgeKey: [WrappedKnowledgeKey]
+
+    enum CodingKeys: String, CodingKey { case knowledgeKey }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let halves = try? container.decode([WrappedKnowledgeKey].self, forKey: .knowledgeKey) {
+            knowledgeKey = halves
+        } else {
+            knowledgeKey = [try container.decode(WrappedKnowledgeKey.self, forKey: .knowledgeKey)]
+        }
+    }
 
     init(_ bytes: [UInt8]?) throws {
         self = try JSONDecoder().decode(LocalStateView.self, from: Data(try #require(bytes)))
+    }
+}
+
+extension Harness {
+    /// Signs an application request on the activation's own generation and returns the header value.
+    func sign(
+        _ service: ActivationService, method: String, uriIdentifier: String, body: [UInt8],
+        authentication: ActivationAuthentication
+    ) async throws(ActivationError) -> String {
+        if algorithm.isV4 {
+            return try await service.signRequestV4(
+                method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication
+            ).value
+        }
+        return try await service.signRequest(
+            method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication
+        ).value
+    }
+
+    /// The server's check of such a header, on the same generation.
+    func verify(header: String, method: String, uriIdentifier: String, body: [UInt8]) throws(ActivationServerError) {
+        if algorithm.isV4 {
+            _ = try server.verifyV4Authorization(
+                header: header, method: method, uriIdentifier: uriIdentifier, body: body)
+        } else {
+            _ = try server.verifyAuthorization(header: header, method: method, uriIdentifier: uriIdentifier, body: body)
+        }
     }
 }

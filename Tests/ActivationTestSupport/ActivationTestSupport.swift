@@ -123,19 +123,28 @@ package struct Harness {
     package let storage: FlakyStorage
     package let configuration: ActivationConfiguration
 
+    /// The suite the server serves and the client activates with.
+    package let algorithm: ProtocolAlgorithm
+
     package init(
-        maxFailedAttempts: Int = 5, failureBlockDuration: TimeInterval? = nil, lookAhead: Int = 20,
-        biometric: BiometricConfiguration = BiometricConfiguration()
+        algorithm: ProtocolAlgorithm = .legacyP256, maxFailedAttempts: Int = 5,
+        failureBlockDuration: TimeInterval? = nil, lookAhead: Int = 20,
+        biometric: BiometricConfiguration = BiometricConfiguration(),
+        statusCustomObject: ActivationServer.StatusCustomObject? = nil
     ) throws {
-        serverConfiguration = try ActivationServerConfiguration.generate(
+        self.algorithm = algorithm
+        var serverConfiguration = try ActivationServerConfiguration.generate(
             lookAhead: lookAhead, maxFailedAttempts: maxFailedAttempts, failureBlockDuration: failureBlockDuration)
-        server = try ActivationServer(configuration: serverConfiguration, clock: clock)
+        try serverConfiguration.serve(algorithm)
+        self.serverConfiguration = serverConfiguration
+        server = try ActivationServer(
+            configuration: serverConfiguration, clock: clock, statusCustomObject: statusCustomObject)
         transport = TestTransport(server: server)
         directory = temporaryDirectory()
         storage = FlakyStorage(try FileActivationStorage(directory: directory))
         configuration = try ActivationConfiguration(
             instanceId: "com.example.bank", baseEndpointURL: "https://bank.example/enrollment-server",
-            configuration: try serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
+            configuration: try serverConfiguration.configurationString(), algorithm: algorithm.rawValue,
             biometricConfiguration: biometric, knowledgeKeyParameters: .testing)
     }
 

@@ -62,12 +62,15 @@ package final class V4TestDevice {
     }
 
     /// A temporary key in application scope (`activation == false`) or activation scope.
-    package func temporaryKey(activation: Bool) async throws -> (id: String, secret: SecureBytes) {
+    /// The claims are upstream's request model (no `iat`/`exp`) unless `times` gives them.
+    package func temporaryKey(activation: Bool, times: (iat: Int64, exp: Int64)? = nil) async throws -> (
+        id: String, secret: SecureBytes
+    ) {
         let (context, shared) = try V4SharedSecret.makeRequest(algorithm: algorithm)
         let claims = V4TemporaryKeyRequestClaims(
             applicationKey: applicationKey, activationId: activation ? activationId : nil,
-            challenge: try V4TemporaryKeyJWT.makeChallenge(), sharedSecretRequest: shared, iat: now / 1000,
-            exp: now / 1000 + 300)
+            challenge: try V4TemporaryKeyJWT.makeChallenge(), sharedSecretRequest: shared, iat: times?.iat,
+            exp: times?.exp)
         let macKey =
             activation
             ? try Self.require(keys, "keys").activationTemporaryKeyMAC

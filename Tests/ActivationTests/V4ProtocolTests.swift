@@ -386,41 +386,67 @@ struct V4ProtocolTests {
 
     // MARK: - Fingerprint
 
-    @Test("spec only (no vector, our key form): fingerprint = decimal8(SHA3-256(name ‖ device key ‖ id ‖ server key))")
-    func fingerprint() throws {
-        let device = try ECP384KeyPair.generate().publicKey
+    /// One case of `Fingerprint_V4_Upstream_Java.json` (computed by upstream's own code).
+    struct FingerprintCase: Decodable {
+        struct Expected: Decodable {
+            let fingerprint: String?
+            let error: String?
+        }
+        let algorithm: String
+        let activationId: String
+        let deviceEcdsa: String
+        let serverEcdsa: String
+        let deviceMldsa: String?
+        let serverMldsa: String?
+        let expected: Expected
+    }
+
+    struct FingerprintFile: Decodable {
+        let count: Int
+        let cases: [FingerprintCase]
+    }
+
+    @Test("upstream's fingerprint vectors: affine X of each P-384 key, ML-DSA keys as SPKI, every suite")
+    func fingerprintVectors() throws {
+        let url = V4Vectors.directory.appendingPathComponent("Fingerprint_V4_Upstream_Java.json")
+        let file = try JSONDecoder().decode(FingerprintFile.self, from: Data(contentsOf: url))
+        var ran: [String: Int] = [:]
+        for item in file.cases {
+            let algorithm = try #require(ProtocolAlgorithm(rawValue: item.algorithm))
+            let bytes = { (text: String?) -> [UInt8]? in text.flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) } }
+            let value = try V4Fingerprint.compute(
+                algorithm: algorithm, devicePublicKey: try #require(bytes(item.deviceEcdsa)),
+                activationId: item.activationId, serverPublicKey: try #require(bytes(item.serverEcdsa)),
+                devicePostQuantumKey: bytes(item.deviceMldsa), serverPostQuantumKey: bytes(item.serverMldsa))
+            #expect(item.expected.error == nil)
+            #expect(value == item.expected.fingerprint, "\(item.algorithm) \(item.activationId)")
+            ran[item.algorithm, default: 0] += 1
+        }
+        let total = ran.values.reduce(0, +)
+        print(
+            "Fingerprint_V4_Upstream_Java.json: \(total) of \(file.cases.count) cases ran ("
+                + ran.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")")
+        #expect(total == file.count && total == file.cases.count && total > 0)
+        // The short-X case (a key whose X starts with a zero byte) is among them.
+        #expect(
+            file.cases.contains { Data(base64Encoded: $0.deviceEcdsa).map { $0[1] == 0 } ?? false })
+    }
+
+    @Test("a key that is not a 97-byte P-384 point is refused")
+    func fingerprintRefusesBadKeys() throws {
         let server = try ECP384KeyPair.generate().publicKey
-        let value = try V4Fingerprint.compute(
-            algorithm: .ecP384, devicePublicKey: device, activationId: "act-1", serverPublicKey: server)
-        let digest = try SHA3.hash256(Array("EC_P384".utf8) + device + Array("act-1".utf8) + server)
-        let tail = digest[28..<32].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        #expect(value == String(format: "%08u", (tail & 0x7FFF_FFFF) % 100_000_000))
+        let device = try ECP384KeyPair.generate().publicKey
         #expect(throws: ProtocolError.self) {
             try V4Fingerprint.compute(
                 algorithm: .ecP384, devicePublicKey: Array(device.prefix(49)), activationId: "a",
                 serverPublicKey: server)
         }
-    }
-
-    @Test(
-        "spec only: a hybrid fingerprint hashes name ‖ device key ‖ device ML-DSA key ‖ id ‖ server key ‖ server ML-DSA key"
-    )
-    func hybridFingerprint() throws {
-        let device = try ECP384KeyPair.generate().publicKey
-        let server = try ECP384KeyPair.generate().publicKey
-        let deviceML = (0..<1952).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        let serverML = (0..<1952).map { UInt8(truncatingIfNeeded: $0 &* 13) }
-        let value = try V4Fingerprint.compute(
-            algorithm: .ecP384MLL3, devicePublicKey: device, activationId: "act-2", serverPublicKey: server,
-            devicePostQuantumKey: deviceML, serverPostQuantumKey: serverML)
-        let digest = try SHA3.hash256(
-            Array("EC_P384_ML_L3".utf8) + device + deviceML + Array("act-2".utf8) + server + serverML)
-        let tail = digest[28..<32].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        #expect(value == String(format: "%08u", (tail & 0x7FFF_FFFF) % 100_000_000))
-        let withoutDevice = try V4Fingerprint.compute(
-            algorithm: .ecP384MLL3, devicePublicKey: device, activationId: "act-2", serverPublicKey: server,
-            serverPostQuantumKey: serverML)
-        #expect(withoutDevice != value)
+        var offCurve = device
+        offCurve[96] ^= 1
+        #expect(throws: ProtocolError.self) {
+            try V4Fingerprint.compute(
+                algorithm: .ecP384, devicePublicKey: offCurve, activationId: "a", serverPublicKey: server)
+        }
     }
 }
 

@@ -38,12 +38,12 @@ extension ActivationService {
         if blob.state == .active, let current = record, current.activationId == before.activationId {
             state = try synchroniseCounter(current, blob: blob, transportKey: keys.transport) ? .active : .deadlock
         }
-        let expiry = response.customObject?[ActivationStatusResponse.blockExpirationTimeKey].map {
-            Date(timeIntervalSince1970: TimeInterval($0))
-        }
+        let expiry = try ActivationStatus.readCustomObject(
+            response.customObject, path: ActivationAPI.activationStatus.path)
         return ActivationStatus(
             state: state, failCount: Int(blob.failedAttempts), maxFailCount: Int(blob.maxFailedAttempts),
-            blockExpirationTime: expiry, counterLookAhead: Int(blob.counterLookAhead))
+            blockExpirationTime: expiry, counterLookAhead: Int(blob.counterLookAhead),
+            customObject: response.customObject)
     }
 
     /// Compares the local counter with the server's hash. Returns `false`

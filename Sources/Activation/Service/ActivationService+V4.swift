@@ -353,10 +353,10 @@ extension ActivationService {
         } catch {
             throw .protocolError(.jwt(error))
         }
-        let seconds = Int64(now.timeIntervalSince1970)
+        // Upstream's request model: no `iat`/`exp` (powerauth-crypto `GetTemporaryKeyRequest`).
         let claims = V4TemporaryKeyRequestClaims(
             applicationKey: sdk.applicationKey, activationId: activation?.state.activationId, challenge: challenge,
-            sharedSecretRequest: shared, iat: seconds, exp: seconds + 300)
+            sharedSecretRequest: shared)
         let macKey: SecureBytes
         let verifier: [UInt8]
         let postQuantumVerifier: (publicKey: [UInt8], parameterSet: MLDSA.ParameterSet)?
@@ -620,11 +620,13 @@ extension ActivationService {
             if case .unknownActivationState = error { throw .protocolError(error) }
             throw .invalidResponse(reason: "activation/status: the status blob does not verify")
         }
+        let expiry = try ActivationStatus.readCustomObject(response.customObject, path: V4API.activationStatus.path)
         var state = ClientActivationState(blob.state)
         if blob.state == .active { state = try v4SynchroniseCounter(blob) ? .active : .deadlock }
         return ActivationStatus(
             state: state, failCount: Int(blob.failedAttempts), maxFailCount: Int(blob.maxFailedAttempts),
-            blockExpirationTime: nil, counterLookAhead: Int(blob.counterLookAhead))
+            blockExpirationTime: expiry, counterLookAhead: Int(blob.counterLookAhead),
+            customObject: response.customObject)
     }
 
     /// As V3: the server ahead (within the look-ahead) moves the device forward; the server behind

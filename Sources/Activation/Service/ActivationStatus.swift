@@ -46,6 +46,16 @@ public struct ActivationStatus: Sendable, Equatable {
     public let blockExpirationTime: Date?
     /// The server's counter look-ahead window.
     public let counterLookAhead: Int
+    /// The status response's `customObject` as the server sent it: any JSON object its
+    /// callbacks fill (strings, numbers, arrays, nested objects), `nil` when it sent none.
+    /// Its content is never interpreted, except `blockExpirationTime` for
+    /// ``blockExpirationTime``; its size is bounded (``ActivationStatus/customObjectLimits``).
+    public let customObject: [String: JSONValue]?
+
+    /// The most a `customObject` may hold: nesting depth and values (each member, array element
+    /// and the object itself count one). More is answered with
+    /// ``ActivationError/invalidResponse(reason:)`` instead of a status.
+    public static let customObjectLimits = (depth: 16, values: 4096)
 
     /// Creates a status (tests and transports that cache one).
     /// - Parameters:
@@ -54,9 +64,10 @@ public struct ActivationStatus: Sendable, Equatable {
     ///   - maxFailCount: the blocking limit.
     ///   - blockExpirationTime: end of a temporary block.
     ///   - counterLookAhead: the look-ahead window.
+    ///   - customObject: the server's custom values.
     public init(
         state: ClientActivationState, failCount: Int, maxFailCount: Int, blockExpirationTime: Date?,
-        counterLookAhead: Int = ProtocolConstants.defaultLookAhead
+        counterLookAhead: Int = ProtocolConstants.defaultLookAhead, customObject: [String: JSONValue]? = nil
     ) {
         self.state = state
         self.failCount = failCount
@@ -64,6 +75,29 @@ public struct ActivationStatus: Sendable, Equatable {
         self.remainingAttempts = state == .active ? max(maxFailCount - failCount, 0) : 0
         self.blockExpirationTime = state == .blocked ? blockExpirationTime : nil
         self.counterLookAhead = counterLookAhead
+        self.customObject = customObject
+    }
+
+    /// Checks a received `customObject` against ``customObjectLimits`` and reads the temporary
+    /// block's end from it (`blockExpirationTime`, seconds since 1970, when it is a whole number).
+    /// - Parameters:
+    ///   - customObject: the object, or `nil`.
+    ///   - path: the endpoint, for the error.
+    /// - Returns: the block's end, or `nil`.
+    /// - Throws: ``ActivationError/invalidResponse(reason:)`` when the object is too deep or too large.
+    static func readCustomObject(_ customObject: [String: JSONValue]?, path: String) throws(ActivationError)
+        -> Date?
+    {
+        guard let customObject else { return nil }
+        let whole = JSONValue.object(customObject)
+        guard whole.nestingDepth <= customObjectLimits.depth, whole.valueCount <= customObjectLimits.values else {
+            throw .invalidResponse(
+                reason: "\(path): customObject nests deeper than \(customObjectLimits.depth) levels or holds more "
+                    + "than \(customObjectLimits.values) values")
+        }
+        return customObject[ActivationStatusResponse.blockExpirationTimeKey]?.int64Value.map {
+            Date(timeIntervalSince1970: TimeInterval($0))
+        }
     }
 }
 

@@ -310,16 +310,19 @@ public struct ActivationStatusResponse: Codable, Sendable, Equatable {
     public var encryptedStatusBlob: String
     /// The server's 16-byte nonce, Base64.
     public var nonce: String?
-    /// Application-defined values; this server puts `blockExpirationTime` (seconds
-    /// since 1970) here while an activation is temporarily blocked.
-    public var customObject: [String: Int64]?
+    /// Application-defined values: whatever a PowerAuth server's callbacks put there (strings,
+    /// numbers, arrays, nested objects; upstream's `Map<String, Object>`). This server puts
+    /// `blockExpirationTime` (seconds since 1970) here while an activation is temporarily blocked.
+    public var customObject: [String: JSONValue]?
     /// Creates the response.
     /// - Parameters:
     ///   - activationId: the identifier.
     ///   - encryptedStatusBlob: Base64 of the blob.
     ///   - nonce: Base64 of the nonce.
     ///   - customObject: custom values.
-    public init(activationId: String, encryptedStatusBlob: String, nonce: String?, customObject: [String: Int64]?) {
+    public init(
+        activationId: String, encryptedStatusBlob: String, nonce: String?, customObject: [String: JSONValue]?
+    ) {
         self.activationId = activationId
         self.encryptedStatusBlob = encryptedStatusBlob
         self.nonce = nonce
@@ -328,6 +331,13 @@ public struct ActivationStatusResponse: Codable, Sendable, Equatable {
 
     /// The key of the temporary block's end in ``customObject``.
     public static let blockExpirationTimeKey = "blockExpirationTime"
+
+    /// The `customObject` this server sends: the temporary block's end, if any.
+    /// - Parameter blockExpirationTime: the end of a temporary block (seconds since 1970), or `nil`.
+    /// - Returns: the object, or `nil` when there is nothing to say.
+    public static func customObject(blockExpirationTime: Int64?) -> [String: JSONValue]? {
+        blockExpirationTime.map { [blockExpirationTimeKey: .number(Double($0))] }
+    }
 }
 
 /// `activation/remove` response.

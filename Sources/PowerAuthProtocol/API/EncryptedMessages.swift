@@ -79,7 +79,8 @@ public struct EncryptedResponseBody: Codable, Sendable, Equatable {
 }
 
 /// Any JSON value, for the maps upstream types as `Map<String, Object>`
-/// (`customAttributes`, `userInfo`): read and written back unchanged, never interpreted.
+/// (`customAttributes`, `userInfo`, the status's `customObject`): read and written back
+/// unchanged, never interpreted.
 public indirect enum JSONValue: Codable, Sendable, Equatable {
     /// `null`.
     case null
@@ -112,6 +113,32 @@ public indirect enum JSONValue: Codable, Sendable, Equatable {
         } else {
             self = .object(try container.decode([String: JSONValue].self))
         }
+    }
+
+    /// How deeply the value nests: 1 for a scalar, one more for each array or object level.
+    public var nestingDepth: Int {
+        switch self {
+        case .array(let values): 1 + (values.map(\.nestingDepth).max() ?? 0)
+        case .object(let members): 1 + (members.values.map(\.nestingDepth).max() ?? 0)
+        default: 1
+        }
+    }
+
+    /// How many values the value holds, itself included (keys are not counted).
+    public var valueCount: Int {
+        switch self {
+        case .array(let values): 1 + values.reduce(0) { $0 + $1.valueCount }
+        case .object(let members): 1 + members.values.reduce(0) { $0 + $1.valueCount }
+        default: 1
+        }
+    }
+
+    /// The value as a whole number, when it is one that an `Int64` holds exactly.
+    public var int64Value: Int64? {
+        guard case .number(let value) = self, value.isFinite, value == value.rounded(.towardZero),
+            abs(value) < 9.2e18
+        else { return nil }
+        return Int64(value)
     }
 
     /// Writes the value back.

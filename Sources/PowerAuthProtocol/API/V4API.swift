@@ -212,9 +212,17 @@ public struct V4ConfirmRequest: Codable, Equatable, Sendable {
 public struct V4StatusResponse: Codable, Equatable, Sendable {
     /// Base64 of the 80-byte ``V4StatusBlob``.
     public let activationStatus: String
+    /// Application-defined values, as V3.3's ``ActivationStatusResponse/customObject``; this
+    /// server puts `blockExpirationTime` there while the activation is temporarily blocked.
+    public let customObject: [String: JSONValue]?
     /// Wraps the blob.
-    /// - Parameter activationStatus: Base64 of the blob.
-    public init(activationStatus: String) { self.activationStatus = activationStatus }
+    /// - Parameters:
+    ///   - activationStatus: Base64 of the blob.
+    ///   - customObject: custom values, or `nil`.
+    public init(activationStatus: String, customObject: [String: JSONValue]? = nil) {
+        self.activationStatus = activationStatus
+        self.customObject = customObject
+    }
 }
 
 /// `token/remove`'s body.

@@ -7,16 +7,48 @@ public struct TemporaryKeyRequestClaims: Codable, Equatable, Sendable {
     public let activationId: String?
     /// Base64 of 18 random bytes, echoed by the response.
     public let challenge: String
+    /// Issued at, seconds since 1970: not sent by the SDK, checked by a server only when present.
+    public let iat: Int64?
+    /// Expires at, seconds since 1970: as ``iat``.
+    public let exp: Int64?
 
     /// Creates request claims.
     /// - Parameters:
     ///   - applicationKey: the application key (Base64 text).
     ///   - activationId: the activation identifier in activation scope, `nil` in application scope.
     ///   - challenge: the challenge (``TemporaryKeyJWT/makeChallenge()``).
-    public init(applicationKey: String, activationId: String?, challenge: String) {
+    ///   - iat: issued at (seconds), `nil` as the SDK sends it.
+    ///   - exp: expiry (seconds), `nil` as the SDK sends it.
+    public init(
+        applicationKey: String, activationId: String?, challenge: String, iat: Int64? = nil, exp: Int64? = nil
+    ) {
         self.applicationKey = applicationKey
         self.activationId = activationId
         self.challenge = challenge
+        self.iat = iat
+        self.exp = exp
+    }
+}
+
+/// The sanity rule for the optional `iat` and `exp` of a temporary-key request (V3.3 and V4):
+/// upstream's request models carry neither, so their absence is never an error; when a client
+/// sends them they must describe a request made around now.
+public enum TemporaryKeyClaimTimes {
+    /// How far a request's `iat` may lie ahead of the server's clock, and its `exp` behind it.
+    public static let skewSeconds: Int64 = 300
+
+    /// Whether the optional times make sense: `exp` not before `iat`, `iat` at most
+    /// ``skewSeconds`` ahead of now, `exp` at most ``skewSeconds`` behind now.
+    /// - Parameters:
+    ///   - issuedAt: the `iat` claim, or `nil`.
+    ///   - expiresAt: the `exp` claim, or `nil`.
+    ///   - nowSeconds: the server's clock, seconds since 1970.
+    /// - Returns: `true` when absent or sane.
+    public static func check(issuedAt: Int64?, expiresAt: Int64?, nowSeconds: Int64) -> Bool {
+        if let issuedAt, issuedAt > nowSeconds + skewSeconds { return false }
+        if let expiresAt, expiresAt < nowSeconds - skewSeconds { return false }
+        if let issuedAt, let expiresAt, expiresAt < issuedAt { return false }
+        return true
     }
 }
 

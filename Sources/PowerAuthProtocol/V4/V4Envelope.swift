@@ -165,15 +165,15 @@ extension V4EncryptionContext {
     }
 }
 
-/// The V4 activation fingerprint (`powerauth-v4.md` §11.2): 8 decimal digits of
-/// `SHA3-256(UTF-8(suite name) ‖ device public key [‖ device ML-DSA key] ‖ UTF-8(activationId) ‖
-/// server public key [‖ server ML-DSA key])`, decimalised as V3 does (last four bytes, top bit
-/// cleared, modulo 10^8). The ML-DSA keys (hybrid suites) enter as SubjectPublicKeyInfo DER, the
-/// form they travel in (as the P-384 keys enter in the 97-byte form they travel in).
-///
-/// **Specification only, with our own choices**: upstream gives no fingerprint vector and calls
-/// the key form only "normalized"; we use the 97-byte SEC1 uncompressed keys and the V3
-/// decimalisation. Interoperability with upstream's fingerprint is therefore unconfirmed.
+/// The V4 activation fingerprint, as upstream computes it (powerauth-java-crypto
+/// `lib/util/HybridPublicKeyFingerprint`, and the mobile SDK's `ActivationServiceV4`): 8 decimal
+/// digits of `SHA3-256(UTF-8(suite name) ‖ X(device key) [‖ device ML-DSA key] ‖
+/// UTF-8(activationId) ‖ X(server key) [‖ server ML-DSA key])`, a plain concatenation without
+/// lengths or separators, decimalised as V3 does (last four bytes, top bit cleared, modulo 10^8).
+/// `X(key)` is the P-384 key's affine X coordinate in minimal unsigned big-endian form (fewer
+/// than 48 bytes when it starts with zero bytes); the ML-DSA keys (hybrid suites) enter as
+/// SubjectPublicKeyInfo DER. Checked against the 134 cases upstream's own code computed
+/// (`Tests/Vectors/powerauth/v4/Fingerprint_V4_Upstream_Java.json`).
 public enum V4Fingerprint {
     /// Computes the fingerprint.
     /// - Parameters:
@@ -199,9 +199,19 @@ public enum V4Fingerprint {
             try lift(keyField: field) { () throws(SecureCoreError) in try P384.validate(publicKey: key) }
         }
         let message =
-            Array(algorithm.rawValue.utf8) + devicePublicKey + (devicePostQuantumKey ?? [])
-            + Array(activationId.utf8) + serverPublicKey + (serverPostQuantumKey ?? [])
+            Array(algorithm.rawValue.utf8) + affineX(devicePublicKey) + (devicePostQuantumKey ?? [])
+            + Array(activationId.utf8) + affineX(serverPublicKey) + (serverPostQuantumKey ?? [])
         let digest = try lift { () throws(SecureCoreError) in try SHA3.hash256(message) }
         return AuthenticationCodeFormat.decimalise(digest[...], digits: ProtocolConstants.decimalComponentLength)
+    }
+
+    /// A P-384 key as upstream hashes it: the affine X coordinate of the 97-byte SEC1 point in
+    /// minimal unsigned big-endian form (Java's `BigInteger.toByteArray()` without a sign
+    /// byte), so 47 bytes or fewer when X starts with zero bytes. Public data only.
+    /// - Parameter point: a validated uncompressed point.
+    /// - Returns: X without leading zero bytes.
+    static func affineX(_ point: [UInt8]) -> [UInt8] {
+        let x = point[1..<49]
+        return Array(x.drop { $0 == 0 })
     }
 }

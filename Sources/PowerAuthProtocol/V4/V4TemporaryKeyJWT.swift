@@ -12,10 +12,13 @@ public struct V4TemporaryKeyRequestClaims: Codable, Equatable, Sendable {
     public let challenge: String
     /// The client's half of the shared-secret exchange.
     public let sharedSecretRequest: V4SharedSecretRequest
-    /// Issued at, seconds since 1970.
-    public let iat: Int64
-    /// Expires at, seconds since 1970.
-    public let exp: Int64
+    /// Issued at, seconds since 1970. Not in upstream's request model (powerauth-crypto
+    /// `GetTemporaryKeyRequest`: `applicationKey`, `activationId`, `challenge`,
+    /// `sharedSecretRequest`), so never required; a server checks it only when present
+    /// (``TemporaryKeyClaimTimes/check(issuedAt:expiresAt:nowSeconds:)``).
+    public let iat: Int64?
+    /// Expires at, seconds since 1970; optional as ``iat``.
+    public let exp: Int64?
 
     /// Wraps the claims.
     /// - Parameters:
@@ -23,11 +26,11 @@ public struct V4TemporaryKeyRequestClaims: Codable, Equatable, Sendable {
     ///   - activationId: the activation (activation scope), or `nil`.
     ///   - challenge: the challenge.
     ///   - sharedSecretRequest: the shared-secret request.
-    ///   - iat: issued at (seconds).
-    ///   - exp: expiry (seconds).
+    ///   - iat: issued at (seconds), or `nil` (upstream's SDK sends none).
+    ///   - exp: expiry (seconds), or `nil`.
     public init(
         applicationKey: String, activationId: String?, challenge: String, sharedSecretRequest: V4SharedSecretRequest,
-        iat: Int64, exp: Int64
+        iat: Int64? = nil, exp: Int64? = nil
     ) {
         self.applicationKey = applicationKey
         self.activationId = activationId
