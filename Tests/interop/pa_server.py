@@ -6,10 +6,20 @@ PowerAuthExceptionHandler) and the rules of wultra/powerauth-server (counting, l
 ECIES timestamp and replay checks, temporary keys). Test-only: loopback, state in memory.
 
     python3 pa_server.py [--port 0] [--versions 3.0,3.1,3.2,3.3] [--max-failures 5]
+                         [--dialect android|ios|plain] [--custom-object none|rich] [--vault-biometry]
+
+--dialect writes every response (and the JSON inside ECIES and the JWT payloads) as dialect.py
+describes; --custom-object rich puts RICH_CUSTOM_OBJECT into every status response (an enrollment
+server's application may put any JSON there: ActivationStatusResponse.customObject is a Map<String,
+Object>); --vault-biometry allows possession_biometry on vault/unlock (powerauth-server
+powerauth.service.secureVault.enableBiometricAuthentication, off by default).
 
 Prints on its first line `pa_server: listening on http://127.0.0.1:PORT`, on the second the
 configuration string (MOBILE_SDK_CONFIG), on the third the test admin token. The test-only
-back office (header X-Test-Admin-Token) is under /test-admin/: init, commit, detail, block.
+back office (header X-Test-Admin-Token) is under /test-admin/: init, commit, detail, block
+({"activationId", "seconds": N} blocks for N seconds only, then the activation is ACTIVE again, as an
+operator's unblock would make it), unblock, custom-object ({"activationId", "customObject": {...}}:
+that activation's status responses carry it).
 """
 import argparse
 import json
@@ -22,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import powerauth as pa  # noqa: E402
+import dialect as dia  # noqa: E402
 
 LOOK_AHEAD = 20
 ECIES_WINDOW_MS = 60_000  # powerauth-server requestExpirationInMilliseconds
@@ -30,6 +41,21 @@ TOKEN_PAST_MS = 7_200_000  # powerauth.service.token.timestamp.validity
 TOKEN_FUTURE_MS = 1_800_000  # powerauth.service.token.timestamp.forward.validity
 
 STATE_CODES = {"CREATED": 1, "PENDING_COMMIT": 2, "ACTIVE": 3, "BLOCKED": 4, "REMOVED": 5}
+
+# What a real enrollment server may send in customObject: strings, integers and fractions, negative
+# and large numbers, booleans, null, arrays and nested objects.
+RICH_CUSTOM_OBJECT = {
+    "userName": "Jana Nov\u00e1kov\u00e1 <jana@example.com> & co",
+    "limit": 1500.5, "ratio": 0.125, "exp": 1.5e-7, "count": 42, "negative": -3, "big": 9007199254740993,
+    "flags": [True, False, None], "list": [1, 2.5, "three", {"four": [4]}],
+    "nested": {"a": {"b": {"c": "d/e=f"}}, "empty": {}, "none": []},
+    "isBlocked": False, "note": None,
+}
+
+
+def out(obj):
+    """The bytes this server sends for obj in the selected dialect."""
+    return dia.dumps(obj, server=True)
 
 
 class Refusal(Exception):
@@ -43,8 +69,10 @@ def auth_error(msg="POWER_AUTH_SIGNATURE_INVALID"):
 
 
 class Server:
-    def __init__(self, versions, max_failures):
+    def __init__(self, versions, max_failures, custom_object=None, vault_biometry=False):
         self.lock = threading.Lock()
+        self.custom_object = custom_object
+        self.vault_biometry = vault_biometry
         self.versions = versions
         self.max_failures = max_failures
         self.app_key = os.urandom(16)
@@ -68,6 +96,14 @@ class Server:
         if a is None:
             raise Refusal(400, "ERR_ACTIVATION", "POWER_AUTH_ACTIVATION_INVALID")
         return a
+
+    def expire_blocks(self):
+        """A temporary block ends on its own: the activation is ACTIVE again with its failures reset."""
+        now = pa.now_ms()
+        for a in self.activations.values():
+            until = a.get("blockedUntil")
+            if until is not None and a["state"] == "BLOCKED" and now >= until:
+                a["state"], a["failed"], a["blockedUntil"] = "ACTIVE", 0, None
 
     def keys_of(self, a):
         return pa.derive_keys(pa.master_secret(a["serverPriv"], pa.pub_from_bytes(a["devicePub"])))
@@ -212,7 +248,8 @@ class Server:
         out.update({"challenge": claims["challenge"], "publicKey": pa.b64e(pa.pub_bytes(priv.public_key())),
                     "iat": now // 1000, "exp": (now + TEMP_KEY_MS) // 1000, "iat_ms": now, "exp_ms": now + TEMP_KEY_MS})
         signer = self.master if aid is None else a["serverPriv"]
-        return 200, {"status": "OK", "responseObject": {"jwt": pa.jwt_es256(out, signer)}}
+        enc = None if dia.current() == "plain" else (lambda c: dia.dumps(c, server=True))
+        return 200, {"status": "OK", "responseObject": {"jwt": pa.jwt_es256(out, signer, encode=enc)}}
 
     def activation_create(self, req, headers, raw):
         h = self.encryption_header(headers, "application")
@@ -242,9 +279,9 @@ class Server:
         a["version"] = v
         l2resp = {"activationId": a["id"], "serverPublicKey": pa.b64e(pa.pub_bytes(a["serverPriv"].public_key())),
                   "ctrData": pa.b64e(a["ctrData"])}
-        enc2 = ctx2.encrypt_response(json.dumps(l2resp).encode())
+        enc2 = ctx2.encrypt_response(out(l2resp))
         l1resp = {"activationData": enc2, "customAttributes": {}}
-        return 200, ctx1.encrypt_response(json.dumps(l1resp).encode())
+        return 200, ctx1.encrypt_response(out(l1resp))
 
     def activation_status(self, req, headers, raw):
         ro = req.get("requestObject") if isinstance(req, dict) else None
@@ -262,22 +299,22 @@ class Server:
         if a is None:
             # powerauth-server ActivationServiceBehavior: an unknown activation answers OK with
             # 32 random bytes (REMOVED on the server side; the client cannot decrypt it)
-            out = {"activationId": ro["activationId"], "encryptedStatusBlob": pa.b64e(os.urandom(32))}
+            res = {"activationId": ro["activationId"], "encryptedStatusBlob": pa.b64e(os.urandom(32))}
             if nonce is not None:
-                out["nonce"] = pa.b64e(nonce)
-            out["customObject"] = None
-            return 200, {"status": "OK", "responseObject": out}
+                res["nonce"] = pa.b64e(nonce)
+            res["customObject"] = None
+            return 200, {"status": "OK", "responseObject": res}
         if a["state"] == "CREATED":
             blob = os.urandom(32)  # no shared key yet (powerauth-server ActivationServiceBehavior)
         else:
             tk = self.keys_of(a)["transport"]
             blob = pa.encrypt_status_blob(tk, ch, nonce, STATE_CODES[a["state"]], 3, 3, a["counter"], a["failed"],
                                           a["maxFailed"], LOOK_AHEAD, a["ctrData"])
-        out = {"activationId": a["id"], "encryptedStatusBlob": pa.b64e(blob)}
+        res = {"activationId": a["id"], "encryptedStatusBlob": pa.b64e(blob)}
         if nonce is not None:
-            out["nonce"] = pa.b64e(nonce)
-        out["customObject"] = None
-        return 200, {"status": "OK", "responseObject": out}
+            res["nonce"] = pa.b64e(nonce)
+        res["customObject"] = a.get("customObject", self.custom_object)
+        return 200, {"status": "OK", "responseObject": res}
 
     def activation_remove(self, req, headers, raw):
         a, _ = self.verify_signature(headers, "POST", "/pa/activation/remove", raw,
@@ -300,8 +337,12 @@ class Server:
             raise Refusal(401, "ERR_AUTHENTICATION", r.message)
         tid = str(uuid.uuid4())
         secret = os.urandom(16)
+        # iOS dialect: a secret whose Base64 holds a "/" (written "\/"), so that the escape is always
+        # exercised (a random 16-byte secret has one only about half the time); still random
+        while dia.current() == "ios" and "/" not in pa.b64e(secret):
+            secret = os.urandom(16)
         self.tokens[tid] = {"activationId": a["id"], "secret": secret, "type": h["pa_signature_type"]}
-        return 200, ctx.encrypt_response(json.dumps({"tokenId": tid, "tokenSecret": pa.b64e(secret)}).encode())
+        return 200, ctx.encrypt_response(out({"tokenId": tid, "tokenSecret": pa.b64e(secret)}))
 
     def token_remove(self, req, headers, raw):
         a, _ = self.verify_signature(headers, "POST", "/pa/token/remove", raw, (
@@ -354,12 +395,18 @@ class Server:
             raise Refusal(400, "ERR_ENCRYPTION", "activation mismatch")
         ctx, _ = self.ecies_open(h["version"], "activation", pa.SH1["generic_activation"], req, activation=a)
         # ObjectResponse<ActivationDetailResponse>, encrypted whole by the encryption advice
-        return 200, ctx.encrypt_response(json.dumps({"status": "OK", "responseObject": {
-            "activationId": a["id"], "activationName": a["name"]}}).encode())
+        return 200, ctx.encrypt_response(out({"status": "OK", "responseObject": {
+            "activationId": a["id"], "activationName": a["name"]}}))
 
     def vault_unlock(self, req, headers, raw):
-        a, h = self.verify_signature(headers, "POST", "/pa/vault/unlock", raw,
-                                     ("possession_knowledge", "possession_biometry"))
+        # powerauth-server VaultUnlockServiceBehavior: POSSESSION_KNOWLEDGE only (POSSESSION_BIOMETRY when
+        # enabled), refused before the code is verified, so nothing is counted; restful-integration
+        # SecureVaultService turns the refusal into 400 ERR_SECURE_VAULT.
+        hv = pa.parse_header(headers.get("X-PowerAuth-Authorization")) or {}
+        allowed = ("possession_knowledge", "possession_biometry") if self.vault_biometry else ("possession_knowledge",)
+        if hv.get("pa_signature_type", "").lower() not in allowed:
+            raise Refusal(400, "ERR_SECURE_VAULT", "POWER_AUTH_SECURE_VAULT_INVALID: signature type")
+        a, h = self.verify_signature(headers, "POST", "/pa/vault/unlock", raw, allowed)
         try:
             ctx, pt = self.ecies_open(h["pa_version"], "activation", pa.SH1["vault_unlock"], req, activation=a)
         except Refusal as r:
@@ -372,7 +419,7 @@ class Server:
         a["lastVaultReason"] = reason
         a["vaultUnlocks"] = a.get("vaultUnlocks", 0) + 1
         blob = pa.encrypt_vault_key(keys["transport"], keys["vault"])
-        return 200, ctx.encrypt_response(json.dumps({"encryptedVaultEncryptionKey": pa.b64e(blob)}).encode())
+        return 200, ctx.encrypt_response(out({"encryptedVaultEncryptionKey": pa.b64e(blob)}))
 
     def user_info(self, req, headers, raw):
         h = self.encryption_header(headers, "activation")
@@ -380,7 +427,7 @@ class Server:
         if a is None or a["state"] != "ACTIVE":
             raise Refusal(400, "ERR_USER_INFO", "activation")
         ctx, _ = self.ecies_open(h["version"], "activation", pa.SH1["generic_activation"], req, activation=a)
-        return 200, ctx.encrypt_response(json.dumps({"sub": a["userId"]}).encode())
+        return 200, ctx.encrypt_response(out({"sub": a["userId"]}))
 
     def server_status(self, req, headers, raw):
         return 200, {"status": "OK", "responseObject": {
@@ -408,6 +455,15 @@ class Server:
             return {}
         if path == "block":
             a["state"] = "BLOCKED"
+            secs = (req or {}).get("seconds")
+            a["blockedUntil"] = pa.now_ms() + int(secs * 1000) if secs else None
+            return {"blockedUntil": a["blockedUntil"]}
+        if path == "unblock":
+            if a["state"] == "BLOCKED":
+                a["state"], a["failed"], a["blockedUntil"] = "ACTIVE", 0, None
+            return {}
+        if path == "custom-object":
+            a["customObject"] = (req or {}).get("customObject")
             return {}
         if path == "detail":
             return {"activationId": a["id"], "state": a["state"], "failedAttempts": a["failed"],
@@ -445,7 +501,7 @@ def make_handler(srv):
                 sys.stderr.write("pa_server: " + (fmt % args) + "\n")
 
         def send(self, status, obj):
-            b = json.dumps(obj).encode()
+            b = out(obj)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(b)))
@@ -465,6 +521,7 @@ def make_handler(srv):
                 except ValueError:
                     req = None
                 with srv.lock:
+                    srv.expire_blocks()
                     if path.startswith("/test-admin/"):
                         if self.headers.get("X-Test-Admin-Token") != srv.admin_token:
                             raise Refusal(403, "ERR_AUTHENTICATION", "admin token")
@@ -487,8 +544,13 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--versions", default="3.0,3.1,3.2,3.3")
     ap.add_argument("--max-failures", type=int, default=5)
+    ap.add_argument("--dialect", choices=dia.DIALECTS, default=dia.current())
+    ap.add_argument("--custom-object", choices=("none", "rich"), default="none")
+    ap.add_argument("--vault-biometry", action="store_true")
     args = ap.parse_args()
-    srv = Server(tuple(args.versions.split(",")), args.max_failures)
+    dia.set_dialect(args.dialect)
+    srv = Server(tuple(args.versions.split(",")), args.max_failures,
+                 RICH_CUSTOM_OBJECT if args.custom_object == "rich" else None, args.vault_biometry)
     httpd = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(srv))
     httpd.daemon_threads = True
     print("pa_server: listening on http://127.0.0.1:%d" % httpd.server_address[1])

@@ -589,10 +589,15 @@ def token_digest(version, token_secret, nonce, timestamp_ms):
     return hmac_sha256(token_secret, data)
 
 
-def token_header(version, token_id, token_secret, timestamp_ms=None, nonce=None):
+def token_header(version, token_id, token_secret, timestamp_ms=None, nonce=None, version_first=False):
+    """version_first: the SDKs' order (mobile-sdk TokenCalculatorJNI.cpp, PowerAuthToken.m):
+    version, token_id, token_digest, nonce, timestamp."""
     nonce = nonce or os.urandom(16)
     ts = timestamp_ms if timestamp_ms is not None else now_ms()
     d = token_digest(version, token_secret, nonce, ts)
+    if version_first:
+        return 'PowerAuth version="%s", token_id="%s", token_digest="%s", nonce="%s", timestamp="%s"' % (
+            version, token_id, b64e(d), b64e(nonce), ts)
     return 'PowerAuth token_id="%s", token_digest="%s", nonce="%s", timestamp="%s", version="%s"' % (
         token_id, b64e(d), b64e(nonce), ts, version)
 
@@ -627,13 +632,15 @@ def hs256_key(app_secret_b64, transport_key=None):
     return secret if transport_key is None else kdf_internal(transport_key, secret)
 
 
-def jwt_hs256(claims, key):
-    si = JWT_HS256_HEADER + "." + b64ue(jwt_claims_bytes(claims))
+def jwt_hs256(claims, key, encode=None):
+    """encode: the claims' JSON bytes as the sender writes them (dialect.dumps); the SDKs serialize
+    the payload with their JSON writer (GetTemporaryKeyTask.java serializeJwtObject: Gson)."""
+    si = JWT_HS256_HEADER + "." + b64ue((encode or jwt_claims_bytes)(claims))
     return si + "." + b64ue(hmac_sha256(key, si.encode("ascii")))
 
 
-def jwt_es256(claims, priv):
-    si = JWT_ES256_HEADER + "." + b64ue(jwt_claims_bytes(claims))
+def jwt_es256(claims, priv, encode=None):
+    si = JWT_ES256_HEADER + "." + b64ue((encode or jwt_claims_bytes)(claims))
     return si + "." + b64ue(der_to_jose(ecdsa_sign_der(priv, si.encode("ascii"))))
 
 

@@ -513,10 +513,11 @@ class E2EE:
 
 
 # ------------------------------------------------------------------------------------ JWT / JWS
-def jwt_hs384(claims, key):
-    """Compact JWS, HS384 (Temporary-Encryption-Keys.md, mobile-sdk AeadEncryptorFactory.cpp)."""
+def jwt_hs384(claims, key, encode=None):
+    """Compact JWS, HS384 (Temporary-Encryption-Keys.md, mobile-sdk AeadEncryptorFactory.cpp).
+    encode: the payload's JSON bytes as the sender writes them (dialect.dumps)."""
     header = b64u_e(json.dumps({"alg": "HS384", "typ": "JWT"}, separators=(",", ":")).encode())
-    payload = b64u_e(json.dumps(claims, separators=(",", ":")).encode())
+    payload = b64u_e(encode(claims) if encode else json.dumps(claims, separators=(",", ":")).encode())
     sig = hmac.new(key, (header + "." + payload).encode(), hashlib.sha384).digest()
     return header + "." + payload + "." + b64u_e(sig)
 
@@ -601,7 +602,12 @@ def auth_code_offline(keys, ctr_data, data, digits=8):
     return "-".join(decimal_component(c, digits) for c in auth_code_components(keys, ctr_data, data))
 
 
-def auth_header(activation_id, app_key, nonce16, code_type, code):
+def auth_header(activation_id, app_key, nonce16, code_type, code, sdk_order=False):
+    """sdk_order: as the SDK's core writes it (mobile-sdk HttpHeaderHelper.cpp buildAuthenticationHeader):
+    pa_version, pa_application_key, pa_activation_id, pa_auth_code_type, pa_auth_code, pa_nonce."""
+    if sdk_order:
+        return ('PowerAuth pa_version="%s", pa_application_key="%s", pa_activation_id="%s", pa_auth_code_type="%s", '
+                'pa_auth_code="%s", pa_nonce="%s"' % (VERSION, app_key, activation_id, code_type, code, b64e(nonce16)))
     return ('PowerAuth pa_activation_id="%s", pa_application_key="%s", pa_nonce="%s", pa_auth_code_type="%s", '
             'pa_auth_code="%s", pa_version="%s"' % (activation_id, app_key, b64e(nonce16), code_type, code, VERSION))
 
@@ -633,11 +639,39 @@ def token_digest(token_secret, nonce16, ts_ms):
 
 
 def token_header(token_id, token_secret, nonce16=None, ts_ms=None):
+    """The SDK's order already (mobile-sdk HttpHeaderHelper.cpp buildTokenHeader): version first."""
     nonce16 = nonce16 or os.urandom(16)
     ts_ms = now_ms() if ts_ms is None else ts_ms
     d = token_digest(token_secret, nonce16, ts_ms)
     return ('PowerAuth version="%s", token_id="%s", token_digest="%s", nonce="%s", timestamp="%d"'
             % (VERSION, token_id, b64e(d), b64e(nonce16), ts_ms))
+
+
+def _ec_x_minimal(point):
+    """A P-384 public key (SEC1, compressed or not) as its affine X coordinate in minimal unsigned
+    big-endian form (java BigInteger.toByteArray() without its sign byte)."""
+    x = pub_from_bytes(point).public_numbers().x
+    return x.to_bytes((x.bit_length() + 7) // 8, "big")
+
+
+def fingerprint_upstream(suite, device_ecdsa, activation_id, server_ecdsa, device_mldsa=None, server_mldsa=None):
+    """Upstream's V4 activation fingerprint (powerauth-crypto lib/util/HybridPublicKeyFingerprint.java):
+    SHA3-256(suite name || device ECDSA X || [device ML-DSA SPKI] || activation id || server ECDSA X ||
+    [server ML-DSA SPKI]), each P-384 key as its minimal unsigned X coordinate, each ML-DSA key as its
+    SubjectPublicKeyInfo DER; the last four bytes decimalised to 8 digits. Checked against
+    Fingerprint_V4_Upstream_Java.json (the Java code's own outputs) by the self-test."""
+    if not device_ecdsa or not server_ecdsa or activation_id is None:
+        raise ValueError("missing data for the %s fingerprint" % suite)
+    if suite == SUITE:
+        data = suite.encode() + _ec_x_minimal(device_ecdsa) + activation_id.encode("utf-8") + _ec_x_minimal(server_ecdsa)
+    elif suite in HYBRID:
+        if not device_mldsa or not server_mldsa:
+            raise ValueError("missing ML-DSA keys for the %s fingerprint" % suite)
+        data = (suite.encode() + _ec_x_minimal(device_ecdsa) + device_mldsa + activation_id.encode("utf-8")
+                + _ec_x_minimal(server_ecdsa) + server_mldsa)
+    else:
+        raise ValueError("unsupported algorithm %r" % suite)
+    return decimal_component(sha3_256(data), 8)
 
 
 def fingerprint(device_pub, activation_id, server_pub, suite=SUITE, digits=8):
@@ -786,6 +820,11 @@ def _jws_mutations(jws):
             {"payload": jws["payload"], "signatures": es + [relabelled]}]
 
 
+def _fingerprint_vector_file(d):
+    p = os.path.join(d, "Fingerprint_V4_Upstream_Java.json")
+    return p if os.path.exists(p) else None
+
+
 def selftest(d):
     results = []
 
@@ -913,7 +952,26 @@ def selftest(d):
     else:
         _selftest_hybrid(d, report, hybrid_jws)
 
-    # No vector exists for the final shared secret, auth codes, status blob or fingerprint:
+    # Upstream's V4 fingerprint: the Java implementation's outputs (EC_P384 and EC_P384_ML_L3, and the
+    # cases it refuses for missing keys)
+    ok = total = 0
+    fpath = _fingerprint_vector_file(d)
+    if fpath is None:
+        report("Fingerprint_V4_Upstream_Java.json: file not found", 0, 1)
+    else:
+        for c in json.load(open(fpath))["cases"]:
+            total += 1
+            exp = c["expected"]
+            try:
+                got = fingerprint_upstream(c["algorithm"], b64d(c.get("deviceEcdsa") or ""), c.get("activationId"),
+                                           b64d(c.get("serverEcdsa") or ""), b64d(c["deviceMldsa"]) if c.get("deviceMldsa") else None,
+                                           b64d(c["serverMldsa"]) if c.get("serverMldsa") else None)
+            except (ValueError, TypeError):
+                got = None
+            ok += (got is None) if exp.get("error") else (got == exp.get("fingerprint"))
+        report("Fingerprint_V4_Upstream_Java.json (HybridPublicKeyFingerprint)", ok, total)
+
+    # No vector exists for the final shared secret, auth codes, status blob:
     # a round trip shows only self-consistency (README, "Where we had to guess").
     ok = total = 0
     for _ in range(5):
