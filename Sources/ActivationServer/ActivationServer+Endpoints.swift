@@ -278,6 +278,15 @@ extension ActivationServer {
     // MARK: - Vault, upgrade, user info
 
     func unlockVault(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        // As powerauth-server's VaultUnlockServiceBehavior: another factor set is refused before
+        // the activation is looked up or anything verified (400 ERR_SECURE_VAULT), uncounted.
+        // Upstream admits possession_biometry only with `secureVault.enableBiometricAuthentication`;
+        // this server always does (its biometry factor is added through the vault).
+        if let header = authorizationHeader(request),
+            ![FactorSet.possessionKnowledge, .possessionBiometry].contains(header.factorSet)
+        {
+            throw .malformedRequest(reason: "\(header.factorSet.rawValue) does not unlock the vault")
+        }
         let (header, record, keys) = try signedActivation(request)
         defer { keys.destroy() }
         let context = EncryptionHeader(
@@ -288,13 +297,6 @@ extension ActivationServer {
         opened.plaintext?.destroy()
         guard ActivationAPI.vaultUnlockReasons.contains(body.reason) else {
             throw .malformedRequest(reason: "unsupported vault unlock reason")
-        }
-        // As powerauth-server's VaultUnlockServiceBehavior: another factor set is refused before
-        // anything is verified (400 ERR_SECURE_VAULT), and nothing is counted. Upstream admits
-        // possession_biometry only with `secureVault.enableBiometricAuthentication`; this server
-        // always does (its biometry factor is added through the vault).
-        guard [FactorSet.possessionKnowledge, .possessionBiometry].contains(header.factorSet) else {
-            throw .malformedRequest(reason: "\(header.factorSet.rawValue) does not unlock the vault")
         }
         try verifySigned(
             request, header: header, record: record, keys: keys, uriIdentifier: ActivationAPI.unlockVault.uriIdentifier,
@@ -370,7 +372,7 @@ extension ActivationServer {
         _ request: TransportRequest, header: AuthorizationHeader, record: ActivationRecord, keys: FactorKeys,
         uriIdentifier: String?, allowed: Set<FactorSet>?
     ) throws(ActivationServerError) {
-        guard let uriIdentifier else { throw .authenticationFailed }
+        guard let uriIdentifier, header.factorSet.factors.first == .possession else { throw .authenticationFailed }
         if let allowed, !allowed.contains(header.factorSet) { throw .authenticationFailed }
         let data = try? RequestData(
             method: request.method, uriIdentifier: uriIdentifier, nonce: header.nonce, body: request.body
@@ -427,6 +429,9 @@ extension ActivationServer {
         header: AuthorizationHeader?, method: String, uriIdentifier: String, body: [UInt8], allowed: Set<FactorSet>?
     ) throws(ActivationServerError) -> (ActivationRecord, FactorKeys, FactorSet) {
         guard let header, header.applicationKey == applicationKey else { throw .authenticationFailed }
+        // Upstream admits only sets that start with possession (its signature-type lists are
+        // subsets of P, PK, PB, PKB); knowledge or biometry alone is refused, uncounted.
+        guard header.factorSet.factors.first == .possession else { throw .authenticationFailed }
         if let allowed, !allowed.contains(header.factorSet) { throw .authenticationFailed }
         let data = try? RequestData(method: method, uriIdentifier: uriIdentifier, nonce: header.nonce, body: body)
             .normalized(applicationSecret: applicationSecret)

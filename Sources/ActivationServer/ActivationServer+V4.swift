@@ -144,7 +144,10 @@ extension ActivationServer {
                     request, V4API.activationConfirm, allowed: [.possessionKnowledge])
                 keys.destroy()
                 let body = try Self.v4Decode(request.body, V4ConfirmRequest.self, enveloped: true)
-                try store.update(activationId: record.activationId) { r in
+                // As upstream's confirmActivation: only while the confirmation is pending (a
+                // second confirm cannot turn biometry back on past biometry/remove): 400 ERR_ACTIVATION.
+                try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
+                    guard r.v4?.confirmationPending == true else { throw .invalidState(r.state) }
                     r.v4?.confirmationPending = false
                     r.biometryEnabled = body.enableBiometry
                 }
@@ -622,11 +625,18 @@ extension ActivationServer {
     /// `ERR_SECURE_VAULT`, nothing counted), and only then is the code verified and counted (a
     /// wrong code is 401 `ERR_AUTHENTICATION`, as on every signed endpoint here).
     func v4UnlockVault(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
+        // Every refusal before the code is verified is 400 ERR_SECURE_VAULT (upstream's V4 service
+        // wraps them so), uncounted; only a code that is verified and wrong is 401.
         guard let value = request.header(AuthorizationHeader.name),
-            let header = try? V4AuthorizationHeader.parse(value),
-            let found = try store.fetch(activationId: header.activationId), found.state == .active,
-            let secret = found.v4?.activationSecret
-        else { throw .authenticationFailed }
+            let header = try? V4AuthorizationHeader.parse(value), header.applicationKey == applicationKey
+        else { throw .malformedRequest(reason: "no valid X-PowerAuth-Authorization") }
+        guard let found = try store.fetch(activationId: header.activationId) else { throw .activationNotFound }
+        guard found.state == .active, let secret = found.v4?.activationSecret else {
+            throw .invalidState(found.state)
+        }
+        if header.factorSet.factors.contains(.biometry), !found.biometryEnabled {
+            throw .malformedRequest(reason: "the activation has no biometry factor")
+        }
         let openingKeys = try protocolStep { () throws(ProtocolError) in
             try V4ActivationKeys(activationSecret: secret)
         }

@@ -19,6 +19,16 @@ public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
     /// Whether the suite is protocol V4 (every suite but `LEGACY_P256`).
     public var isV4: Bool { self != .legacyP256 }
 
+    /// The suites ordered by strength: `LEGACY_P256` < `EC_P384` < `EC_P384_ML_L3` <
+    /// `EC_P384_ML_L5` (the order of ``allCases``). An activation is upgraded only to a
+    /// stronger suite.
+    /// - Parameter other: another suite.
+    /// - Returns: whether this suite is the stronger one.
+    public func isStronger(than other: ProtocolAlgorithm) -> Bool {
+        let order = Self.allCases
+        return order.firstIndex(of: self)! > order.firstIndex(of: other)!
+    }
+
     /// The ML-DSA parameter set of a hybrid suite's signatures (`nil` for the others).
     public var signatureParameterSet: MLDSA.ParameterSet? {
         switch self {

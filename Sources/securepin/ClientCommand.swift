@@ -21,10 +21,60 @@ enum ClientCommand {
     /// (`EC_P384_ML_L3`) when the configuration string offers it (keys `0x02` and `0x03`), else
     /// `LEGACY_P256` as before, so that a V3.3 server keeps working without the option.
     /// - Returns: `nil` for an unknown name.
-    static func defaultAlgorithm(_ option: String?, configuration: String) -> ProtocolAlgorithm? {
-        if let option { return ProtocolAlgorithm(rawValue: option) }
+    /// The suite a configuration string offers when none is named: the library's default when the
+    /// string carries its master keys, else the strongest suite it carries keys for.
+    static func offeredAlgorithm(configuration: String) -> ProtocolAlgorithm {
         let preferred = ActivationConfiguration.defaultAlgorithm
-        return ActivationConfiguration.offers(preferred, configuration: configuration) ? preferred : .legacyP256
+        if ActivationConfiguration.offers(preferred, configuration: configuration) { return preferred }
+        return ProtocolAlgorithm.allCases.reversed().first {
+            ActivationConfiguration.offers($0, configuration: configuration)
+        }
+            ?? .legacyP256
+    }
+
+    /// The suite to open the client with, from `--algorithm`, the stored activation and the
+    /// configuration string: the stored activation's own suite unless `upgrade` moves it to a
+    /// stronger one. A conflict is an error that names both suites; an available upgrade a note.
+    /// - Returns: the suite, or the message to fail with.
+    static func chooseAlgorithm(
+        option: ProtocolAlgorithm?, stored: ProtocolAlgorithm?, configuration: String, subcommand: String
+    ) -> Result<(algorithm: ProtocolAlgorithm, note: String?), ChoiceError> {
+        let offered = offeredAlgorithm(configuration: configuration)
+        guard let stored else { return .success((option ?? offered, nil)) }
+        if subcommand == "upgrade" {
+            let target = option ?? offered
+            guard target.isStronger(than: stored) else {
+                return .failure(
+                    ChoiceError(
+                        "the activation uses \(stored.rawValue), the upgrade asks for \(target.rawValue): "
+                            + (target == stored ? "nothing to upgrade" : "no downgrade exists")))
+            }
+            return .success((target, nil))
+        }
+        if let option, option != stored {
+            let advice =
+                option.isStronger(than: stored)
+                ? "upgrade available: run 'securepin client upgrade --algorithm \(option.rawValue)'"
+                : "no downgrade exists: leave --algorithm out to use \(stored.rawValue)"
+            return .failure(
+                ChoiceError(
+                    "the activation uses \(stored.rawValue), --algorithm asks for \(option.rawValue): \(advice)"))
+        }
+        guard ActivationConfiguration.offers(stored, configuration: configuration) else {
+            return .failure(
+                ChoiceError(
+                    "the activation uses \(stored.rawValue), and the configuration string lacks its master keys"))
+        }
+        let note =
+            offered.isStronger(than: stored)
+            ? "the activation uses \(stored.rawValue), the configuration offers \(offered.rawValue): upgrade "
+                + "available ('securepin client upgrade --algorithm \(offered.rawValue)')" : nil
+        return .success((stored, note))
+    }
+
+    struct ChoiceError: Error {
+        let message: String
+        init(_ message: String) { self.message = message }
     }
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -73,16 +123,15 @@ enum ClientCommand {
         args.finish()
         guard let url, !url.isEmpty else { args.usageError("--url BASE is required") }
         guard let config, !config.isEmpty else { args.usageError("--config STRING is required") }
-        let algorithm = defaultAlgorithm(algorithmOption, configuration: config)
-        guard let algorithm else {
-            args.usageError("--algorithm must be LEGACY_P256, EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5")
+        var option: ProtocolAlgorithm?
+        if let algorithmOption {
+            guard let parsed = ProtocolAlgorithm(rawValue: algorithmOption) else {
+                args.usageError("--algorithm must be LEGACY_P256, EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5")
+            }
+            option = parsed
         }
-        let algorithmName = algorithm.rawValue
-        if sub == "upgrade", !algorithm.isV4 {
+        if sub == "upgrade", let option, !option.isV4 {
             args.usageError("client upgrade needs a V4 --algorithm (EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5)")
-        }
-        if sub == "confirm", !algorithm.isV4 {
-            args.usageError("client confirm needs a V4 --algorithm (protocol V3.3 has no activation/confirm)")
         }
         guard let state, !state.isEmpty else { args.usageError("--state DIR is required") }
         if sub == "activate", code == nil { args.usageError("--code CODE is required") }
@@ -93,12 +142,33 @@ enum ClientCommand {
 
         let service: ActivationService
         let place: String
+        let algorithm: ProtocolAlgorithm
         do throws(ActivationError) {
-            let configuration = try ActivationConfiguration(
-                instanceId: instance, baseEndpointURL: url, configuration: config, algorithm: algorithmName,
-                biometryKeyAccount: keychain.biometryKey(instanceId: instance))
             let choice = try ActivationStore.open(
                 store, instanceId: instance, directory: state, keychain: keychain)
+            // The stored activation's suite, read with a provisional configuration (key 0x01,
+            // which every configuration string carries, is all it needs).
+            let provisional = try ActivationConfiguration(
+                instanceId: instance, baseEndpointURL: url, configuration: config,
+                algorithm: ProtocolAlgorithm.legacyP256.rawValue)
+            let stored = try ActivationService.storedAlgorithm(configuration: provisional, storage: choice.storage)
+            switch chooseAlgorithm(option: option, stored: stored, configuration: config, subcommand: sub) {
+            case .success(let chosen):
+                algorithm = chosen.algorithm
+                if let note = chosen.note { CLI.printError("securepin: \(command): note: \(note)") }
+            case .failure(let failure):
+                CLI.printError("securepin: \(command): \(failure.message)")
+                return ExitCode.usage
+            }
+            if sub == "upgrade", !algorithm.isV4 {
+                args.usageError("client upgrade needs a V4 --algorithm (EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5)")
+            }
+            if sub == "confirm", !algorithm.isV4 {
+                args.usageError("client confirm needs a V4 --algorithm (protocol V3.3 has no activation/confirm)")
+            }
+            let configuration = try ActivationConfiguration(
+                instanceId: instance, baseEndpointURL: url, configuration: config, algorithm: algorithm.rawValue,
+                biometryKeyAccount: keychain.biometryKey(instanceId: instance))
             place =
                 (choice.kind == .files ? state : "the keyring") + " (store: \(choice.kind.rawValue), \(choice.reason))"
             if choice.kind == .files, sub.hasPrefix("biometry-") || factors.factors.contains(.biometry) {
@@ -386,6 +456,9 @@ enum ClientCommand {
         case .network(let reason): "the server cannot be reached: \(reason)"
         case .server(let status, let code): "the server answered HTTP \(status) \(code)"
         case .missingActivation: "no activation in the state directory"
+        case .algorithmMismatch(let activation, let configuration):
+            "the activation uses \(activation.rawValue), the configuration asks for \(configuration.rawValue)"
+                + (configuration.isStronger(than: activation) ? ": upgrade available" : ": no downgrade exists")
         case .protocolError(.invalidActivationCode(let why)): "the activation code is not valid (\(why))"
         case .protocolError(.invalidConfiguration(let why)): "the configuration string is not valid (\(why))"
         case .invalidActivationState(let reason): reason

@@ -52,6 +52,12 @@ struct V4EndpointTests {
         #expect(status.state == .active && !status.isConfirmationPending)
         let ok = try await device.call(V4API.validate, body: Array("{}".utf8), factorSet: .possessionKnowledge)
         #expect(ok.statusCode == 200)
+        // A second confirm is refused (400 ERR_ACTIVATION): it cannot turn biometry on again.
+        let again = try await device.call(
+            V4API.activationConfirm, body: try WireCoding.encode(V4ConfirmRequest(enableBiometry: true)),
+            factorSet: .possessionKnowledge)
+        #expect(again.statusCode == 400)
+        #expect(try !server.activationDetail(device.activationId).biometryEnabled)
     }
 
     @Test("keystore/create: upstream's claims alone are enough; iat and exp, when sent, must be sane")

@@ -29,6 +29,28 @@ struct VerificationTests {
         (try? h.server.verifyAuthorization(header: header, method: "POST", uriIdentifier: path, body: body)) != nil
     }
 
+    @Test("knowledge or biometry alone is refused before anything is verified, and not counted (upstream's lists)")
+    func singleFactorSetsRefused() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        let id = try await h.activate(service)
+        let signed = try AuthorizationHeader.parse(
+            try await headers(service, count: 1, authentication: .possessionWithPassword(try pin("0000")))[0])
+        for set in [FactorSet.knowledge, .biometry] {
+            // One component: the first 16 bytes of the two-factor code (3.1+ Base64 format).
+            let components = try #require(Base64.decode(signed.authenticationCode))
+            let lone = try AuthorizationHeader(
+                activationId: signed.activationId, applicationKey: signed.applicationKey, nonce: signed.nonce,
+                factorSet: set, authenticationCode: Base64.encode(Array(components.prefix(16))),
+                version: signed.version)
+            #expect(!verify(h, lone.value), "\(set)")
+        }
+        #expect(try h.server.activationDetail(id).failedAttempts == 0)
+        // The same wrong code as possession_knowledge counts.
+        #expect(!verify(h, signed.value))
+        #expect(try h.server.activationDetail(id).failedAttempts == 1)
+    }
+
     @Test("concurrent wrong codes are counted exactly")
     func concurrentFailuresCountExactly() async throws {
         let h = try Harness(maxFailedAttempts: 50)

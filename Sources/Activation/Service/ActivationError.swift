@@ -32,6 +32,12 @@ public enum ActivationError: Error, Equatable, Sendable {
     case upgradeSDK(foundVersion: Int)
     /// There is no activation on this device.
     case missingActivation
+    /// The stored activation was made with another suite than the configuration asks for,
+    /// and this configuration cannot run it (a `LEGACY_P256` configuration over a V4
+    /// activation). Nothing was read further or changed: the activation is valid. Open it
+    /// with a configuration of its own suite; when `configuration` is the stronger one,
+    /// upgrade it (``ActivationService/upgrade(password:)``). Never a reason to remove it.
+    case algorithmMismatch(activation: ProtocolAlgorithm, configuration: ProtocolAlgorithm)
     /// The operation does not fit the activation's local or server state;
     /// `reason` says which (for example "an activation already exists").
     case invalidActivationState(reason: String)

@@ -27,6 +27,9 @@ public enum ActivationRoute: Sendable, Equatable {
     case reEnroll(ClientActivationState)
     /// The status could not be fetched; nothing was removed. Let the user retry.
     case connectionError(ActivationError)
+    /// Active, and the configuration asks for a stronger suite than the activation's: run
+    /// the authenticated upgrade (it needs the PIN), then show the regular content.
+    case upgradeAvailable(from: ProtocolAlgorithm, to: ProtocolAlgorithm)
 }
 
 /// How a failed authentication ended (cf. `handleAuthenticationFailure`).
@@ -82,6 +85,9 @@ public struct ActivationFlows: Sendable {
     public func route(for status: ActivationStatus) async -> ActivationRoute {
         switch status.state {
         case .active:
+            if case .upgradeAvailable(let from, let to) = await service.algorithmCheck() {
+                return .upgradeAvailable(from: from, to: to)
+            }
             return .dashboard
         case .pendingCommit, .created:
             let fingerprint = (try? await service.activationFingerprint()) ?? ""

@@ -2,17 +2,19 @@ import PowerAuthProtocol
 import SecureCore
 
 extension ActivationService {
-    /// Confirms a V4 activation after the server committed it (`POST /pa/v4/activation/confirm`,
-    /// `possession_knowledge`, body `{"enableBiometry": Bool}` as the SDK sends it): the server
-    /// clears its confirmation flag and, when the activation was created with biometry, turns the
-    /// biometry factor on (its first key is the key tree's `auth/biometry` key, which
-    /// ``createActivation(activationCode:name:password:enableBiometry:)`` put in the
-    /// authenticator). A wrong PIN counts as a failed attempt. Confirming twice is harmless.
+    /// Confirms a V4 activation (`POST /pa/v4/activation/confirm`, `possession_knowledge`, body
+    /// `{"enableBiometry": Bool}` as the SDK sends it), before or after the operator's commit: the
+    /// SDK confirms in its persist step, right after `activation/create`, while the activation is
+    /// still `PENDING_COMMIT`. The server clears its confirmation flag and, when the activation was
+    /// created with biometry, turns the biometry factor on (its first key is the key tree's
+    /// `auth/biometry` key, which ``createActivation(activationCode:name:password:enableBiometry:)``
+    /// put in the authenticator). A wrong PIN counts as a failed attempt. Once confirmed, a second
+    /// call sends nothing (the server refuses a second confirmation with 400 `ERR_ACTIVATION`).
     /// - Parameter password: the PIN.
     /// - Throws: ``ActivationError/invalidActivationState(reason:)`` for a V3.3 activation (protocol
     ///   V3.3 has no confirmation: the activation works once the server committed it),
-    ///   ``ActivationError/missingActivation``, ``ActivationError/authentication`` for a wrong PIN
-    ///   or an activation the server has not committed, the network and server errors,
+    ///   ``ActivationError/missingActivation``, ``ActivationError/authentication`` for a wrong PIN,
+    ///   the network and server errors,
     ///   ``ActivationError/storage(operation:errno:)``.
     public func confirmActivation(password: Password) async throws(ActivationError) {
         guard isV4 else {
@@ -21,6 +23,7 @@ extension ActivationService {
                 reason: "protocol V3.3 has no activation/confirm: the activation works once the server committed it")
         }
         guard let current = v4 else { throw .missingActivation }
+        guard current.state.confirmationPending == true else { return }
         let request = V4ConfirmRequest(enableBiometry: current.state.biometryEnabled == true)
         let body = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(request) }
         try await v4Send(V4API.activationConfirm, body: body, authentication: .possessionWithPassword(password))

@@ -80,6 +80,12 @@ public actor ActivationService {
             try storage.remove(names.keys)
             return
         }
+        // A V4 activation under a LEGACY_P256 configuration: valid, but not runnable here. A
+        // typed answer naming both suites, never "damaged data" (which an app would wipe).
+        if LocalV4State.isV4State(stateBytes) {
+            let stored = try LocalV4State.decode(stateBytes, instanceId: configuration.instanceId)
+            throw .algorithmMismatch(activation: stored.suite, configuration: configuration.algorithm)
+        }
         let loaded = try LocalActivationRecord.decode(stateBytes, instanceId: configuration.instanceId)
         guard let blob = try storage.readSecret(names.keys) else {
             throw .invalidActivationData(reason: "the key file is missing")
@@ -94,6 +100,46 @@ public actor ActivationService {
         if configuration.algorithm.isV4 {
             upgrade = try Self.loadPendingUpgrade(configuration, storage: storage, activationId: loaded.activationId)
         }
+    }
+
+    /// The suite of the activation stored for `configuration`'s instance, read without opening
+    /// its keys: `nil` when there is none. Lets an app (and `securepin client`) pick the
+    /// configuration an activation needs before opening the service.
+    /// - Parameters:
+    ///   - configuration: the instance's configuration (its storage names and instance).
+    ///   - storage: the storage.
+    /// - Returns: the stored activation's suite, or `nil`.
+    /// - Throws: ``ActivationError/invalidActivationData(reason:)`` for a state that does not
+    ///   parse, ``ActivationError/storage(operation:errno:)``.
+    public static func storedAlgorithm(configuration: ActivationConfiguration, storage: any DeviceActivationStorage)
+        throws(ActivationError) -> ProtocolAlgorithm?
+    {
+        guard let bytes = try storage.read(configuration.storageNames.state) else { return nil }
+        if LocalV4State.isV4State(bytes) {
+            return try LocalV4State.decode(bytes, instanceId: configuration.instanceId).suite
+        }
+        _ = try LocalActivationRecord.decode(bytes, instanceId: configuration.instanceId)
+        return .legacyP256
+    }
+
+    /// How the stored activation's suite relates to the configuration's (seed 004: "if the
+    /// selected algorithm does not match the one used for the activation currently present on
+    /// the device, the authenticated protocol upgrade process must be performed").
+    /// - Returns: the comparison.
+    public func algorithmCheck() -> ActivationAlgorithmCheck {
+        let wanted = configuration.algorithm
+        let stored: ProtocolAlgorithm
+        if let v4 {
+            stored = v4.state.suite
+        } else if record != nil {
+            stored = .legacyP256
+        } else {
+            return .noActivation
+        }
+        if stored == wanted { return .matches(stored) }
+        return wanted.isStronger(than: stored)
+            ? .upgradeAvailable(from: stored, to: wanted)
+            : .configurationWeaker(activation: stored, configuration: wanted)
     }
 
     /// Removes everything an instance stored (state, keys, biometry key),

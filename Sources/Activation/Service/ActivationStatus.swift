@@ -134,3 +134,31 @@ public struct ActivationResult: Sendable, Equatable {
     /// The fingerprint to show next to the one the server displays.
     public let activationFingerprint: String
 }
+
+/// How the stored activation's suite relates to the one the configuration asks for
+/// (``ActivationService/algorithmCheck()``).
+public enum ActivationAlgorithmCheck: Sendable, Equatable, CustomStringConvertible {
+    /// No activation is stored.
+    case noActivation
+    /// The activation uses the configuration's suite.
+    case matches(ProtocolAlgorithm)
+    /// The configuration asks for a stronger suite: the activation works as it is, and the
+    /// authenticated upgrade moves it to `to`.
+    case upgradeAvailable(from: ProtocolAlgorithm, to: ProtocolAlgorithm)
+    /// The configuration asks for a weaker suite than the activation's: no downgrade exists;
+    /// the activation keeps its own suite.
+    case configurationWeaker(activation: ProtocolAlgorithm, configuration: ProtocolAlgorithm)
+
+    /// What a person reads, naming both suites.
+    public var description: String {
+        switch self {
+        case .noActivation: "no activation is stored"
+        case .matches(let suite): "the activation uses \(suite.rawValue), as the configuration asks"
+        case .upgradeAvailable(let from, let to):
+            "the activation uses \(from.rawValue), the configuration asks for \(to.rawValue): upgrade available"
+        case .configurationWeaker(let activation, let configuration):
+            "the activation uses \(activation.rawValue), the configuration asks for the weaker "
+                + "\(configuration.rawValue): no downgrade; the activation keeps \(activation.rawValue)"
+        }
+    }
+}

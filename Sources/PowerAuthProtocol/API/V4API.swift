@@ -379,29 +379,31 @@ public enum V4SecretJSON {
         -> SecureBytes
     {
         let secret = try lift { () throws(SecureCoreError) in try SecureBytes(count: count) }
-        let ok: Bool = json.withUnsafeBytes { text in
-            guard let range = TokenPayload.stringValue(of: secretName, in: text), range.count == (count + 2) / 3 * 4
-            else { return false }
-            return secret.withUnsafeMutableBytes { target -> Bool in
-                var bad: Int32 = 0
-                var bits: UInt32 = 0
-                var bitCount = 0
-                var written = 0
-                for offset in 0..<range.count {
-                    let character = text[range.lowerBound + offset]
-                    if character == UInt8(ascii: "=") { break }
-                    let (sextet, invalid) = TokenPayload.decodeCharacter(character)
-                    bad |= invalid
-                    bits = bits << 6 | UInt32(sextet)
-                    bitCount += 6
-                    if bitCount >= 8, written < count {
-                        bitCount -= 8
-                        target[written] = UInt8(truncatingIfNeeded: bits >> UInt32(bitCount))
-                        written += 1
+        let ok: Bool = json.withUnsafeBytes { whole in
+            TokenPayload.withUnescapedBase64(of: secretName, in: whole) { text -> Bool in
+                let range = 0..<text.count
+                guard range.count == (count + 2) / 3 * 4 else { return false }
+                return secret.withUnsafeMutableBytes { target -> Bool in
+                    var bad: Int32 = 0
+                    var bits: UInt32 = 0
+                    var bitCount = 0
+                    var written = 0
+                    for offset in 0..<range.count {
+                        let character = text[range.lowerBound + offset]
+                        if character == UInt8(ascii: "=") { break }
+                        let (sextet, invalid) = TokenPayload.decodeCharacter(character)
+                        bad |= invalid
+                        bits = bits << 6 | UInt32(sextet)
+                        bitCount += 6
+                        if bitCount >= 8, written < count {
+                            bitCount -= 8
+                            target[written] = UInt8(truncatingIfNeeded: bits >> UInt32(bitCount))
+                            written += 1
+                        }
                     }
+                    return bad == 0 && written == count
                 }
-                return bad == 0 && written == count
-            }
+            } ?? false
         }
         guard ok else {
             secret.destroy()
