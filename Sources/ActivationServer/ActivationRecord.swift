@@ -38,6 +38,10 @@ public struct ActivationRecord: Sendable {
     public var biometryEnabled: Bool
     /// The protocol V4 part of an activation of an `EC_P384` application; `nil` for V3.3.
     public var v4: V4ActivationState?
+    /// The state of a stronger V4 suite that `upgrade/start` made for a V4 activation, waiting
+    /// for `upgrade/confirm`: until then ``v4`` keeps working and this one only confirms; the
+    /// confirmation makes it ``v4``. Stores keep it sealed with ``v4``.
+    public var v4Upgrade: V4ActivationState?
 
     /// Creates a record in the `PowerAuthProtocol.ProtocolActivationState.created` state.
     /// - Parameters:
@@ -86,6 +90,7 @@ public struct ActivationRecord: Sendable {
         self.blockedUntil = nil
         self.biometryEnabled = false
         self.v4 = nil
+        self.v4Upgrade = nil
     }
 
     /// Ends a temporary block whose time has come (failures reset).
@@ -203,6 +208,7 @@ extension ActivationRecord {
         copy.blockedUntil = blockedUntil
         copy.biometryEnabled = biometryEnabled
         copy.v4 = v4
+        copy.v4Upgrade = v4Upgrade
         return copy
     }
 

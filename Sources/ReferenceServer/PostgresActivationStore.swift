@@ -814,7 +814,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
     private func v4Values(_ r: ActivationRecord) throws(ActivationServerError) -> [PostgresValue] {
         guard let state = r.v4 else { return [.null, .null] }
         do throws(ReferenceServerError) {
-            let plain = try V4StateCoding.encode(state)
+            let plain = try V4StateCoding.encode(state, upgrade: r.v4Upgrade)
             defer { plain.destroy() }
             let box = try seal(plain, label: SQLiteActivationStore.v4Label(r.activationId))
             return [.bytes(box.nonce), .bytes(box.ciphertext)]
@@ -853,7 +853,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             do throws(ReferenceServerError) {
                 let plain = try open(nonce: v4Nonce, sealed: v4Sealed, label: SQLiteActivationStore.v4Label(id))
                 defer { plain.destroy() }
-                record.v4 = try V4StateCoding.decode(plain)
+                (record.v4, record.v4Upgrade) = try V4StateCoding.decodeWithUpgrade(plain)
             } catch {
                 throw .storage(reason: "the V4 state does not open under this key file")
             }

@@ -494,7 +494,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         guard let state = r.v4 else { return }
         let box: AEAD.SealedBox
         do throws(ReferenceServerError) {
-            let plain = try V4StateCoding.encode(state)
+            let plain = try V4StateCoding.encode(state, upgrade: r.v4Upgrade)
             defer { plain.destroy() }
             box = try seal(plain, label: Self.v4Label(r.activationId))
         } catch {
@@ -541,7 +541,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         if let v4Nonce = row[15].bytes, let v4Sealed = row[16].bytes {
             let plain = try open(nonce: v4Nonce, sealed: v4Sealed, label: Self.v4Label(id))
             defer { plain.destroy() }
-            record.v4 = try V4StateCoding.decode(plain)
+            (record.v4, record.v4Upgrade) = try V4StateCoding.decodeWithUpgrade(plain)
         }
         return record
     }
@@ -779,6 +779,10 @@ extension SQLiteActivationStore {
 /// the four factor keys, bit7 upgrade from V3.3 pending. The first byte names the suite of this one
 /// layout: `01` `EC_P384` (all rows written before the hybrid suites), `02` `EC_P384_ML_L3`, `03`
 /// `EC_P384_ML_L5`. Built and read in secure memory.
+///
+/// A state with a pending upgrade to a stronger suite (`ActivationRecord.v4Upgrade`) sets the
+/// first byte's top bit and is followed by the pending state's own encoding and its length
+/// (`u32be`), so rows without one read as before.
 enum V4StateCoding {
     static let fixed = 86
     /// The suites by their first byte (index + 1); never reorder.
@@ -836,6 +840,60 @@ enum V4StateCoding {
             for (i, byte) in devicePostQuantum.enumerated() { target[at + i] = byte }
         }
         return out
+    }
+
+    /// The current state and, when the top bit of its first byte says so, the pending one.
+    static func encode(_ state: V4ActivationState, upgrade: V4ActivationState?) throws(ReferenceServerError)
+        -> SecureBytes
+    {
+        let current = try encode(state)
+        guard let upgrade else { return current }
+        defer { current.destroy() }
+        let pending = try encode(upgrade)
+        defer { pending.destroy() }
+        let out: SecureBytes
+        do throws(SecureCoreError) {
+            out = try SecureBytes(count: current.count + pending.count + 4)
+        } catch {
+            throw .corruptRecord(reason: "memory")
+        }
+        let length = withUnsafeBytes(of: UInt32(pending.count).bigEndian) { Array($0) }
+        out.withUnsafeMutableBytes { target in
+            current.withUnsafeBytes { for i in 0..<$0.count { target[i] = $0[i] } }
+            target[0] |= 0x80
+            pending.withUnsafeBytes { for i in 0..<$0.count { target[current.count + i] = $0[i] } }
+            for i in 0..<4 { target[current.count + pending.count + i] = length[i] }
+        }
+        return out
+    }
+
+    /// Reads what ``encode(_:upgrade:)`` wrote.
+    static func decodeWithUpgrade(_ plain: SecureBytes) throws(ReferenceServerError) -> (
+        V4ActivationState, V4ActivationState?
+    ) {
+        let bad = ReferenceServerError.corruptRecord(reason: "the V4 state")
+        guard plain.count >= fixed else { throw bad }
+        let first = plain.withUnsafeBytes { $0[0] }
+        guard first & 0x80 != 0 else { return (try decode(plain), nil) }
+        let length = plain.withUnsafeBytes { bytes in
+            bytes[(bytes.count - 4)...].reduce(0) { $0 << 8 | Int($1) }
+        }
+        guard length >= fixed, length + fixed + 4 <= plain.count else { throw bad }
+        let currentCount = plain.count - 4 - length
+        do {
+            let current = try SecureBytes(count: currentCount)
+            defer { current.destroy() }
+            let pending = try SecureBytes(count: length)
+            defer { pending.destroy() }
+            plain.withUnsafeBytes { source in
+                current.withUnsafeMutableBytes { for i in 0..<currentCount { $0[i] = source[i] } }
+                pending.withUnsafeMutableBytes { for i in 0..<length { $0[i] = source[currentCount + i] } }
+            }
+            current.withUnsafeMutableBytes { $0[0] &= 0x7F }
+            return (try decode(current), try decode(pending))
+        } catch {
+            throw bad
+        }
     }
 
     static func decode(_ plain: SecureBytes) throws(ReferenceServerError) -> V4ActivationState {

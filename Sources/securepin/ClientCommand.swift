@@ -40,6 +40,10 @@ enum ClientCommand {
         option: ProtocolAlgorithm?, stored: ProtocolAlgorithm?, configuration: String, subcommand: String
     ) -> Result<(algorithm: ProtocolAlgorithm, note: String?), ChoiceError> {
         let offered = offeredAlgorithm(configuration: configuration)
+        // A suite whose master keys the string lacks: the configuration's own refusal names the key.
+        if let option, !ActivationConfiguration.offers(option, configuration: configuration) {
+            return .success((option, nil))
+        }
         guard let stored else { return .success((option ?? offered, nil)) }
         if subcommand == "upgrade" {
             let target = option ?? offered
@@ -269,9 +273,10 @@ enum ClientCommand {
                 out.emit(biometryFields(await service.biometricStatus(), keychain: keychain, instance: instance))
             case "upgrade":
                 guard let current = pin else { args.fail("upgrade needs the PIN") }
-                try await service.upgradeToV4(password: current)
+                try await service.upgrade(password: current)
                 out.emit([
                     ("activationId", .text(await service.activationIdentifier() ?? "")), ("protocol", .text("4.0")),
+                    ("algorithm", .text(algorithm.rawValue)),
                     ("fingerprint", .text(try await service.activationFingerprint())),
                 ])
             case "vault-unlock":

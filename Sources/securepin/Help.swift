@@ -71,7 +71,7 @@ enum Help {
             ("token-create", "create a MAC token, kept in the state directory"),
             ("vault-unlock", "fetch and check the vault key with the PIN (never printed)"),
             ("change-pin", "change the PIN: checked by the server; in V4 the server rotates the knowledge key"),
-            ("upgrade", "upgrade this V3.3 activation to V4 (a V4 --algorithm), crash-safe"),
+            ("upgrade", "upgrade this activation to a stronger suite (V3.3 to V4, or between V4 suites), crash-safe"),
             ("biometry-add", "add the biometry factor: its key in the keyring, gated by the login keyring"),
             ("biometry-remove", "remove the biometry factor and its keyring item"),
             ("remove", "remove the activation on the server, then locally"),
@@ -610,20 +610,24 @@ enum Help {
             "client upgrade": """
             usage: securepin client upgrade --url BASE --config STRING --state DIR [--algorithm NAME] [--pin-fd N]
 
-            Upgrades the stored V3.3 activation to protocol V4 once its server serves a V4 suite
-            (--config is then the application's new configuration string, with the P-384 key):
-            upgrade/start with a V3.3 code and the PIN, the V4 state stored next to the V3.3
-            one, upgrade/confirm with a V4 code, then the V4 state replaces the V3.3 state. A
-            crash or kill at any point leaves the device working in V3.3 or V4; the next client
-            command with a V4 --algorithm finishes (or abandons) a half-done upgrade.
+            Upgrades the stored activation to a stronger suite once its server serves one: V3.3
+            to protocol V4, or a V4 suite to a stronger one (EC_P384 to EC_P384_ML_L3 or
+            EC_P384_ML_L5, EC_P384_ML_L3 to EC_P384_ML_L5). --config is the application's new
+            configuration string, with the new suite's master keys. upgrade/start is signed
+            with the current state's code and the PIN, the new state is stored next to the
+            current one (which keeps working), upgrade/confirm is signed by the new state, then
+            the new state replaces the old. A crash or kill at any point leaves the device
+            working in the old suite or the new one; the next client command finishes (or
+            abandons) a half-done upgrade.
 
             options:
               --url BASE       the server's address before /pa/ (http or https)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
-              --algorithm NAME EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5: the protocol to upgrade
-                               to (default EC_P384_ML_L3 when --config offers it)
+              --algorithm NAME EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5: the suite to upgrade
+                               to, stronger than the activation's (default EC_P384_ML_L3 when
+                               --config offers it, else the strongest it offers)
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)

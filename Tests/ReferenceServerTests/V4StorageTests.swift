@@ -159,6 +159,56 @@ struct V4StorageTests {
     }
 
     @Test(
+        "a pending upgrade to a stronger suite is sealed with the current state, survives reopening, and goes",
+        arguments: StoreBackend.available)
+    func pendingSuiteUpgradeRoundTrip(backend: StoreBackend) throws {
+        let database = try Database(backend)
+        let storageKey = try SecureBytes.random(count: 32)
+        let store = try database.open(storageKey)
+        _ = try store.loadOrStoreConfiguration(
+            { () throws(ActivationServerError) in try ActivationServerConfiguration.generate() },
+            restore: { (key, secret, master) throws(ActivationServerError) in
+                try ActivationServerConfiguration(restoring: key, applicationSecret: secret, masterKeyPair: master)
+            })
+        var record = ActivationRecord(
+            activationId: "4f0c1d2e-aaaa-4bbb-8ccc-000000000002", activationCode: "AAAAA-AAAAA-AAAAA-AAAAB",
+            userId: "u", serverKeyPair: try ActivationCrypto().generateKeyPair(), counter: HashCounter.random(),
+            maxFailedAttempts: 5)
+        record.v4 = try V4ActivationState(algorithm: .ecP384)
+        record.v4?.activationSecret = try SecureBytes.random(count: 32)
+        record.v4?.devicePublicKey = try ECP384KeyPair.generate().publicKey
+        record.state = .active
+        try store.insert(record)
+        var pending = try V4ActivationState(algorithm: .ecP384MLL5)
+        let pendingSecret = try SecureBytes.random(count: 32)
+        pending.activationSecret = pendingSecret
+        pending.devicePublicKey = try ECP384KeyPair.generate().publicKey
+        pending.confirmationPending = false
+        let waiting = pending
+        try store.update(activationId: record.activationId) { r in
+            r.v4Upgrade = waiting
+            r.v4?.keyGeneration &+= 1
+        }
+        let reopened = try database.open(storageKey)
+        let again = try #require(try reopened.fetch(activationId: record.activationId))
+        #expect(again.v4?.algorithm == .ecP384)
+        #expect(again.v4?.serverKeyPair.publicKey == record.v4?.serverKeyPair.publicKey)
+        #expect(Self.reveal(again.v4?.activationSecret) == Self.reveal(record.v4?.activationSecret))
+        let upgrade = try #require(again.v4Upgrade)
+        #expect(upgrade.algorithm == .ecP384MLL5 && upgrade.devicePublicKey == pending.devicePublicKey)
+        #expect(Self.reveal(upgrade.activationSecret) == Self.reveal(pendingSecret))
+        #expect(try upgrade.postQuantumKeyPair()?.publicKey == (try pending.postQuantumKeyPair()?.publicKey))
+        // The confirmation makes it current; the pending part goes.
+        try reopened.update(activationId: record.activationId) { r in
+            r.v4 = r.v4Upgrade
+            r.v4Upgrade = nil
+        }
+        let switched = try #require(try database.open(storageKey).fetch(activationId: record.activationId))
+        #expect(switched.v4?.algorithm == .ecP384MLL5 && switched.v4Upgrade == nil)
+        #expect(Self.reveal(switched.v4?.activationSecret) == Self.reveal(pendingSecret))
+    }
+
+    @Test(
         "the ML-DSA master keys: one per parameter set, stored once, sealed, the same after reopening and for a second store",
         arguments: StoreBackend.available)
     func postQuantumMasterKeys(backend: StoreBackend) throws {

@@ -4,7 +4,9 @@
 # SubjectPublicKeyInfo), the client without --algorithm picks EC_P384_ML_L3 (the library default,
 # offered by this string) and runs activate, confirm, status, validate, a counted wrong PIN, token-create,
 # vault-unlock, change-pin and remove; a restart keeps both master keys; an EC_P384_ML_L5 server
-# publishes 0x04 instead, and a client asking for a suite whose key the string lacks is refused.
+# publishes 0x04 instead, and a client asking for a suite whose key the string lacks is refused;
+# a client without --algorithm takes the stored activation's suite; an EC_P384 activation is
+# upgraded to EC_P384_ML_L3 when its application moves (client upgrade).
 # Usage: Tests/cli/server-v4-hybrid.sh PATH/TO/securepin
 set -uo pipefail
 B=${1:?usage: server-v4-hybrid.sh PATH/TO/securepin}
@@ -145,7 +147,53 @@ admin commit "{\"activationId\":\"$id\"}" >/dev/null
 "$B" client validate "${D[@]}" --json --pin-fd 3 3<"$work/pin" >/dev/null
 check "client validate (EC_P384_ML_L5)" 0 $?
 "$B" client status --url "$url" --config "$config5" --state "$work/none" --json >/dev/null 2>&1
-check "without --algorithm a string without 0x03 falls back to LEGACY_P256: no activation there -> 2" 2 $?
+check "without --algorithm a string without 0x03 takes the strongest it offers: no activation there -> 2" 2 $?
+"$B" client status --url "$url" --config "$config5" --state "$work/device5" --json >"$work/st5.json" 2>"$work/err"
+[[ $? == 0 && $(jq -r .state "$work/st5.json") == ACTIVE ]]
+check "client status without --algorithm takes the stored activation's suite (EC_P384_ML_L5): ACTIVE" 0 $?
+"$B" client status --url "$url" --config "$config5" --state "$work/device5" --algorithm LEGACY_P256 >/dev/null 2>"$work/err"
+check "--algorithm LEGACY_P256 over an EC_P384_ML_L5 activation -> 2" 2 $?
+grep -q 'the activation uses EC_P384_ML_L5, --algorithm asks for LEGACY_P256: no downgrade' "$work/err"
+check "the refusal names both suites and says there is no downgrade" 0 $?
+stop_server
+
+# The application moves from EC_P384 to EC_P384_ML_L3 (same database): the device upgrades.
+start_server "$work/up.sqlite" "$work/up.out" --algorithm EC_P384
+configA=$(sed -n 's/^configuration: //p' "$work/up.out")
+U=(--state "$work/device-up")
+init=$(admin init '{"userId":"upgrader"}')
+id=$(jq -r .responseObject.activationId <<<"$init")
+"$B" client activate --url "$url" "${U[@]}" --config "$configA" --code "$(jq -r .responseObject.activationCode <<<"$init")" \
+    --json --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "client activate without --algorithm against an EC_P384 server (the strongest its string offers)" 0 $?
+admin commit "{\"activationId\":\"$id\"}" >/dev/null
+"$B" client confirm --url "$url" "${U[@]}" --config "$configA" --pin-fd 3 3<"$work/pin" >/dev/null
+check "client confirm (EC_P384)" 0 $?
+stop_server
+start_server "$work/up.sqlite" "$work/up3.out" --algorithm EC_P384_ML_L3
+configB=$(sed -n 's/^configuration: //p' "$work/up3.out")
+"$B" client status --url "$url" "${U[@]}" --config "$configB" --json >"$work/up-st.json" 2>"$work/err"
+[[ $? == 0 && $(jq -r .state "$work/up-st.json") == ACTIVE ]]
+check "after the move the EC_P384 activation keeps working under the new string" 0 $?
+grep -q 'the activation uses EC_P384, the configuration offers EC_P384_ML_L3: upgrade available' "$work/err"
+check "client status notes the available upgrade, naming both suites" 0 $?
+"$B" client validate --url "$url" "${U[@]}" --config "$configB" --algorithm EC_P384_ML_L3 --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "client validate --algorithm EC_P384_ML_L3 over the EC_P384 activation -> 2" 2 $?
+grep -q "upgrade available: run 'securepin client upgrade --algorithm EC_P384_ML_L3'" "$work/err"
+check "the refusal says which upgrade to run" 0 $?
+"$B" client upgrade --url "$url" "${U[@]}" --config "$configB" --algorithm EC_P384_ML_L3 --json --pin-fd 3 3<"$work/pin" \
+    >"$work/up.json" 2>"$work/err"
+check "client upgrade --algorithm EC_P384_ML_L3 (EC_P384 -> EC_P384_ML_L3)" 0 $?
+[[ $(jq -r .algorithm "$work/up.json") == EC_P384_ML_L3 ]]
+check "the upgrade reports the new suite" 0 $?
+[[ $(jq -r .responseObject.fingerprint <<<"$(admin detail "{\"activationId\":\"$id\"}")") == "$(jq -r .fingerprint "$work/up.json")" ]]
+check "after the upgrade the back office shows the fingerprint the device shows" 0 $?
+"$B" client validate --url "$url" "${U[@]}" --config "$configB" --json --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "client validate after the upgrade (the stored suite, EC_P384_ML_L3)" 0 $?
+[[ ! -s "$work/err" ]]
+check "no upgrade note any more" 0 $?
+"$B" client upgrade --url "$url" "${U[@]}" --config "$configB" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "a second upgrade to the same suite -> 2" 2 $?
 stop_server
 
 echo "server-v4-hybrid: $passed passed, $failed failed"

@@ -64,7 +64,83 @@ extension ActivationService {
         guard v4 == nil else { throw .invalidActivationState(reason: "the activation speaks V4 already") }
         guard let current = record else { throw .missingActivation }
         guard password.length > 0 else { throw .protocolError(.emptyPIN) }
-        let pending = try await v4StartUpgrade(current, password: password)
+        try await runUpgrade(from: .v3(current), password: password)
+    }
+
+    /// Upgrades the stored activation to the configuration's suite when that one is stronger
+    /// (``algorithmCheck()`` says ``ActivationAlgorithmCheck/upgradeAvailable(from:to:)``):
+    /// V3.3 to any V4 suite as ``upgradeToV4(password:)``, and a V4 suite to a stronger one
+    /// (`EC_P384` → `EC_P384_ML_L3` → `EC_P384_ML_L5`) by the same authenticated flow with the same
+    /// guarantees: `upgrade/start` signed with a V4 `possession_knowledge` code of the current
+    /// state, the new state stored beside the current one (which keeps working), `upgrade/confirm`
+    /// signed by the new state, then the switch; every step one atomic write, so an interrupted
+    /// upgrade is finished or abandoned by ``resolvePendingUpgrade()``. Biometry is carried across
+    /// when the authenticator is available (the new key tree's biometry key, stored under
+    /// ``ActivationConfiguration/upgradeBiometryKeyAccount``).
+    /// - Parameter password: the PIN (the new knowledge key is wrapped under it).
+    /// - Throws: ``ActivationError/invalidActivationState(reason:)`` when the configuration's
+    ///   suite is not stronger than the activation's (naming both), the errors of
+    ///   ``upgradeToV4(password:)``.
+    public func upgrade(password: Password) async throws(ActivationError) {
+        if upgrade != nil, try await resolvePendingUpgrade() == .upgraded { return }
+        if record != nil {
+            try await upgradeToV4(password: password)
+            return
+        }
+        guard let current = v4 else { throw .missingActivation }
+        let check = algorithmCheck()
+        guard case .upgradeAvailable = check else {
+            throw .invalidActivationState(reason: "\(check): nothing to upgrade")
+        }
+        guard password.length > 0 else { throw .protocolError(.emptyPIN) }
+        try await runUpgrade(from: .v4(current), password: password)
+    }
+
+    /// What an upgrade starts from.
+    private enum UpgradeSource {
+        case v3(LocalActivationRecord)
+        case v4(V4ClientActivation)
+
+        var activationId: String {
+            switch self {
+            case .v3(let record): record.activationId
+            case .v4(let activation): activation.state.activationId
+            }
+        }
+
+        var biometryEnabled: Bool {
+            switch self {
+            case .v3(let record): record.biometryEnabled == true
+            case .v4(let activation): activation.state.biometryEnabled == true
+            }
+        }
+
+        /// The authenticator account of the current biometry key.
+        func biometryAccount(_ configuration: ActivationConfiguration) -> String {
+            switch self {
+            case .v3: configuration.biometryKeyAccount
+            case .v4(let activation): activation.state.biometryAccount ?? configuration.biometryKeyAccount
+            }
+        }
+
+        /// Where the new biometry key goes: the account the current key does not use, so both
+        /// exist until the switch.
+        func upgradeBiometryAccount(_ configuration: ActivationConfiguration) -> String {
+            biometryAccount(configuration) == configuration.upgradeBiometryKeyAccount
+                ? configuration.biometryKeyAccount : configuration.upgradeBiometryKeyAccount
+        }
+
+        var enrolledSetFingerprint: String? {
+            switch self {
+            case .v3(let record): record.enrolledSetFingerprint
+            case .v4(let activation): activation.state.enrolledSetFingerprint
+            }
+        }
+    }
+
+    /// The durable steps shared by both upgrades: start, store the pending keys and state, confirm.
+    private func runUpgrade(from source: UpgradeSource, password: Password) async throws(ActivationError) {
+        let pending = try await v4StartUpgrade(source, password: password)
         try interrupt(at: .started, pending.keys)
         let names = configuration.storageNames
         do {
@@ -129,7 +205,7 @@ extension ActivationService {
     /// `upgrade/start`: the application-scope V4 encryption of `{sharedSecretRequest,
     /// devicePublicKeys}` under a V3.3 `possession_knowledge` code; the answer's secret gives the
     /// V4 key tree, kept in memory only (the caller stores it).
-    private func v4StartUpgrade(_ current: LocalActivationRecord, password: Password)
+    private func v4StartUpgrade(_ current: UpgradeSource, password: Password)
         async throws(ActivationError) -> V4ClientActivation
     {
         let endpoint = V4API.upgradeStart
@@ -148,8 +224,7 @@ extension ActivationService {
         defer { key.secret.destroy() }
         let context = try v4Context(key, .upgradeStart, activation: nil)
         // Biometry stays on across the upgrade when the authenticator can take the new key.
-        let keepBiometry =
-            current.biometryEnabled == true && authenticator.map { $0.systemStatus == .available } == true
+        let keepBiometry = current.biometryEnabled && authenticator.map { $0.systemStatus == .available } == true
         let devicePostQuantum = try Self.v4DevicePostQuantumKey(suite: suite)
         let plain = try securePlaintext(
             V4UpgradeStartRequest(
@@ -163,13 +238,23 @@ extension ActivationService {
         }
         let body = try protocolStep { () throws(ProtocolError) in try WireCoding.encode(request) }
         let authentication = ActivationAuthentication.possessionWithPassword(password)
-        let header = try await signRequest(
-            method: "POST", uriIdentifier: uriIdentifier, body: body, authentication: authentication)
+        // The current state signs: a V3.3 code, or a V4 code of the weaker suite.
+        let headerValue: String
+        switch current {
+        case .v3:
+            headerValue = try await signRequest(
+                method: "POST", uriIdentifier: uriIdentifier, body: body, authentication: authentication
+            ).value
+        case .v4:
+            headerValue = try await v4Sign(
+                method: "POST", uriIdentifier: uriIdentifier, body: body, authentication: authentication
+            ).value
+        }
         let applicationKey = configuration.sdkConfiguration.applicationKey
         let answer = try await exchange(
             path: endpoint.path, body: body,
             headers: [
-                AuthorizationHeader.name: header.value,
+                AuthorizationHeader.name: headerValue,
                 V4EncryptionHeader.name: V4EncryptionHeader(applicationKey: applicationKey, activationId: nil).value,
             ], authentication: authentication)
         let response = try decodePlaintext(
@@ -186,7 +271,7 @@ extension ActivationService {
         if keepBiometry, let authenticator {
             do {
                 try mapBiometry { () throws(BiometryError) in
-                    try authenticator.storeKey(tree.biometry, account: configuration.upgradeBiometryKeyAccount)
+                    try authenticator.storeKey(tree.biometry, account: current.upgradeBiometryAccount(configuration))
                 }
             } catch {
                 newKeys.destroy()
@@ -206,7 +291,7 @@ extension ActivationService {
                 counterHistory: [], knowledgeKey: wrapped, vaultCheck: Base64.encode(vaultCheck),
                 keyCheck: Base64.encode(try newKeys.keyCheck()), biometryEnabled: biometry ? true : nil,
                 enrolledSetFingerprint: biometry ? current.enrolledSetFingerprint : nil,
-                biometryAccount: biometry ? configuration.upgradeBiometryKeyAccount : nil,
+                biometryAccount: biometry ? current.upgradeBiometryAccount(configuration) : nil,
                 serverPostQuantumPublicKey: serverPostQuantum, devicePostQuantumPublicKey: devicePostQuantum)
             return V4ClientActivation(state: state, keys: newKeys)
         } catch {
@@ -287,6 +372,7 @@ extension ActivationService {
     /// and replaced by the V4 keys, then the pending files go.
     private func switchToUpgradedState() throws(ActivationError) {
         guard let pending = upgrade else { throw .missingActivation }
+        let oldAccount = currentBiometryAccount
         let names = configuration.storageNames
         try storage.withExclusiveAccess { () throws(ActivationError) in
             try storage.write(names.state, pending.state.encoded())
@@ -303,12 +389,17 @@ extension ActivationService {
         keys = nil
         record = nil
         temporaryKeys = [:]
+        v4?.keys.destroy()
         v4 = pending
         upgrade = nil
-        // The V3.3 biometry key opens nothing any more; the V4 one lives under the state's account.
-        if pending.state.biometryAccount != configuration.biometryKeyAccount {
-            authenticator?.deleteKey(account: configuration.biometryKeyAccount)
-        }
+        // The old biometry key opens nothing any more; the new one lives under the state's account.
+        if pending.state.biometryAccount != oldAccount { authenticator?.deleteKey(account: oldAccount) }
+    }
+
+    /// The authenticator account of the current state's biometry key.
+    private var currentBiometryAccount: String {
+        if record != nil { return configuration.biometryKeyAccount }
+        return v4?.state.biometryAccount ?? configuration.biometryKeyAccount
     }
 
     /// Forgets a pending V4 state the server never confirmed (state first, then its keys).
@@ -316,8 +407,8 @@ extension ActivationService {
         let names = configuration.storageNames
         try storage.remove(names.upgradeState)
         try storage.remove(names.upgradeKeys)
-        if upgrade?.state.biometryAccount == configuration.upgradeBiometryKeyAccount {
-            authenticator?.deleteKey(account: configuration.upgradeBiometryKeyAccount)
+        if let account = upgrade?.state.biometryAccount, account != currentBiometryAccount {
+            authenticator?.deleteKey(account: account)
         }
         upgrade?.keys.destroy()
         upgrade = nil

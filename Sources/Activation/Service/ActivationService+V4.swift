@@ -81,7 +81,7 @@ extension ActivationService {
     }
 
     static func loadV4(_ configuration: ActivationConfiguration, storage: any DeviceActivationStorage)
-        throws(ActivationError) -> V4ClientActivation?
+        throws(ActivationError) -> (current: V4ClientActivation, upgrade: V4ClientActivation?)?
     {
         let names = configuration.storageNames
         guard let bytes = try storage.read(names.state) else {
@@ -112,19 +112,38 @@ extension ActivationService {
         } else {
             throw .invalidActivationData(reason: "the key file does not belong to the activation state")
         }
-        // What a finished (or never begun) upgrade leaves behind.
+        // A pending upgrade to a stronger suite stays for resolvePendingUpgrade(); anything else
+        // is what a finished (or never begun) upgrade leaves behind.
         do {
+            if let pending = try loadPendingSuiteUpgrade(names, storage: storage, current: state, configuration) {
+                return (V4ClientActivation(state: state, keys: keys), pending)
+            }
             try storage.remove(names.upgradeState)
             try storage.remove(names.upgradeKeys)
         } catch {
             keys.destroy()
             throw error
         }
-        return V4ClientActivation(state: state, keys: keys)
+        return (V4ClientActivation(state: state, keys: keys), nil)
     }
 
     /// The V4 keys stored under `name` when they match `keyCheck`; `nil` when absent, of
     /// another format or another activation.
+    /// The pending state of an upgrade of `current` to a stronger V4 suite, with its keys, if
+    /// the upgrade files hold one (another key check, the same activation, a stronger suite).
+    static func loadPendingSuiteUpgrade(
+        _ names: StorageNames, storage: any DeviceActivationStorage, current: LocalV4State,
+        _ configuration: ActivationConfiguration
+    ) throws(ActivationError) -> V4ClientActivation? {
+        guard let bytes = try storage.read(names.upgradeState),
+            let pending = try? LocalV4State.decode(bytes, instanceId: configuration.instanceId),
+            pending.activationId == current.activationId, pending.keyCheck != current.keyCheck,
+            pending.suite.isStronger(than: current.suite),
+            let keys = try loadV4Keys(names.upgradeKeys, storage: storage, keyCheck: pending.keyCheck)
+        else { return nil }
+        return V4ClientActivation(state: pending, keys: keys)
+    }
+
     static func loadV4Keys(_ name: String, storage: any DeviceActivationStorage, keyCheck: String)
         throws(ActivationError) -> LocalV4Keys?
     {

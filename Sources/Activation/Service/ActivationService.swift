@@ -32,8 +32,9 @@ public actor ActivationService {
     var temporaryKeys: [ECIES.Scope: TemporaryEncryptionKey] = [:]
     /// The V4 activation (any V4 suite), when the configuration's algorithm is a V4 one.
     var v4: V4ClientActivation?
-    /// The V4 state of an upgrade from V3.3 the server has not confirmed yet (stored under
-    /// `StorageNames.upgradeState` and `upgradeKeys`), while ``record`` is still current.
+    /// The V4 state of an upgrade the server has not confirmed yet (stored under
+    /// `StorageNames.upgradeState` and `upgradeKeys`), while ``record`` (from V3.3) or ``v4``
+    /// (from a weaker V4 suite) is still current.
     var upgrade: V4ClientActivation?
     /// Tests only: where ``upgradeToV4(password:)`` stops, as a crash there would.
     var upgradeInterruption: UpgradeCheckpoint?
@@ -70,7 +71,9 @@ public actor ActivationService {
             // upgraded): it loads as V3.3 below, with its pending V4 state, if any.
             let current = try storage.read(names.state)
             if current.map(LocalV4State.isV4State) ?? true {
-                v4 = try Self.loadV4(configuration, storage: storage)
+                let loaded = try Self.loadV4(configuration, storage: storage)
+                v4 = loaded?.current
+                upgrade = loaded?.upgrade
                 return
             }
         }
