@@ -33,8 +33,9 @@ enum ClientCommand {
     }
 
     /// The suite to open the client with, from `--algorithm`, the stored activation and the
-    /// configuration string: the stored activation's own suite unless `upgrade` moves it to a
-    /// stronger one. A conflict is an error that names both suites; an available upgrade a note.
+    /// configuration string: the stored activation's own suite, or a stronger one asked for
+    /// (the activation keeps working in its own until `upgrade` moves it). A weaker one asked for
+    /// is an error that names both suites; an available upgrade a note.
     /// - Returns: the suite, or the message to fail with.
     static func chooseAlgorithm(
         option: ProtocolAlgorithm?, stored: ProtocolAlgorithm?, configuration: String, subcommand: String
@@ -51,18 +52,25 @@ enum ClientCommand {
                 return .failure(
                     ChoiceError(
                         "the activation uses \(stored.rawValue), the upgrade asks for \(target.rawValue): "
-                            + (target == stored ? "nothing to upgrade" : "no downgrade exists")))
+                            + (target == stored ? "nothing to upgrade" : "no downgrade exists"),
+                        exitCode: target == stored ? ExitCode.refused : ExitCode.usage))
             }
             return .success((target, nil))
         }
         if let option, option != stored {
-            let advice =
-                option.isStronger(than: stored)
-                ? "upgrade available: run 'securepin client upgrade --algorithm \(option.rawValue)'"
-                : "no downgrade exists: leave --algorithm out to use \(stored.rawValue)"
-            return .failure(
-                ChoiceError(
-                    "the activation uses \(stored.rawValue), --algorithm asks for \(option.rawValue): \(advice)"))
+            // A stronger suite: the activation keeps working in its own until the upgrade runs.
+            guard option.isStronger(than: stored) else {
+                return .failure(
+                    ChoiceError(
+                        "the activation uses \(stored.rawValue), --algorithm asks for \(option.rawValue): no "
+                            + "downgrade exists: leave --algorithm out to use \(stored.rawValue)"))
+            }
+            return .success(
+                (
+                    option,
+                    "the activation uses \(stored.rawValue), --algorithm asks for \(option.rawValue): upgrade "
+                        + "available: run 'securepin client upgrade --algorithm \(option.rawValue)'"
+                ))
         }
         guard ActivationConfiguration.offers(stored, configuration: configuration) else {
             return .failure(
@@ -78,7 +86,12 @@ enum ClientCommand {
 
     struct ChoiceError: Error {
         let message: String
-        init(_ message: String) { self.message = message }
+        /// 2 (usage) for a conflict in what was asked, 1 (refused) for an upgrade already done.
+        let exitCode: Int32
+        init(_ message: String, exitCode: Int32 = ExitCode.usage) {
+            self.message = message
+            self.exitCode = exitCode
+        }
     }
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -162,7 +175,7 @@ enum ClientCommand {
                 if let note = chosen.note { CLI.printError("securepin: \(command): note: \(note)") }
             case .failure(let failure):
                 CLI.printError("securepin: \(command): \(failure.message)")
-                return ExitCode.usage
+                return failure.exitCode
             }
             if sub == "upgrade", !algorithm.isV4 {
                 args.usageError("client upgrade needs a V4 --algorithm (EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5)")

@@ -123,6 +123,13 @@ check "client validate (V4) with a wrong PIN is refused -> 1" 1 $?
 check "the wrong PIN was counted: 4 attempts remain" 0 $?
 "$B" client validate "${C[@]}" --factors possession --json >/dev/null
 check "client validate (V4) with possession only" 0 $?
+until=$(($(date +%s) + 600))
+admin block "{\"activationId\":\"$id\",\"blockedUntil\":$until}" >/dev/null
+"$B" client status "${C[@]}" --json >"$work/blk.json" 2>/dev/null
+check "client status of a temporarily blocked EC_P384 activation -> 3" 3 $?
+[[ $(jq -r .state "$work/blk.json") == BLOCKED && $(jq -r .blockExpirationTime "$work/blk.json") == "$until" ]]
+check "client status --json (EC_P384): BLOCKED with blockExpirationTime, the block's end" 0 $?
+admin unblock "{\"activationId\":\"$id\"}" >/dev/null
 "$B" client token-create "${C[@]}" --json --pin-fd 3 3<"$work/pin" >"$work/tok.json"
 check "client token-create (V4)" 0 $?
 [[ $(jq -r .factors "$work/tok.json") == possession_knowledge ]]
@@ -182,8 +189,8 @@ check "client confirm on a V3.3 activation is a usage error (V3.3 has no confirm
 stop_server
 start_server "$work/legacy.sqlite" "$work/upgraded.out" --algorithm EC_P384
 U=(--url "$url" --config "$(sed -n 's/^configuration: //p' "$work/upgraded.out")" --state "$work/old-device")
-"$B" client upgrade "${U[@]}" --pin-fd 3 3<"$work/oldpin" >/dev/null 2>"$work/err"
-check "client upgrade without --algorithm EC_P384 is a usage error" 2 $?
+"$B" client upgrade "${U[@]}" --algorithm LEGACY_P256 --pin-fd 3 3<"$work/oldpin" >/dev/null 2>"$work/err"
+check "client upgrade --algorithm LEGACY_P256 is a usage error" 2 $?
 "$B" client validate "${U[@]}" --algorithm EC_P384 --json --pin-fd 3 3<"$work/oldpin" >/dev/null
 check "before the upgrade, an EC_P384 client still validates the V3.3 activation in V3.3" 0 $?
 "$B" client upgrade "${U[@]}" --algorithm EC_P384 --json --pin-fd 3 3<"$work/wrong" >/dev/null 2>"$work/err"
