@@ -20,7 +20,7 @@ public enum ProtocolAlgorithm: String, CaseIterable, Sendable {
     public var isV4: Bool { self != .legacyP256 }
 
     /// The suites ordered by strength: `LEGACY_P256` < `EC_P384` < `EC_P384_ML_L3` <
-    /// `EC_P384_ML_L5` (the order of ``allCases``). An activation is upgraded only to a
+    /// `EC_P384_ML_L5` (the order of `allCases`). An activation is upgraded only to a
     /// stronger suite.
     /// - Parameter other: another suite.
     /// - Returns: whether this suite is the stronger one.
