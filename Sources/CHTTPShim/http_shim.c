@@ -21,13 +21,13 @@
  * dropped (so the client can still read its 413) before the connection is cut. */
 #define SPC_HTTP_DISCARD_LIMIT ((size_t)1 << 20)
 
-/* One open connection, tracked for the header deadline. */
+/* One open connection, tracked for the request deadline. */
 struct tracked_connection {
     struct tracked_connection *prev, *next;
     int fd;
     struct timespec waiting_since; /* accept, or the end of the previous request */
-    bool in_request;               /* headers complete, request not yet finished */
-    bool cut;                      /* shut down by the watchdog */
+    bool in_request;               /* headers and body complete, handler running or answer queued */
+    bool cut;                      /* shut down by the watchdog or to make room */
 };
 
 struct spc_http_server {
@@ -38,9 +38,15 @@ struct spc_http_server {
     uint16_t port;
     atomic_uint in_flight;
     atomic_bool stopping;
-    /* Header deadline: every open connection, and a watchdog thread that shuts down those
-     * still sending headers past the deadline. All fields below are under `lock`. */
+    /* Request deadline: every open connection, and a watchdog thread that shuts down those
+     * whose request (headers and body) is still arriving past the deadline. All fields below
+     * are under `lock`. */
     unsigned int header_deadline_seconds;
+    /* A new connection arriving while this many connections are still waiting for their
+     * request shuts the longest-waiting one down, so slow clients from many addresses cannot
+     * hold every slot until the deadline (0: never). */
+    unsigned int waiting_limit;
+    unsigned int waiting_count;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_t watchdog;
@@ -207,16 +213,32 @@ static struct tracked_connection *tracked(struct MHD_Connection *connection) {
     return info != NULL ? info->socket_context : NULL;
 }
 
-/* Headers complete (entering = true) or request finished (false): the deadline applies only
- * between requests and while headers arrive. */
+/* Request complete and about to be answered (entering = true), or finished (false): the
+ * deadline applies between requests and while the request line, headers and body arrive. */
 static void mark_request(spc_http_server *server, struct MHD_Connection *connection, bool entering) {
-    if (server->header_deadline_seconds == 0) return;
     struct tracked_connection *record = tracked(connection);
     if (record == NULL) return;
     pthread_mutex_lock(&server->lock);
-    record->in_request = entering;
+    if (record->in_request != entering) {
+        record->in_request = entering;
+        if (entering) server->waiting_count--;
+        else server->waiting_count++;
+    }
     if (!entering) clock_gettime(CLOCK_MONOTONIC, &record->waiting_since);
     pthread_mutex_unlock(&server->lock);
+}
+
+/* Under `lock`: shuts down the connection that has waited longest for its request (not one
+ * being answered, not one already cut). The list is newest first, so that is the last match. */
+static void cut_longest_waiting(spc_http_server *server) {
+    struct tracked_connection *oldest = NULL;
+    for (struct tracked_connection *c = server->connections; c != NULL; c = c->next) {
+        if (!c->in_request && !c->cut) oldest = c;
+    }
+    if (oldest != NULL) {
+        oldest->cut = true;
+        (void)shutdown(oldest->fd, SHUT_RDWR);
+    }
 }
 
 static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
@@ -234,6 +256,9 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         record->fd = info->connect_fd;
         clock_gettime(CLOCK_MONOTONIC, &record->waiting_since);
         pthread_mutex_lock(&server->lock);
+        /* Room for this one: the connection that has waited longest for its request goes. */
+        if (server->waiting_limit > 0 && server->waiting_count >= server->waiting_limit) cut_longest_waiting(server);
+        server->waiting_count++;
         record->next = server->connections;
         if (server->connections != NULL) server->connections->prev = record;
         server->connections = record;
@@ -243,6 +268,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         struct tracked_connection *record = *socket_context;
         if (record == NULL) return;
         pthread_mutex_lock(&server->lock);
+        if (!record->in_request) server->waiting_count--;
         if (record->prev != NULL) record->prev->next = record->next;
         else server->connections = record->next;
         if (record->next != NULL) record->next->prev = record->prev;
@@ -253,8 +279,8 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
 }
 
 /* Every 250 ms: shut down (not close: the descriptor stays libmicrohttpd's, so it cannot be
- * reused under it) each connection that has waited for its headers past the deadline. Its
- * thread then sees the end of the stream and closes it. */
+ * reused under it) each connection whose request has not fully arrived by the deadline, body
+ * included. Its thread then sees the end of the stream and closes it. */
 static void *watchdog(void *cls) {
     spc_http_server *server = cls;
     pthread_mutex_lock(&server->lock);
@@ -317,7 +343,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         if (state == NULL) return MHD_NO;
         *req_cls = state;
         atomic_fetch_add(&server->in_flight, 1);
-        mark_request(server, connection, true);
         const char *declared = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (declared != NULL) {
             errno = 0;
@@ -325,6 +350,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             unsigned long long length = strtoull(declared, &end, 10);
             if (errno == ERANGE || (end != declared && length > server->max_body_bytes)) {
                 state->too_large = true; /* answered before a byte of the body is read */
+                mark_request(server, connection, true);
                 return queue_plain(server, connection, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large\n");
             }
         }
@@ -335,6 +361,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         *upload_data_size = 0;
         return state->discarded > SPC_HTTP_DISCARD_LIMIT ? MHD_NO : MHD_YES;
     }
+    /* The whole request is in: from here on the deadline no longer applies (the handler may
+     * take its time), until the request finishes and the connection waits again. */
+    mark_request(server, connection, true);
     if (state->too_large) {
         return queue_plain(server, connection, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large\n");
     }
@@ -367,6 +396,8 @@ int spc_http_server_start(const spc_http_config *config, spc_http_handler handle
     atomic_init(&server->in_flight, 0);
     atomic_init(&server->stopping, false);
     server->header_deadline_seconds = config->header_deadline_seconds;
+    /* A sixteenth of the slots (at least one) stays free for new connections. */
+    server->waiting_limit = config->connection_limit > 1 ? config->connection_limit - (config->connection_limit + 15) / 16 : 0;
     if (pthread_mutex_init(&server->lock, NULL) != 0) {
         free(server);
         return SPC_HTTP_E_MEMORY;

@@ -19,10 +19,13 @@ extension HTTPServer {
         /// The most simultaneous connections from one IP address (default 128, half the default total),
         /// so one client cannot take every slot; 0 turns the limit off.
         public var maximumConnectionsPerAddress: Int = 128
-        /// Seconds a connection may take to deliver its request line and headers, counted from
-        /// accept or from the end of its previous request, however slowly it trickles them
-        /// (default 10); then it is shut down. The inactivity timeout alone is reset by every
-        /// byte, which is what a slowloris client relies on. 0 turns the deadline off.
+        /// Seconds a connection may take to deliver its whole request — request line, headers and
+        /// body — counted from accept or from the end of its previous request, however slowly it
+        /// trickles them (default 10); then it is shut down. The inactivity timeout alone is reset
+        /// by every byte, which is what slowloris and slow-body clients rely on. 0 turns the
+        /// deadline off. Besides, a new connection that arrives while all but a sixteenth of
+        /// ``maximumConnections`` are still waiting for their requests shuts down the one that
+        /// has waited longest, so slow clients from many addresses cannot hold every slot.
         public var headerDeadlineSeconds: Int = 10
         /// Memory per connection for the request line and headers; larger headers get 431
         /// (libmicrohttpd answers this itself). At least 4 KiB.

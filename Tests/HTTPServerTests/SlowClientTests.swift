@@ -70,6 +70,85 @@ struct SlowClientTests {
         #expect(try RawHTTPClient.request(port: port, method: "GET", path: "/ping").status == 200)
     }
 
+    /// Whether the server has shut `fd` down (end of stream, or a reset).
+    static func isCut(_ fd: Int32) -> Bool {
+        var probe: UInt8 = 0
+        let got = recv(fd, &probe, 1, Int32(MSG_DONTWAIT))
+        return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    @Test("a body trickled one byte at a time is cut at the deadline, which covers headers and body")
+    func bodyDeadline() throws {
+        let (server, port) = try Self.server { $0.headerDeadlineSeconds = 1 }
+        defer { server.stop() }
+        let fd = try RawHTTPClient.connect(port: port, timeoutSeconds: 30)
+        defer { close(fd) }
+        // Headers at once, then one body byte every 200 ms (the inactivity timeout never fires).
+        try RawHTTPClient.send(fd, Array("POST /ping HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n".utf8))
+        var cut = false
+        for _ in 0..<100 {
+            usleep(200_000)
+            if (try? RawHTTPClient.send(fd, [0x41])) == nil || Self.isCut(fd) {
+                cut = true
+                break
+            }
+        }
+        #expect(cut, "the server kept a connection that never finished its body")
+        #expect(try RawHTTPClient.request(port: port, method: "GET", path: "/ping").status == 200)
+    }
+
+    @Test(
+        "256 slow bodies and 256 slow headers from 32 addresses: a normal request is answered, the slow ones are cut"
+    )
+    func manyAddresses() throws {
+        // Client and server share this process: room for 512 client and 256 server descriptors.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < 2048 {
+            limit.rlim_cur = min(limit.rlim_max, 4096)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        let deadline = 3
+        let (server, port) = try Self.server { $0.headerDeadlineSeconds = deadline }
+        defer { server.stop() }
+        var slow: [Int32] = []
+        defer { for fd in slow { close(fd) } }
+        // 16 connections from each of 32 addresses (127.0.0.2 … 127.0.0.33), under the
+        // per-address limit, so that limit alone does not stop them.
+        for index in 0..<512 {
+            let source = "127.0.0.\(2 + index % 32)"
+            guard let fd = try? RawHTTPClient.connect(port: port, timeoutSeconds: 30, source: source) else { continue }
+            slow.append(fd)
+            let text =
+                index % 2 == 0
+                ? "POST /ping HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\nA"  // a slow body
+                : "POST /ping HTTP/1.1\r\nHost: x\r\n"  // slow headers
+            try? RawHTTPClient.send(fd, Array(text.utf8))
+        }
+        #expect(slow.count >= 256)
+        // They keep trickling; meanwhile the normal client asks, from 127.0.0.1.
+        let started = ContinuousClock.now
+        var answered = 0
+        for round in 0..<5 {
+            for (i, fd) in slow.enumerated() where i % 5 == round {
+                try? RawHTTPClient.send(fd, Array((i % 2 == 0 ? "A" : "X-Slow: 1\r\n").utf8))
+            }
+            if let response = try? RawHTTPClient.request(port: port, method: "GET", path: "/ping"),
+                response.status == 200
+            {
+                answered += 1
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        print("manyAddresses: \(answered) of 5 normal requests answered in \(elapsed) beside \(slow.count) slow ones")
+        #expect(answered == 5)
+        // Past the deadline (and a watchdog round), every slow connection is cut.
+        usleep(UInt32(deadline) * 1_000_000 + 1_500_000)
+        let stillOpen = slow.filter { !Self.isCut($0) }.count
+        #expect(stillOpen == 0, "\(stillOpen) slow connections outlived the deadline")
+        #expect(try RawHTTPClient.request(port: port, method: "GET", path: "/ping").status == 200)
+    }
+
     @Test("the per-address limit and the deadline are validated")
     func validation() {
         for bad: (inout HTTPServer.Configuration) -> Void in [

@@ -75,8 +75,12 @@ typedef struct spc_http_config {
     size_t connection_memory_limit;
     /**
      * Seconds a connection may take from accept (or from the end of its previous request) to
-     * the end of its request headers, however it trickles them; then it is shut down (0: no
-     * deadline). Against slowloris: an inactivity timeout alone is reset by every byte.
+     * the end of its whole request, request line, headers and body, however it trickles them;
+     * then it is shut down (0: no deadline). Against slowloris and slow bodies: an inactivity
+     * timeout alone is reset by every byte. Independently of it, a new connection that arrives
+     * while all but a sixteenth of `connection_limit` are still waiting for their requests
+     * shuts down the one that has waited longest, so slow clients from many addresses cannot
+     * hold every slot.
      */
     unsigned int header_deadline_seconds;
     /** Most simultaneous connections from one IP address (0: no per-address limit). */
