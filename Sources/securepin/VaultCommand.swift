@@ -180,6 +180,12 @@ enum VaultCommand {
         let created = try PinVault.create(
             at: directory, secret: secret, pin: pin, policy: policy, pinFormat: VaultPinFormat(format),
             parameters: parameters, binding: vaultBinding, options: options)
+        if vaultBinding == .software {
+            // The limit of a counter kept in a file the attacker can write (docs/security.md).
+            CLI.printError(
+                "securepin: vault init: note: a software vault counts failures in its directory, so restoring an "
+                    + "older copy rolls the count back; --bind tpm or --bind server counts where no copy resets it")
+        }
         if let keyring, let pepper = options.pepper {
             // The vault exists only now (its identifier names the item); without the item it cannot
             // be opened, so a failure here destroys it again.
@@ -460,9 +466,10 @@ enum VaultCommand {
         case .software:
             enforcer =
                 peppered == nil
-                ? "this vault's failure record (software; a copy of the directory can be guessed offline)"
+                ? "this vault's failure record (software; a copy of the directory can be guessed offline, "
+                    + "and restoring an older copy rolls the count back)"
                 : "this vault's failure record (software; a copy of the directory can be guessed offline only "
-                    + "with the keyring's pepper)"
+                    + "with the keyring's pepper; restoring an older copy rolls the count back)"
         }
         let format = PinFormat(s.pinFormat)
         if json {
