@@ -365,7 +365,10 @@ spc_tpm_status spc_tpm_read_da(const char *tcti, spc_tpm_da_state *out, uint32_t
         for (uint32_t i = 0; i < data->data.tpmProperties.count; i++) {
             TPMS_TAGGED_PROPERTY p = data->data.tpmProperties.tpmProperty[i];
             switch (p.property) {
-            case TPM2_PT_PERMANENT: out->in_lockout = (p.value & TPMA_PERMANENT_INLOCKOUT) != 0; break;
+            case TPM2_PT_PERMANENT:
+                out->in_lockout = (p.value & TPMA_PERMANENT_INLOCKOUT) != 0;
+                out->lockout_auth_set = (p.value & TPMA_PERMANENT_LOCKOUTAUTHSET) != 0;
+                break;
             case TPM2_PT_LOCKOUT_COUNTER: out->counter = p.value; break;
             case TPM2_PT_MAX_AUTH_FAIL: out->max_tries = p.value; break;
             case TPM2_PT_LOCKOUT_INTERVAL: out->recovery_seconds = p.value; break;
@@ -405,6 +408,51 @@ spc_tpm_status spc_tpm_set_da(const char *tcti, uint32_t max_tries, uint32_t rec
         rc = Esys_DictionaryAttackParameters(c.esys, ESYS_TR_RH_LOCKOUT, c.session, ESYS_TR_NONE, ESYS_TR_NONE,
                                              max_tries, recovery_seconds, lockout_recovery);
     }
+    forget_auth(c.esys, ESYS_TR_RH_LOCKOUT);
+    report(rc_out, rc);
+    if (rc == TSS2_RC_SUCCESS) {
+        status = SPC_TPM_OK;
+    } else {
+        status = classify(rc);
+        status = (status == SPC_TPM_AUTH_FAILED || status == SPC_TPM_LOCKOUT) ? SPC_TPM_LOCKOUT_AUTH
+                 : status == SPC_TPM_UNAVAILABLE                              ? status
+                                                                              : SPC_TPM_FAILED;
+    }
+    close_conversation(&c);
+    return status;
+}
+
+spc_tpm_status spc_tpm_change_lockout_auth(const char *tcti, const uint8_t *current, size_t current_size,
+                                           const uint8_t *new_auth, size_t new_size, uint32_t *rc_out) {
+    report(rc_out, 0);
+    const size_t limit = sizeof(((TPM2B_AUTH *)0)->buffer);
+    if (current_size > limit || (current == NULL && current_size != 0) || new_auth == NULL || new_size == 0 ||
+        new_size > limit) {
+        return SPC_TPM_INVALID;
+    }
+    conversation c;
+    spc_tpm_status status = open_conversation(tcti, &c, rc_out);
+    if (status != SPC_TPM_OK) {
+        return status;
+    }
+    TPM2B_AUTH value;
+    memset(&value, 0, sizeof value);
+    value.size = (UINT16)current_size;
+    if (current_size > 0) {
+        memcpy(value.buffer, current, current_size);
+    }
+    TSS2_RC rc = Esys_TR_SetAuth(c.esys, ESYS_TR_RH_LOCKOUT, &value);
+    spc_wipe(&value, sizeof value);
+    TPM2B_AUTH next;
+    memset(&next, 0, sizeof next);
+    next.size = (UINT16)new_size;
+    memcpy(next.buffer, new_auth, new_size);
+    /* newAuth is the command's first parameter: the salted session (TPMA_SESSION_DECRYPT)
+     * encrypts it, so the new value never crosses the bus in the clear. */
+    if (rc == TSS2_RC_SUCCESS) {
+        rc = Esys_HierarchyChangeAuth(c.esys, ESYS_TR_RH_LOCKOUT, c.session, ESYS_TR_NONE, ESYS_TR_NONE, &next);
+    }
+    spc_wipe(&next, sizeof next);
     forget_auth(c.esys, ESYS_TR_RH_LOCKOUT);
     report(rc_out, rc);
     if (rc == TSS2_RC_SUCCESS) {

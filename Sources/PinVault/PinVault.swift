@@ -46,8 +46,14 @@ public struct PinVault: Sendable {
         /// The TPM a TPM-bound vault needs (``VaultBinding/tpm(_:)``); nil for software vaults.
         public var tpm: (any VaultTPM)?
         /// The TPM's lockout-hierarchy authorisation, used once when a TPM-bound vault is created
-        /// to set the dictionary-attack parameters (nil: empty, as on a fresh TPM or swtpm).
+        /// to set the dictionary-attack parameters. A TPM whose lockout authorisation is empty (a
+        /// fresh TPM, swtpm) is refused (``VaultError/tpmLockoutAuthorizationNotSet``) unless
+        /// ``tpmNewLockoutAuthorization`` is given.
         public var tpmLockoutAuthorization: SecureBytes?
+        /// A new lockout-hierarchy authorisation (1 ... 64 bytes) that creating a TPM-bound vault
+        /// sets when the TPM has none, before the dictionary-attack parameters; the caller keeps it
+        /// for the administrator, never beside the vault. Ignored when the TPM has one already.
+        public var tpmNewLockoutAuthorization: SecureBytes?
         /// Makes the client of a server-bound vault's server (``VaultBinding/server(_:)``) from the
         /// address its file records; nil for vaults without one.
         public var serverConnector: (@Sendable (VaultServerAddress) -> any VaultOPRFServer)?
@@ -148,8 +154,21 @@ public struct PinVault: Sendable {
         if let tpmRecord {
             // Before anything is written: a TPM that is absent or refuses leaves no directory behind.
             let tpm = try vault.requireTPM()
+            // A TPM whose lockout hierarchy has the empty authorisation lets anyone reset its guess
+            // limit (TPM2_DictionaryAttackLockReset): refused, unless a new authorisation is given.
+            var lockout = options.tpmLockoutAuthorization
+            if try VaultError.tpm({ () throws(VaultTPMError) in try tpm.lockoutState() }).lockoutAuthorizationSet
+                == false
+            {
+                guard let fresh = options.tpmNewLockoutAuthorization else { throw .tpmLockoutAuthorizationNotSet }
+                try VaultError.tpm { () throws(VaultTPMError) in
+                    try tpm.changeLockoutAuthorization(to: fresh, current: nil)
+                }
+                lockout = fresh
+            }
+            let authorization = lockout
             try VaultError.tpm { () throws(VaultTPMError) in
-                try tpm.setLockoutPolicy(tpmRecord.policy, lockoutAuthorization: options.tpmLockoutAuthorization)
+                try tpm.setLockoutPolicy(tpmRecord.policy, lockoutAuthorization: authorization)
             }
         }
         if let serverRecord {

@@ -52,16 +52,22 @@ public struct TPMLockoutState: Sendable, Equatable, Codable {
     public var lockoutRecoverySeconds: UInt32
     /// Whether the TPM refuses every DA-protected object now (`TPMA_PERMANENT.inLockout`).
     public var inLockout: Bool
+    /// Whether the lockout hierarchy has a non-empty authorisation (`TPMA_PERMANENT.lockoutAuthSet`);
+    /// `nil` when the implementation does not say. Without one anyone who can send the TPM
+    /// commands can reset its dictionary-attack counter.
+    public var lockoutAuthorizationSet: Bool?
 
     /// Creates a state (TPM implementations and tests).
     public init(
-        failures: UInt32, maxTries: UInt32, recoverySeconds: UInt32, lockoutRecoverySeconds: UInt32, inLockout: Bool
+        failures: UInt32, maxTries: UInt32, recoverySeconds: UInt32, lockoutRecoverySeconds: UInt32, inLockout: Bool,
+        lockoutAuthorizationSet: Bool? = nil
     ) {
         self.failures = failures
         self.maxTries = maxTries
         self.recoverySeconds = recoverySeconds
         self.lockoutRecoverySeconds = lockoutRecoverySeconds
         self.inLockout = inLockout
+        self.lockoutAuthorizationSet = lockoutAuthorizationSet
     }
 }
 
@@ -119,6 +125,10 @@ public protocol VaultTPM: Sendable {
     /// Sets the dictionary-attack parameters with the lockout hierarchy's authorisation (nil: empty).
     /// - Throws: ``VaultTPMError/lockoutAuthorizationRefused`` and the others.
     func setLockoutPolicy(_ policy: TPMLockoutPolicy, lockoutAuthorization: SecureBytes?) throws(VaultTPMError)
+    /// Changes the lockout hierarchy's authorisation from `current` (nil: empty) to `new`
+    /// (1 ... 64 bytes), the new value encrypted on its way to the TPM.
+    /// - Throws: ``VaultTPMError/lockoutAuthorizationRefused`` and the others.
+    func changeLockoutAuthorization(to new: SecureBytes, current: SecureBytes?) throws(VaultTPMError)
 }
 
 /// What a TPM-bound vault records in its bound header (format version 3).

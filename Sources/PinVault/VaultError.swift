@@ -73,6 +73,12 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The TPM is in dictionary-attack lockout and refuses every guess, the right PIN included;
     /// it forgets one failure every `retryAfterSeconds` (0 when it never does). Nothing was counted.
     case tpmLockedOut(retryAfterSeconds: UInt64)
+    /// The TPM's lockout hierarchy has the empty authorisation (a fresh TPM, swtpm): anyone who
+    /// can send it commands could run `TPM2_DictionaryAttackLockReset` whenever the vault locks
+    /// and guess on, so a TPM-bound vault is not created. Set one first (`tpm2_changeauth -c
+    /// lockout`, kept by the administrator), or let the vault set a random one
+    /// (``PinVault/Options/tpmNewLockoutAuthorization``). Nothing was written.
+    case tpmLockoutAuthorizationNotSet
     /// Another TPM failure.
     case tpmFailed(VaultTPMError)
     /// The vault is bound to a server and ``PinVault/Options/serverConnector`` is nil. Nothing was counted.

@@ -110,7 +110,26 @@ public struct SoftwareStackTPM: VaultTPM {
         try Self.check(spc_tpm_read_da(tcti, &state, &rc), rc: rc, tcti: tcti)
         return TPMLockoutState(
             failures: state.counter, maxTries: state.max_tries, recoverySeconds: state.recovery_seconds,
-            lockoutRecoverySeconds: state.lockout_recovery, inLockout: state.in_lockout != 0)
+            lockoutRecoverySeconds: state.lockout_recovery, inLockout: state.in_lockout != 0,
+            lockoutAuthorizationSet: state.lockout_auth_set != 0)
+    }
+
+    /// Changes the lockout hierarchy's authorisation (`TPM2_HierarchyChangeAuth`, the new value
+    /// encrypted by the salted session).
+    /// - Throws: `PinVault.VaultTPMError`.
+    public func changeLockoutAuthorization(to new: SecureBytes, current: SecureBytes?) throws(VaultTPMError) {
+        var rc: UInt32 = 0
+        let status = new.withUnsafeBytes { next -> spc_tpm_status in
+            let nextPointer = next.bindMemory(to: UInt8.self).baseAddress
+            guard let current else {
+                return spc_tpm_change_lockout_auth(tcti, nil, 0, nextPointer, next.count, &rc)
+            }
+            return current.withUnsafeBytes { old in
+                spc_tpm_change_lockout_auth(
+                    tcti, old.bindMemory(to: UInt8.self).baseAddress, old.count, nextPointer, next.count, &rc)
+            }
+        }
+        try Self.check(status, rc: rc, tcti: tcti)
     }
 
     /// Sets the dictionary-attack parameters (`TPM2_DictionaryAttackParameters`).

@@ -219,6 +219,11 @@ enum Help {
               --tpm-lockout-auth-fd N
                                    the TPM's lockout authorisation from descriptor N, needed to set
                                    the two above when the TPM has one (one trailing newline removed)
+              --tpm-set-lockout-auth FILE
+                                   for a TPM whose lockout authorisation is empty (a fresh TPM, which
+                                   --bind tpm refuses: anyone could reset its lockout): set a random
+                                   one, written first to the new FILE (0600, outside the vault) for
+                                   the administrator
             The vault refuses key derivation below its floor: \(floorText).
 
             example:

@@ -109,6 +109,7 @@ enum VaultCommand {
         let maxTries = args.integer("--tpm-max-tries", range: UInt32(1)...UInt32(1000))
         let recovery = args.integer("--tpm-recovery", range: UInt32(0)...UInt32(86_400 * 7))
         let lockoutFD = args.integer("--tpm-lockout-auth-fd", range: Int32(0)...Int32(65535))
+        let newLockoutFile = args.value("--tpm-set-lockout-auth")
         let url = args.value("--url")
         let configuration = args.value("--config")
         directory = requireVault(&args)
@@ -121,8 +122,14 @@ enum VaultCommand {
         if bind == .server && policyText != nil {
             args.usageError("--policy is the software counter's: with --bind server the server's policy counts")
         }
-        if bind != .tpm && (maxTries != nil || recovery != nil || lockoutFD != nil) {
-            args.usageError("--tpm-max-tries, --tpm-recovery and --tpm-lockout-auth-fd go with --bind tpm")
+        if bind != .tpm && (maxTries != nil || recovery != nil || lockoutFD != nil || newLockoutFile != nil) {
+            args.usageError(
+                "--tpm-max-tries, --tpm-recovery, --tpm-lockout-auth-fd and --tpm-set-lockout-auth go with --bind tpm")
+        }
+        if lockoutFD != nil && newLockoutFile != nil {
+            args.usageError(
+                "--tpm-lockout-auth-fd gives the TPM's lockout authorisation, --tpm-set-lockout-auth sets one "
+                    + "where there is none: one or the other")
         }
         if bind == .tpm && policyText != nil {
             args.usageError(
@@ -158,6 +165,8 @@ enum VaultCommand {
         }
         if let lockoutFD { options.tpmLockoutAuthorization = try lockoutAuthorization(from: lockoutFD, args: args) }
         defer { options.tpmLockoutAuthorization?.destroy() }
+        if let newLockoutFile { checkNewLockoutFile(newLockoutFile, vault: directory, tpm: options.tpm, args: args) }
+        defer { options.tpmNewLockoutAuthorization?.destroy() }
         let (buffer, count) =
             try isatty(0) == 1
             ? TerminalSecret.read(maximum: PinVault.maximumSecretByteCount)
@@ -177,9 +186,21 @@ enum VaultCommand {
         PinInput.checkStrength(pin, format: format, reject: rejectWeak, command: "vault init")
         if keyring != nil { options.pepper = try SecureBytes.random(count: KeyringVaultPepper.byteCount) }
         defer { options.pepper?.destroy() }
-        let created = try PinVault.create(
-            at: directory, secret: secret, pin: pin, policy: policy, pinFormat: VaultPinFormat(format),
-            parameters: parameters, binding: vaultBinding, options: options)
+        if let newLockoutFile {
+            options.tpmNewLockoutAuthorization = try newLockoutAuthorization(file: newLockoutFile, args: args)
+        }
+        let created: PinVault
+        do {
+            created = try PinVault.create(
+                at: directory, secret: secret, pin: pin, policy: policy, pinFormat: VaultPinFormat(format),
+                parameters: parameters, binding: vaultBinding, options: options)
+        } catch {
+            // The file stays only if the TPM took its value.
+            if let newLockoutFile, (try? options.tpm?.lockoutState())??.lockoutAuthorizationSet != true {
+                unlink(newLockoutFile)
+            }
+            throw error
+        }
         if vaultBinding == .software {
             // The limit of a counter kept in a file the attacker can write (docs/security.md).
             CLI.printError(
@@ -221,6 +242,72 @@ enum VaultCommand {
     /// The TPM's lockout authorisation from a descriptor, in secure memory: its bytes, one trailing
     /// newline removed (as `echo` or an editor leaves it: a stray newline would be a wrong
     /// authorisation, which the TPM answers by locking its lockout hierarchy for a while).
+    /// `--tpm-set-lockout-auth FILE`: for a TPM whose lockout hierarchy has the empty authorisation,
+    /// a random one (32 hex digits, 128 bits) written 0600 to a new FILE outside the vault, with
+    /// fsync, *before* the TPM takes it (a crash in between leaves a file nobody needs, never a TPM
+    /// with an authorisation nobody has). The administrator keeps it: `tpm2_dictionarylockout -c -p
+    /// file:FILE` resets the lockout, and `--tpm-lockout-auth-fd 4 4<FILE` sets the policy later.
+    static func newLockoutAuthorization(file: String, args: Arguments) throws -> SecureBytes {
+        let absolute = URL(fileURLWithPath: file).standardizedFileURL.path
+        let random = try SecureBytes.random(count: 16)
+        defer { random.destroy() }
+        let text = try SecureBytes(count: 33)
+        random.withUnsafeBytes { bytes in
+            text.withUnsafeMutableBytes { out in
+                for i in 0..<16 {
+                    out[2 * i] = ConstantTimeEncoding.hexDigit(bytes[i] >> 4)
+                    out[2 * i + 1] = ConstantTimeEncoding.hexDigit(bytes[i])
+                }
+                out[32] = 0x0A
+            }
+        }
+        defer { text.destroy() }
+        let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            args.fail(
+                "--tpm-set-lockout-auth: \(file) cannot be created (\(String(cString: strerror(errno)))); it must not exist"
+            )
+        }
+        let written = text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == 33, synced else {
+            unlink(file)
+            args.fail("--tpm-set-lockout-auth: \(file) could not be written; nothing was changed")
+        }
+        let parent = open((absolute as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if parent >= 0 {
+            _ = fsync(parent)
+            close(parent)
+        }
+        let auth = try SecureBytes(count: 32)
+        text.withUnsafeBytes { source in
+            auth.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: source.prefix(32))) }
+        }
+        CLI.printError(
+            "securepin: vault init: the TPM's new lockout authorisation is in \(file) (0600): keep it for the "
+                + "administrator, away from this machine's vaults; without it nobody can reset the TPM's lockout")
+        return auth
+    }
+
+    /// Before any PIN is asked for: FILE lies outside the vault, does not exist, and the TPM has
+    /// no lockout authorisation yet (a TPM with one keeps it: writing a new one would mislead).
+    static func checkNewLockoutFile(_ file: String, vault: String, tpm: (any VaultTPM)?, args: Arguments) {
+        let absolute = URL(fileURLWithPath: file).standardizedFileURL.path
+        let vaultPath = URL(fileURLWithPath: vault).standardizedFileURL.path
+        if absolute == vaultPath || absolute.hasPrefix(vaultPath + "/") {
+            args.usageError("--tpm-set-lockout-auth: the lockout authorisation never goes beside the vault")
+        }
+        if FileManager.default.fileExists(atPath: absolute) {
+            args.usageError("--tpm-set-lockout-auth: \(file) exists; it is never overwritten")
+        }
+        if let tpm, (try? tpm.lockoutState())?.lockoutAuthorizationSet == true {
+            args.fail(
+                "the TPM has a lockout authorisation already: give it with --tpm-lockout-auth-fd N "
+                    + "(--tpm-set-lockout-auth is for a TPM that has none)")
+        }
+    }
+
     static func lockoutAuthorization(from fd: Int32, args: Arguments) throws -> SecureBytes {
         let (buffer, count) = try SecureIO.readAll(from: fd, maximum: 64)
         defer { buffer.destroy() }
@@ -640,6 +727,14 @@ enum VaultCommand {
                     "the TPM refused its lockout authorisation (set with --tpm-lockout-auth-fd, or empty without it); "
                         + "nothing was written. A TPM locks its lockout hierarchy for its lockout recovery time after "
                         + "a wrong one, so check it before trying again", ExitCode.refused
+                )
+            case .tpmLockoutAuthorizationNotSet:
+                (
+                    "the TPM's lockout hierarchy has the empty authorisation, so anyone who can send it commands "
+                        + "could reset its guess limit (TPM2_DictionaryAttackLockReset) whenever the vault locks; "
+                        + "nothing was written. Set one first (tpm2_changeauth -c lockout, kept by the administrator, "
+                        + "then --tpm-lockout-auth-fd N), or let vault init set a random one: --tpm-set-lockout-auth "
+                        + "FILE", ExitCode.refused
                 )
             case .tpmFailed(let error): ("the TPM failed: \(error)", ExitCode.refused)
             case .serverRequired:

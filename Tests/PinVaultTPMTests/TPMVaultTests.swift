@@ -18,8 +18,15 @@ func temporaryDirectory() -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("spc-tpm-vault-\(UUID().uuidString)").path
 }
 
+/// The lockout authorisation the tests give a fresh swtpm (whose own is empty, which a TPM-bound
+/// vault refuses) and then use for the dictionary-attack parameters.
+let testLockoutAuthorization = "test-lockout-auth"
+
 func tpmOptions(_ tpm: SoftwareTPMProcess?) -> PinVault.Options {
-    PinVault.Options(floor: testFloor, tpm: tpm.map { SoftwareStackTPM(tcti: $0.tcti) })
+    var options = PinVault.Options(floor: testFloor, tpm: tpm.map { SoftwareStackTPM(tcti: $0.tcti) })
+    options.tpmNewLockoutAuthorization = try? secret(testLockoutAuthorization)
+    options.tpmLockoutAuthorization = try? secret(testLockoutAuthorization)
+    return options
 }
 
 /// Runs `body` with a fresh software TPM, stopped afterwards whatever happens.
@@ -298,6 +305,83 @@ struct TPMLockoutAuthorisationTests {
             // Without the option the authorisation is empty, refused too: nothing written.
             #expect(try initialize("none", nil) == .exited(1))
             #expect(!FileManager.default.fileExists(atPath: work + "/none"))
+        }
+    }
+
+    /// Security review, third round, item 1: on a TPM whose lockout authorisation is empty (a fresh
+    /// TPM, swtpm) anyone could run TPM2_DictionaryAttackLockReset whenever the vault locks; shown
+    /// before the fix: PIN 1234 fell after 15 guesses and 4 resets with --tpm-max-tries 3.
+    @Test func anEmptyLockoutAuthorisationIsRefusedAndOneSetByInitHoldsTheLockout() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tpm2_dictionarylockout") else {
+            Issue.record("tpm2-tools is not installed (make deps installs it)")
+            return
+        }
+        try withSoftwareTPM { tpm in
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("spc-lockout-\(UUID().uuidString)")
+                .path
+            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: work) }
+            try Data("2468\n".utf8).write(to: URL(fileURLWithPath: work + "/pin"))
+            try Data("1111\n".utf8).write(to: URL(fileURLWithPath: work + "/wrong"))
+            let securepin = try BuiltExecutable.path("securepin")
+            let stack = SoftwareStackTPM(tcti: tpm.tcti)
+            #expect(try stack.lockoutState().lockoutAuthorizationSet == false)
+            // The library refuses, and writes nothing.
+            let refusedAt = temporaryDirectory()
+            #expect(throws: VaultError.tpmLockoutAuthorizationNotSet) {
+                try PinVault.create(
+                    at: refusedAt, secret: secret("x"), pin: pin("2468"), parameters: testParameters,
+                    binding: .tpm(TPMLockoutPolicy(maxTries: 3)),
+                    options: PinVault.Options(floor: testFloor, tpm: stack))
+            }
+            #expect(!FileManager.default.fileExists(atPath: refusedAt))
+            // So does the CLI, with a message that says how to set one.
+            let initialize = { (extra: String, name: String) throws -> ChildProcess.Termination in
+                try shell(
+                    "printf x | '\(securepin)' vault init --vault \(name) --bind tpm --tcti '\(tpm.tcti)' "
+                        + "--tpm-max-tries 3 --tpm-recovery 3600 -t 2 -k 19456 --pin-fd 3 3<pin \(extra)", in: work)
+            }
+            #expect(try initialize("", "v") == .exited(1))
+            #expect(!FileManager.default.fileExists(atPath: work + "/v"))
+            #expect(try stack.lockoutState().lockoutAuthorizationSet == false)
+            // Beside the vault: refused before anything happens.
+            #expect(try initialize("--tpm-set-lockout-auth v/auth", "v") == .exited(2))
+            // --tpm-set-lockout-auth FILE sets a random one, written first, 0600.
+            #expect(try initialize("--tpm-set-lockout-auth lockout.auth", "v") == .exited(0))
+            let file = work + "/lockout.auth"
+            let attributes = try FileManager.default.attributesOfItem(atPath: file)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            #expect(text.count == 33 && text.hasSuffix("\n"))
+            #expect(try stack.lockoutState().lockoutAuthorizationSet == true)
+            #expect(try stack.lockoutState().maxTries == 3)
+            // Three wrong PINs lock the TPM; the administrator, with the file, can reset it.
+            func lockTheTPM() throws {
+                for _ in 0..<3 {
+                    _ = try shell(
+                        "'\(securepin)' vault unlock --vault v --tcti '\(tpm.tcti)' --pin-fd 3 3<wrong", in: work)
+                }
+            }
+            try lockTheTPM()
+            #expect(try stack.lockoutState().inLockout)
+            #expect(
+                try shell("tpm2_dictionarylockout -T '\(tpm.tcti)' -c -p \"$(cat lockout.auth)\"", in: work)
+                    == .exited(0))
+            #expect(try !stack.lockoutState().inLockout)
+            #expect(
+                try shell("'\(securepin)' vault unlock --vault v --tcti '\(tpm.tcti)' --pin-fd 3 3<pin", in: work)
+                    == .exited(0))
+            // Anyone else cannot: a reset without the authorisation fails, and the lockout holds (the
+            // right PIN is refused too).
+            try lockTheTPM()
+            #expect(try shell("tpm2_dictionarylockout -T '\(tpm.tcti)' -c", in: work) != .exited(0))
+            #expect(try stack.lockoutState().inLockout)
+            #expect(
+                try shell("'\(securepin)' vault unlock --vault v --tcti '\(tpm.tcti)' --pin-fd 3 3<pin", in: work)
+                    != .exited(0))
+            // A second --tpm-set-lockout-auth is refused: the TPM has one now, and no file is written.
+            #expect(try initialize("--tpm-set-lockout-auth again.auth", "v2") != .exited(0))
+            #expect(!FileManager.default.fileExists(atPath: work + "/again.auth"))
         }
     }
 }

@@ -64,6 +64,7 @@ typedef struct {
     uint32_t recovery_seconds; /* TPM_PT_LOCKOUT_INTERVAL: one failure forgotten per interval */
     uint32_t lockout_recovery; /* TPM_PT_LOCKOUT_RECOVERY */
     int in_lockout;            /* TPMA_PERMANENT.inLockout */
+    int lockout_auth_set;      /* TPMA_PERMANENT.lockoutAuthSet: the lockout hierarchy has a non-empty authorisation */
 } spc_tpm_da_state;
 
 /**
@@ -97,6 +98,19 @@ spc_tpm_status spc_tpm_read_da(const char *tcti, spc_tpm_da_state *out, uint32_t
 spc_tpm_status spc_tpm_set_da(const char *tcti, uint32_t max_tries, uint32_t recovery_seconds,
                               uint32_t lockout_recovery, const uint8_t *lockout_auth, size_t lockout_auth_size,
                               uint32_t *rc);
+
+/**
+ * Changes the lockout hierarchy's authorisation (TPM2_HierarchyChangeAuth on TPM_RH_LOCKOUT) from
+ * `current` (`current_size` bytes, 0 to 64; NULL when 0: the empty authorisation of a fresh TPM)
+ * to `new_auth` (`new_size` bytes, 1 to 64). The new value travels encrypted (the salted session's
+ * parameter encryption); both buffers are only read. Without the lockout authorisation nobody can
+ * run TPM2_DictionaryAttackLockReset, so the TPM's guess limit holds against whoever can send it
+ * commands. A refused `current` is SPC_TPM_LOCKOUT_AUTH (and the TPM may lock the lockout
+ * hierarchy). Returns SPC_TPM_OK, SPC_TPM_INVALID, SPC_TPM_UNAVAILABLE, SPC_TPM_LOCKOUT_AUTH or
+ * SPC_TPM_FAILED.
+ */
+spc_tpm_status spc_tpm_change_lockout_auth(const char *tcti, const uint8_t *current, size_t current_size,
+                                           const uint8_t *new_auth, size_t new_size, uint32_t *rc);
 
 #ifdef __cplusplus
 }
