@@ -688,17 +688,7 @@ extension ActivationServer {
         let opened = try v4Open(request, body: request.body, sharedInfo1: .upgradeStart, activation: nil)
         let body = try Self.decodePlaintext(opened.plaintext, V4UpgradeStartRequest.self)
         opened.plaintext?.destroy()
-        guard let device = Base64.decode(body.devicePublicKeys.ecdsa), device.count == 97,
-            (try? ECP384KeyPair.validate(publicKey: device)) != nil
-        else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
-        let suite = configuration.algorithm
-        let devicePostQuantum = try Self.v4DevicePostQuantumKey(body.devicePublicKeys, suite: suite)
-        let (shared, secret) = try Self.v4Respond(to: body.sharedSecretRequest, suite: suite)
-        var state = try V4ActivationState(algorithm: suite)
-        state.activationSecret = secret
-        state.devicePublicKey = device
-        state.devicePostQuantumPublicKey = devicePostQuantum
-        state.confirmationPending = false
+        var (state, shared) = try Self.v4UpgradedState(body, suite: configuration.algorithm)
         state.upgradePending = true
         let fresh = state
         try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
@@ -714,12 +704,25 @@ extension ActivationServer {
         return try Self.v4Encrypted(try v4Seal(try Self.encodePlaintext(response), opened))
     }
 
-    // MARK: - Dynamic factor keys
+    /// The new state an `upgrade/start` body asks for, in `suite`: the device's P-384 key (and
+    /// ML-DSA key for a hybrid suite) checked, the shared-secret exchange answered, a fresh server
+    /// key and counter; confirmed, nothing pending yet.
+    static func v4UpgradedState(_ body: V4UpgradeStartRequest, suite: ProtocolAlgorithm)
+        throws(ActivationServerError) -> (V4ActivationState, V4SharedSecretResponse)
+    {
+        guard let device = Base64.decode(body.devicePublicKeys.ecdsa), device.count == 97,
+            (try? ECP384KeyPair.validate(publicKey: device)) != nil
+        else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
+        let devicePostQuantum = try v4DevicePostQuantumKey(body.devicePublicKeys, suite: suite)
+        let (shared, secret) = try v4Respond(to: body.sharedSecretRequest, suite: suite)
+        var state = try V4ActivationState(algorithm: suite)
+        state.activationSecret = secret
+        state.devicePublicKey = device
+        state.devicePostQuantumPublicKey = devicePostQuantum
+        state.confirmationPending = false
+        return (state, shared)
+    }
 
-    /// `password/change` and `biometry/add`: authenticated with the current password, an
-    /// activation-scope shared-secret exchange whose result becomes the next knowledge key (or
-    /// the biometry key: current when biometry was off, next otherwise). The current key keeps
-    /// working until the device first uses the new one (``v4Authenticate(_:_:allowed:)`` promotes it).
     /// `upgrade/start` for a V4 activation whose suite is weaker than the one this application
     /// serves: a V4 `possession_knowledge` code of the current state (counted), the request
     /// encrypted in application scope in the new suite, and a new state in that suite kept as
@@ -736,17 +739,7 @@ extension ActivationServer {
         let opened = try v4Open(request, body: request.body, sharedInfo1: .upgradeStart, activation: nil, signed: true)
         let body = try Self.decodePlaintext(opened.plaintext, V4UpgradeStartRequest.self)
         opened.plaintext?.destroy()
-        guard let device = Base64.decode(body.devicePublicKeys.ecdsa), device.count == 97,
-            (try? ECP384KeyPair.validate(publicKey: device)) != nil
-        else { throw .malformedRequest(reason: "devicePublicKeys.ecdsa is not a P-384 key") }
-        let devicePostQuantum = try Self.v4DevicePostQuantumKey(body.devicePublicKeys, suite: suite)
-        let (shared, secret) = try Self.v4Respond(to: body.sharedSecretRequest, suite: suite)
-        var state = try V4ActivationState(algorithm: suite)
-        state.activationSecret = secret
-        state.devicePublicKey = device
-        state.devicePostQuantumPublicKey = devicePostQuantum
-        state.confirmationPending = false
-        let fresh = state
+        let (fresh, shared) = try Self.v4UpgradedState(body, suite: suite)
         let previous = current.algorithm
         try store.update(activationId: record.activationId) { (r) throws(ActivationServerError) in
             guard r.state == .active, r.v4?.algorithm == previous else { throw .upgradeNotAvailable }
@@ -805,6 +798,12 @@ extension ActivationServer {
         return try Self.ok(EmptyMessage?.none)
     }
 
+    // MARK: - Dynamic factor keys
+
+    /// `password/change` and `biometry/add`: authenticated with the current password, an
+    /// activation-scope shared-secret exchange whose result becomes the next knowledge key (or
+    /// the biometry key: current when biometry was off, next otherwise). The current key keeps
+    /// working until the device first uses the new one (``v4Authenticate(_:_:allowed:)`` promotes it).
     func v4RotateFactorKey(_ request: TransportRequest, biometry: Bool) throws(ActivationServerError)
         -> TransportResponse
     {

@@ -383,6 +383,33 @@ spc_tpm_status spc_tpm_read_da(const char *tcti, spc_tpm_da_state *out, uint32_t
     return status;
 }
 
+/* Gives ESYS the lockout hierarchy's authorisation (`size` bytes, at most a TPM2B_AUTH; checked by
+ * the callers) for the next command; the stack copy is wiped. */
+static TSS2_RC use_lockout_auth(ESYS_CONTEXT *esys, const uint8_t *auth, size_t size) {
+    TPM2B_AUTH value;
+    memset(&value, 0, sizeof value);
+    value.size = (UINT16)size;
+    if (size > 0) {
+        memcpy(value.buffer, auth, size);
+    }
+    TSS2_RC rc = Esys_TR_SetAuth(esys, ESYS_TR_RH_LOCKOUT, &value);
+    spc_wipe(&value, sizeof value);
+    return rc;
+}
+
+/* What a command authorised by the lockout hierarchy makes of its response code: a refused
+ * authorisation (or a locked lockout hierarchy) is SPC_TPM_LOCKOUT_AUTH. */
+static spc_tpm_status classify_lockout(TSS2_RC rc) {
+    if (rc == TSS2_RC_SUCCESS) {
+        return SPC_TPM_OK;
+    }
+    spc_tpm_status status = classify(rc);
+    if (status == SPC_TPM_AUTH_FAILED || status == SPC_TPM_LOCKOUT) {
+        return SPC_TPM_LOCKOUT_AUTH;
+    }
+    return status == SPC_TPM_UNAVAILABLE ? status : SPC_TPM_FAILED;
+}
+
 spc_tpm_status spc_tpm_set_da(const char *tcti, uint32_t max_tries, uint32_t recovery_seconds,
                               uint32_t lockout_recovery, const uint8_t *lockout_auth, size_t lockout_auth_size,
                               uint32_t *rc_out) {
@@ -395,14 +422,7 @@ spc_tpm_status spc_tpm_set_da(const char *tcti, uint32_t max_tries, uint32_t rec
     if (status != SPC_TPM_OK) {
         return status;
     }
-    TPM2B_AUTH auth_value;
-    memset(&auth_value, 0, sizeof auth_value);
-    auth_value.size = (UINT16)lockout_auth_size;
-    if (lockout_auth_size > 0) {
-        memcpy(auth_value.buffer, lockout_auth, lockout_auth_size);
-    }
-    TSS2_RC rc = Esys_TR_SetAuth(c.esys, ESYS_TR_RH_LOCKOUT, &auth_value);
-    spc_wipe(&auth_value, sizeof auth_value);
+    TSS2_RC rc = use_lockout_auth(c.esys, lockout_auth, lockout_auth_size);
     /* The salted HMAC session proves the lockout authorisation without sending it. */
     if (rc == TSS2_RC_SUCCESS) {
         rc = Esys_DictionaryAttackParameters(c.esys, ESYS_TR_RH_LOCKOUT, c.session, ESYS_TR_NONE, ESYS_TR_NONE,
@@ -410,16 +430,8 @@ spc_tpm_status spc_tpm_set_da(const char *tcti, uint32_t max_tries, uint32_t rec
     }
     forget_auth(c.esys, ESYS_TR_RH_LOCKOUT);
     report(rc_out, rc);
-    if (rc == TSS2_RC_SUCCESS) {
-        status = SPC_TPM_OK;
-    } else {
-        status = classify(rc);
-        status = (status == SPC_TPM_AUTH_FAILED || status == SPC_TPM_LOCKOUT) ? SPC_TPM_LOCKOUT_AUTH
-                 : status == SPC_TPM_UNAVAILABLE                              ? status
-                                                                              : SPC_TPM_FAILED;
-    }
     close_conversation(&c);
-    return status;
+    return classify_lockout(rc);
 }
 
 spc_tpm_status spc_tpm_change_lockout_auth(const char *tcti, const uint8_t *current, size_t current_size,
@@ -435,14 +447,7 @@ spc_tpm_status spc_tpm_change_lockout_auth(const char *tcti, const uint8_t *curr
     if (status != SPC_TPM_OK) {
         return status;
     }
-    TPM2B_AUTH value;
-    memset(&value, 0, sizeof value);
-    value.size = (UINT16)current_size;
-    if (current_size > 0) {
-        memcpy(value.buffer, current, current_size);
-    }
-    TSS2_RC rc = Esys_TR_SetAuth(c.esys, ESYS_TR_RH_LOCKOUT, &value);
-    spc_wipe(&value, sizeof value);
+    TSS2_RC rc = use_lockout_auth(c.esys, current, current_size);
     TPM2B_AUTH next;
     memset(&next, 0, sizeof next);
     next.size = (UINT16)new_size;
@@ -455,14 +460,6 @@ spc_tpm_status spc_tpm_change_lockout_auth(const char *tcti, const uint8_t *curr
     spc_wipe(&next, sizeof next);
     forget_auth(c.esys, ESYS_TR_RH_LOCKOUT);
     report(rc_out, rc);
-    if (rc == TSS2_RC_SUCCESS) {
-        status = SPC_TPM_OK;
-    } else {
-        status = classify(rc);
-        status = (status == SPC_TPM_AUTH_FAILED || status == SPC_TPM_LOCKOUT) ? SPC_TPM_LOCKOUT_AUTH
-                 : status == SPC_TPM_UNAVAILABLE                              ? status
-                                                                              : SPC_TPM_FAILED;
-    }
     close_conversation(&c);
-    return status;
+    return classify_lockout(rc);
 }
