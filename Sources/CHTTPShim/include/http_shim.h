@@ -77,10 +77,10 @@ typedef struct spc_http_config {
      * Seconds a connection may take from accept (or from the end of its previous request) to
      * the end of its whole request, request line, headers and body, however it trickles them;
      * then it is shut down (0: no deadline). Against slowloris and slow bodies: an inactivity
-     * timeout alone is reset by every byte. Independently of it, a new connection that arrives
-     * while all but a sixteenth of `connection_limit` are still waiting for their requests
-     * shuts down the one that has waited longest, so slow clients from many addresses cannot
-     * hold every slot.
+     * timeout alone is reset by every byte. Independently of it, with a `connection_limit` of 64
+     * or more, a new connection that arrives while all but an eighth of the slots are still
+     * waiting for their requests shuts down the one that has waited longest, so slow clients
+     * from many addresses cannot hold every slot.
      */
     unsigned int header_deadline_seconds;
     /** Most simultaneous connections from one IP address (0: no per-address limit). */
