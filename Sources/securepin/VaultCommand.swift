@@ -239,14 +239,12 @@ enum VaultCommand {
         return ExitCode.ok
     }
 
-    /// The TPM's lockout authorisation from a descriptor, in secure memory: its bytes, one trailing
-    /// newline removed (as `echo` or an editor leaves it: a stray newline would be a wrong
-    /// authorisation, which the TPM answers by locking its lockout hierarchy for a while).
     /// `--tpm-set-lockout-auth FILE`: for a TPM whose lockout hierarchy has the empty authorisation,
     /// a random one (32 hex digits, 128 bits) written 0600 to a new FILE outside the vault, with
     /// fsync, *before* the TPM takes it (a crash in between leaves a file nobody needs, never a TPM
     /// with an authorisation nobody has). The administrator keeps it: `tpm2_dictionarylockout -c -p
-    /// file:FILE` resets the lockout, and `--tpm-lockout-auth-fd 4 4<FILE` sets the policy later.
+    /// "$(cat FILE)"` resets the lockout (the value is the 32 digits, without the file's newline),
+    /// and `--tpm-lockout-auth-fd 4 4<FILE` sets the policy later.
     static func newLockoutAuthorization(file: String, args: Arguments) throws -> SecureBytes {
         let absolute = URL(fileURLWithPath: file).standardizedFileURL.path
         let random = try SecureBytes.random(count: 16)
@@ -308,6 +306,9 @@ enum VaultCommand {
         }
     }
 
+    /// The TPM's lockout authorisation from a descriptor, in secure memory: its bytes, one trailing
+    /// newline removed (as `echo` or an editor leaves it: a stray newline would be a wrong
+    /// authorisation, which the TPM answers by locking its lockout hierarchy for a while).
     static func lockoutAuthorization(from fd: Int32, args: Arguments) throws -> SecureBytes {
         let (buffer, count) = try SecureIO.readAll(from: fd, maximum: 64)
         defer { buffer.destroy() }

@@ -127,8 +127,6 @@ extension ActivationService {
         return (V4ClientActivation(state: state, keys: keys), nil)
     }
 
-    /// The V4 keys stored under `name` when they match `keyCheck`; `nil` when absent, of
-    /// another format or another activation.
     /// The pending state of an upgrade of `current` to a stronger V4 suite, with its keys, if
     /// the upgrade files hold one (another key check, the same activation, a stronger suite).
     static func loadPendingSuiteUpgrade(
@@ -144,6 +142,8 @@ extension ActivationService {
         return V4ClientActivation(state: pending, keys: keys)
     }
 
+    /// The V4 keys stored under `name` when they match `keyCheck`; `nil` when absent, of
+    /// another format or another activation.
     static func loadV4Keys(_ name: String, storage: any DeviceActivationStorage, keyCheck: String)
         throws(ActivationError) -> LocalV4Keys?
     {

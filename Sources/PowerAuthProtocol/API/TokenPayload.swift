@@ -56,30 +56,25 @@ public enum TokenPayload {
     /// Decodes the 22 Base64 characters of a 16-byte secret (then `==`) into `secret`, without a
     /// branch or an index that depends on the characters.
     private static func decodeSecret16(_ text: UnsafeRawBufferPointer, into secret: SecureBytes) -> Bool {
-        do {
-            let secretRange = 0..<24
-            let json = text
-            let valid = secret.withUnsafeMutableBytes { target -> Bool in
-                var bad: Int32 = 0
-                var bits: UInt32 = 0
-                var bitCount = 0
-                var written = 0
-                for offset in 0..<22 {
-                    let (sextet, invalid) = decodeCharacter(json[secretRange.lowerBound + offset])
-                    bad |= invalid
-                    bits = bits << 6 | UInt32(sextet)
-                    bitCount += 6
-                    if bitCount >= 8 {
-                        bitCount -= 8
-                        target[written] = UInt8(truncatingIfNeeded: bits >> UInt32(bitCount))
-                        written += 1
-                    }
+        secret.withUnsafeMutableBytes { target -> Bool in
+            var bad: Int32 = 0
+            var bits: UInt32 = 0
+            var bitCount = 0
+            var written = 0
+            for offset in 0..<22 {
+                let (sextet, invalid) = decodeCharacter(text[offset])
+                bad |= invalid
+                bits = bits << 6 | UInt32(sextet)
+                bitCount += 6
+                if bitCount >= 8 {
+                    bitCount -= 8
+                    target[written] = UInt8(truncatingIfNeeded: bits >> UInt32(bitCount))
+                    written += 1
                 }
-                // The 4 bits left over must be zero (canonical Base64).
-                bad |= Int32(bits & 0x0F)
-                return bad == 0 && written == secretByteCount
             }
-            return valid
+            // The 4 bits left over must be zero (canonical Base64).
+            bad |= Int32(bits & 0x0F)
+            return bad == 0 && written == secretByteCount
         }
     }
 

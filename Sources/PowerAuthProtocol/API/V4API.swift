@@ -381,15 +381,13 @@ public enum V4SecretJSON {
         let secret = try lift { () throws(SecureCoreError) in try SecureBytes(count: count) }
         let ok: Bool = json.withUnsafeBytes { whole in
             TokenPayload.withUnescapedBase64(of: secretName, in: whole) { text -> Bool in
-                let range = 0..<text.count
-                guard range.count == (count + 2) / 3 * 4 else { return false }
+                guard text.count == (count + 2) / 3 * 4 else { return false }
                 return secret.withUnsafeMutableBytes { target -> Bool in
                     var bad: Int32 = 0
                     var bits: UInt32 = 0
                     var bitCount = 0
                     var written = 0
-                    for offset in 0..<range.count {
-                        let character = text[range.lowerBound + offset]
+                    for character in text {
                         if character == UInt8(ascii: "=") { break }
                         let (sextet, invalid) = TokenPayload.decodeCharacter(character)
                         bad |= invalid
