@@ -310,11 +310,12 @@ static void slot_return(struct slab *s, unsigned slot) {
     pthread_mutex_unlock(&pool_lock);
 }
 
-int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) {
+/* `lasting`: the buffer outlives the caller's scope, so it stays out of the scratch pool. */
+static int buffer_new(int pool, int lasting, size_t size, spc_buffer **out) {
     *out = NULL;
     if (!spc__ready()) return SPC_E_INIT;
     if (size == 0 || size > SPC_BUFFER_MAX || pool < 0 || pool >= SPC_POOL_COUNT) return SPC_E_ARGUMENT;
-    if (pool == SPC_POOL_DATA && scope_depth > 0) pool = SPC_POOL_SCRATCH;
+    if (pool == SPC_POOL_DATA && scope_depth > 0 && !lasting) pool = SPC_POOL_SCRATCH;
     spc_buffer *b = calloc(1, sizeof *b);
     if (b == NULL) return SPC_E_NOMEM;
     pthread_mutex_lock(&pool_lock);
@@ -343,7 +344,11 @@ int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) {
     return SPC_OK;
 }
 
-spc_status spc_buffer_new(size_t size, spc_buffer **out) { return spc__buffer_new_in(SPC_POOL_DATA, size, out); }
+int spc__buffer_new_in(int pool, size_t size, spc_buffer **out) { return buffer_new(pool, 0, size, out); }
+
+spc_status spc_buffer_new(size_t size, spc_buffer **out) { return buffer_new(SPC_POOL_DATA, 0, size, out); }
+
+spc_status spc_buffer_new_lasting(size_t size, spc_buffer **out) { return buffer_new(SPC_POOL_DATA, 1, size, out); }
 
 void spc_buffer_free(spc_buffer *b) {
     if (b == NULL) return;

@@ -171,6 +171,17 @@ typedef struct spc_buffer spc_buffer;
  */
 SPC_MUST_CHECK SPC_NONNULL(2) spc_status spc_buffer_new(size_t size, spc_buffer **out);
 
+/**
+ * As spc_buffer_new(), for a buffer that outlives the request scope it is made
+ * in (a cache entry, a key kept for minutes): it never goes to the scratch
+ * pool (see "Request scopes"), so no other thread's open scope can hold its
+ * slab readable. Outside a scope it is exactly spc_buffer_new().
+ * Returns: as spc_buffer_new().
+ * Security: the buffer is no-access whenever it is not open, whatever scopes
+ *           other threads hold.
+ */
+SPC_MUST_CHECK SPC_NONNULL(2) spc_status spc_buffer_new_lasting(size_t size, spc_buffer **out);
+
 /*
  * Fork. A child made by fork() without exec has none of its parent's secrets:
  * secret memory is not mapped in it, anonymous pool pages read as zeros and

@@ -115,7 +115,8 @@ public final class FactorKeyCache: Sendable {
         throws(SecureCoreError)
     {
         guard lifetime > 0 else { return }
-        let kept = try keys.copy()
+        // Made inside the request's scope but kept for `lifetime`: off the scratch slabs.
+        let kept = try keys.copy(lasting: true)
         let dropped: [Entry] = shard(record.activationId).state.withLock { s in
             var dropped = Self.drop(expiredAt: now, from: &s)
             if s.entries[record.activationId] == nil, s.entries.count >= shardCapacity,

@@ -47,9 +47,19 @@ public struct FactorKeys: Sendable {
     /// - Returns: the copy.
     /// - Throws: `SecureCoreError.outOfMemory`; `SecureCoreError.destroyed` once these were destroyed.
     public func copy() throws(SecureCoreError) -> FactorKeys {
+        try copy(lasting: false)
+    }
+
+    /// The five keys copied into secure memory that may outlive the current request scope (a
+    /// cache entry): never on a scratch slab another thread's request holds readable.
+    /// - Parameter lasting: `true` to keep the copy out of the scratch pool.
+    /// - Returns: the copy.
+    /// - Throws: as ``copy()``.
+    package func copy(lasting: Bool) throws(SecureCoreError) -> FactorKeys {
         FactorKeys(
-            possession: try possession.copy(), knowledge: try knowledge.copy(), biometry: try biometry.copy(),
-            transport: try transport.copy(), vault: try vault.copy())
+            possession: try possession.copy(lasting: lasting), knowledge: try knowledge.copy(lasting: lasting),
+            biometry: try biometry.copy(lasting: lasting), transport: try transport.copy(lasting: lasting),
+            vault: try vault.copy(lasting: lasting))
     }
 }
 

@@ -23,11 +23,22 @@ public final class SecureBytes: @unchecked Sendable {
     /// Creates `count` zero bytes in secure memory.
     /// - Parameter count: 1 byte to 16 MiB.
     /// - Throws: ``SecureCoreError/invalidSize(_:)``, ``SecureCoreError/outOfMemory``.
-    public init(count: Int) throws(SecureCoreError) {
+    public convenience init(count: Int) throws(SecureCoreError) {
+        try self.init(count: count, lasting: false)
+    }
+
+    /// Creates `count` zero bytes that may outlive the request scope they are made in (a cache
+    /// entry): never on a scratch slab that another thread's open scope holds readable
+    /// (`SecureMemory.withRequestScope`). Outside a scope the same as ``init(count:)``.
+    /// - Parameters:
+    ///   - count: 1 byte to 16 MiB.
+    ///   - lasting: `true` to keep the bytes out of the scratch pool.
+    /// - Throws: as ``init(count:)``.
+    package init(count: Int, lasting: Bool) throws(SecureCoreError) {
         try CoreRuntime.ensureReady()
         guard count > 0, count <= Int(SPC_BUFFER_MAX) else { throw .invalidSize(count) }
         var buffer: OpaquePointer?
-        try check(spc_buffer_new(count, &buffer), length: count)
+        try check(lasting ? spc_buffer_new_lasting(count, &buffer) : spc_buffer_new(count, &buffer), length: count)
         self.count = count
         self.handle = Mutex(LockedHandle(pointer: buffer))
     }
@@ -126,7 +137,15 @@ public final class SecureBytes: @unchecked Sendable {
     /// - Throws: ``SecureCoreError/outOfMemory``; ``SecureCoreError/destroyed`` if this
     ///   object was destroyed.
     public func copy() throws(SecureCoreError) -> SecureBytes {
-        let out = try SecureBytes(count: count)
+        try copy(lasting: false)
+    }
+
+    /// A copy that may outlive the request scope it is made in (see ``init(count:lasting:)``).
+    /// - Parameter lasting: `true` to keep the copy out of the scratch pool.
+    /// - Returns: the copy.
+    /// - Throws: as ``copy()``.
+    package func copy(lasting: Bool) throws(SecureCoreError) -> SecureBytes {
+        let out = try SecureBytes(count: count, lasting: lasting)
         try withHandles(self, out) { (source, target) throws(SecureCoreError) in
             let from = try openForReading(source)
             defer { spc_buffer_close(source) }
