@@ -262,7 +262,8 @@ test-keyring: deps
 ## same way (run4.sh: one `securepin server --algorithm` EC_P384, EC_P384_ML_L3, EC_P384_ML_L5 after
 ## the other in $(BUILD_DIR), each always stopped). The Python side runs in a venv under $(BUILD_DIR)/pyenv
 ## with `cryptography` (the test-pq version, whose wheel has ML-KEM and ML-DSA) and `pycryptodome`
-## (a second KMAC-256 for the V4 self-test) from PyPI, created on first use.
+## (a second KMAC-256 for the V4 self-test) from PyPI, created on first use. Last, flood.sh: key-request
+## floods from many loopback addresses (stateless temporary keys, the per-address limit).
 PYENV := $(BUILD_DIR)/pyenv
 test-interop: deps
 	@mkdir -p $(BUILD_DIR)/test-logs
@@ -275,6 +276,7 @@ test-interop: deps
 	  Tests/interop/run.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop.log
 	BUILD_DIR=$(BUILD_DIR) INTEROP_LOG_DIR=$(BUILD_DIR)/test-logs/interop \
 	  Tests/interop/run4.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop4.log
+	Tests/interop/flood.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/flood.log
 
 ## docs: the DocC site of every public module, from the build's symbol graphs, with the articles
 ## (Sources/<Module>/<Module>.docc) whose code the DocSnippetTests target compiles and runs.

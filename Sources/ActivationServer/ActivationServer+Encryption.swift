@@ -80,19 +80,14 @@ extension ActivationServer {
     ) throws(ActivationServerError) -> OpenedRequest {
         let now = nowMilliseconds
         let privateKey: SecureBytes
+        var ownedKey: SecureBytes?
+        defer { ownedKey?.destroy() }
         if version == .v3_3 {
             guard let temporaryKeyId = cryptogram.temporaryKeyId else { throw .encryptionFailed }
-            do throws(ActivationServerError) {
-                privateKey = try temporaryKeys.keyPair(
-                    temporaryKeyId: temporaryKeyId, applicationKey: applicationKey, activationId: activationId,
-                    now: now
-                ).privateKey
-            } catch {
-                // A shared store that is down is a 503, not the client's bad key.
-                if case .unavailable = error { throw error }
-                if case .storage = error { throw error }
-                throw .temporaryKeyFailure
-            }
+            // The request's own copy: nothing can destroy it while the request runs.
+            privateKey = try temporaryKeys.privateKey(
+                temporaryKeyId: temporaryKeyId, applicationKey: applicationKey, activationId: activationId, now: now)
+            ownedKey = privateKey
         } else if let activationId {
             guard let record = try store.fetch(activationId: activationId) else { throw .encryptionFailed }
             privateKey = try record.serverPrivateKey.key()

@@ -4,106 +4,6 @@ import PowerAuthProtocol
 import SecureCore
 import Synchronization
 
-/// The temporary keys of protocol V4 (`/pa/v4/keystore/create`): `KEY_TEMPORARY_SHARED_SECRET`
-/// in secure memory, its scope, its expiry, and the request nonces already used under it
-/// (the replay rule of V4 end-to-end encryption). Kept in memory, as the V3 temporary keys:
-/// a restart invalidates them and clients fetch new ones. Given a ``SharedEphemeralState``
-/// (several server processes on one database) the keys live there instead, sealed, and a nonce
-/// is accepted once across every instance (a replay record that lives as long as the key), so
-/// any instance serves a request encrypted under a key another issued.
-public final class V4TemporaryKeyStore: Sendable {
-    /// How long a key is valid.
-    public static let lifetimeMilliseconds: Int64 = 5 * 60 * 1000
-
-    struct Entry: Sendable {
-        let secret: SecureBytes
-        let applicationKey: String
-        let activationId: String?
-        let expiresAt: Int64
-        var nonces: Set<[UInt8]>
-    }
-
-    private let entries = Mutex([String: Entry]())
-    private let shared: (any SharedEphemeralState)?
-    /// Most keys held at once in process memory (as the V3 store: a flood of key requests cannot
-    /// grow memory).
-    public let capacity: Int
-    /// Most nonces remembered under one key in process memory.
-    public let noncesPerKey: Int
-
-    /// Creates an empty store.
-    /// - Parameters:
-    ///   - capacity: most keys held at once (in process memory).
-    ///   - noncesPerKey: most requests accepted under one key (in process memory).
-    ///   - shared: where the keys and their used nonces live instead of process memory, or `nil`.
-    public init(capacity: Int = 4096, noncesPerKey: Int = 1024, shared: (any SharedEphemeralState)? = nil) {
-        precondition(capacity > 0 && noncesPerKey > 0, "a temporary key store needs room")
-        self.capacity = capacity
-        self.noncesPerKey = noncesPerKey
-        self.shared = shared
-    }
-
-    /// Keys held in process memory now (with a shared store: none, they are in the store).
-    public var count: Int { entries.withLock { $0.count } }
-
-    /// Stores a key after dropping expired ones; false (and the secret destroyed) when full.
-    func insert(_ id: String, _ entry: Entry, now: Int64) throws(ActivationServerError) -> Bool {
-        if let shared {
-            defer { entry.secret.destroy() }
-            try shared.storeV4TemporaryKey(
-                SharedV4TemporaryKey(
-                    temporaryKeyId: id, secret: entry.secret, applicationKey: entry.applicationKey,
-                    activationId: entry.activationId, expiresAtMilliseconds: entry.expiresAt))
-            return true
-        }
-        let stored = entries.withLock { table -> Bool in
-            if table.count >= capacity {
-                for (key, value) in table where value.expiresAt <= now {
-                    value.secret.destroy()
-                    table[key] = nil
-                }
-            }
-            guard table.count < capacity else { return false }
-            table[id] = entry
-            return true
-        }
-        if !stored { entry.secret.destroy() }
-        return stored
-    }
-
-    func entry(_ id: String, now: Int64) throws(ActivationServerError) -> Entry? {
-        if let shared {
-            guard let key = try shared.v4TemporaryKey(id, now: now), key.expiresAtMilliseconds > now else {
-                return nil
-            }
-            return Entry(
-                secret: key.secret, applicationKey: key.applicationKey, activationId: key.activationId,
-                expiresAt: key.expiresAtMilliseconds, nonces: [])
-        }
-        return entries.withLock { table in
-            guard let found = table[id], found.expiresAt > now else { return nil }
-            return found
-        }
-    }
-
-    /// Records a nonce; false when it was used before under this key.
-    func accept(nonce: [UInt8], for entry: Entry, id: String, now: Int64) throws(ActivationServerError) -> Bool {
-        if let shared {
-            // Its own domain beside the V3 (length-prefixed ephemeral key, nonce) pairs.
-            let key = Array("V4|".utf8) + Array(id.utf8) + [0] + nonce
-            return try shared.acceptOnce(replayKey: key, forgetAt: entry.expiresAt, now: now)
-        }
-        return entries.withLock { table in
-            guard var found = table[id], !found.nonces.contains(nonce), found.nonces.count < noncesPerKey else {
-                return false
-            }
-            found.nonces.insert(nonce)
-            table[id] = found
-            return true
-        }
-    }
-}
-
 /// A decrypted V4 request and what is needed to encrypt its response.
 struct V4OpenedRequest {
     let context: V4EncryptionContext
@@ -261,16 +161,10 @@ extension ActivationServer {
         } catch {
             throw .temporaryKeyFailure
         }
+        defer { secret.destroy() }
         let now = nowMilliseconds
-        let id = UUID().uuidString.lowercased()
-        let expires = now + V4TemporaryKeyStore.lifetimeMilliseconds
-        let stored = try v4TemporaryKeys.insert(
-            id,
-            V4TemporaryKeyStore.Entry(
-                secret: secret, applicationKey: claims.applicationKey, activationId: claims.activationId,
-                expiresAt: expires, nonces: []),
-            now: now)
-        guard stored else { throw .temporaryKeyFailure }
+        let (id, expires) = try temporaryKeys.issue(
+            secret, generation: .v4, applicationKey: claims.applicationKey, activationId: claims.activationId, now: now)
         let response = V4TemporaryKeyResponseClaims(
             temporaryKeyId: id, request: claims, sharedSecretResponse: shared, issuedAtMilliseconds: now,
             expiresAtMilliseconds: expires)
@@ -310,17 +204,24 @@ extension ActivationServer {
         _ encrypted: V4EncryptedRequest, sharedInfo1: V4SharedInfo1, activation: (id: String, keys: V4ActivationKeys)?
     ) throws(ActivationServerError) -> V4OpenedRequest {
         let now = nowMilliseconds
-        guard let entry = try v4TemporaryKeys.entry(encrypted.temporaryKeyId, now: now),
-            entry.applicationKey == applicationKey, entry.activationId == activation?.id
-        else { throw .encryptionFailed }
-        guard V4EncryptionContext.isFresh(timestamp: encrypted.timestamp, now: now) else { throw .requestExpired }
+        let sharedSecret: SecureBytes
+        do throws(ActivationServerError) {
+            // The request's own copy of the key: nothing can destroy it while the request runs.
+            sharedSecret = try temporaryKeys.open(
+                encrypted.temporaryKeyId, generation: .v4, applicationKey: applicationKey, activationId: activation?.id,
+                now: now)
+        } catch {
+            throw .encryptionFailed
+        }
+        // The context keeps the secret to seal the response; it is wiped when the request's
+        // context is let go.
         let scope: V4EncryptionScope =
             activation.map { .activation(activationId: $0.id, sharedInfo2Key: $0.keys.sharedInfo2) } ?? .application
         let secret = applicationSecret
         let appKey = applicationKey
         let context = try protocolStep { () throws(ProtocolError) in
             try V4EncryptionContext(
-                sharedSecret: entry.secret, temporaryKeyId: encrypted.temporaryKeyId, applicationKey: appKey,
+                sharedSecret: sharedSecret, temporaryKeyId: encrypted.temporaryKeyId, applicationKey: appKey,
                 applicationSecret: secret, sharedInfo1: sharedInfo1.rawValue, scope: scope)
         }
         let plaintext: SecureBytes?
@@ -329,19 +230,17 @@ extension ActivationServer {
         } catch {
             throw .encryptionFailed
         }
-        let accepted: Bool
         do throws(ActivationServerError) {
-            accepted =
-                try Base64.decode(encrypted.nonce).map { (nonce) throws(ActivationServerError) in
-                    try v4TemporaryKeys.accept(nonce: nonce, for: entry, id: encrypted.temporaryKeyId, now: now)
-                } ?? false
+            // After the tag, as V3: the window (V4's five minutes) and the nonce's first use under
+            // this key. A shared store decides both by its own clock.
+            guard let nonce = Base64.decode(encrypted.nonce) else { throw .replayedRequest }
+            try replayCache.accept(
+                replayKey: Array("V4|".utf8) + Array(encrypted.temporaryKeyId.utf8) + [0] + nonce,
+                timestamp: encrypted.timestamp, windowMilliseconds: V4EncryptionContext.timestampWindowMilliseconds,
+                now: now)
         } catch {
             plaintext?.destroy()
             throw error
-        }
-        guard accepted else {
-            plaintext?.destroy()
-            throw .replayedRequest
         }
         return V4OpenedRequest(context: context, request: encrypted, plaintext: plaintext)
     }

@@ -20,12 +20,10 @@ public final class ActivationServer: Sendable {
     let crypto: ActivationCrypto
     let applicationKey: String
     let applicationSecret: String
-    /// The temporary ECIES keys this server issued (protocol 3.3).
+    /// The temporary keys this server issues and opens (ECIES 3.3 and V4), stateless.
     public let temporaryKeys: TemporaryKeyStore
-    /// The ECIES replay protection its encrypted endpoints use.
+    /// The replay protection its encrypted endpoints and tokens use.
     public let replayCache: ECIESReplayCache
-    /// The temporary keys of protocol V4 this server issued.
-    public let v4TemporaryKeys: V4TemporaryKeyStore
     /// The factor keys of recently used activations (see ``FactorKeyCache``).
     public let factorKeyCache: FactorKeyCache
     /// What the application puts into each status response's `customObject` (upstream's status
@@ -74,9 +72,8 @@ public final class ActivationServer: Sendable {
         self.crypto = try protocolStep { () throws(ProtocolError) in try ActivationCrypto() }
         self.applicationKey = Base64.encode(configuration.applicationKey)
         self.applicationSecret = Base64.encode(configuration.applicationSecret)
-        self.temporaryKeys = TemporaryKeyStore(shared: store.sharedEphemeralState)
+        self.temporaryKeys = try TemporaryKeyStore(masterPrivateKey: configuration.masterKeyPair.privateKey)
         self.replayCache = ECIESReplayCache(shared: store.sharedEphemeralState)
-        self.v4TemporaryKeys = V4TemporaryKeyStore(shared: store.sharedEphemeralState)
     }
 
     // MARK: - Back office

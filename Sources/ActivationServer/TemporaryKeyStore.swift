@@ -1,30 +1,38 @@
 import Foundation
 import PowerAuthProtocol
 import SecureCore
-import Synchronization
 
-/// The server's temporary ECIES key pairs (protocol 3.3), each valid
-/// `TemporaryKeyAPI.validityMilliseconds` (300000 ms) and bound to one application key and,
-/// in activation scope, one activation.
+/// The server's temporary keys, stateless: the ECIES key pairs of protocol 3.3 and the
+/// `KEY_TEMPORARY_SHARED_SECRET`s of protocol V4, each valid 5 minutes and bound to one
+/// application key and, in activation scope, one activation.
 ///
-/// Private keys live only in secure memory (`SecureBytes`) and are never written
-/// to disk: a restart forgets them, and a client whose key is unknown fetches a new
-/// one (it must do so every 5 minutes anyway). Upstream stores them in its
-/// database, optionally sealed (powerauth-server `TemporaryKeyBehavior`). Given a
-/// ``SharedEphemeralState`` (several server processes on one database), the keys live there
-/// instead, sealed, so any instance can open a request encrypted to a key another issued.
+/// Nothing is kept per key. The key's secret part (the P-256 private key, or the V4 shared
+/// secret) travels sealed in its own identifier: XChaCha20-Poly1305 under a key derived from the
+/// server's master private key, with the generation, the expiry and the scope as associated
+/// data. So
+/// - no table fills: an unauthenticated `keystore/create` flood costs the server CPU (the rate
+///   limit answers that), never memory, and never refuses a legitimate key;
+/// - every instance that shares the application's configuration (a PostgreSQL deployment) opens
+///   a key another instance issued, without a shared table;
+/// - a request holds its own copy of the key, which nothing else can destroy while it runs;
+/// - a restart does not invalidate issued keys; changing the master key pair does.
+///
+/// Upstream keeps its temporary keys in its database (powerauth-server `TemporaryKeyBehavior`)
+/// and names them with UUIDs; clients treat the identifier as an opaque string
+/// (`docs/security.md`, "Temporary keys", has the layout and what it trades).
 public final class TemporaryKeyStore: Sendable {
-    /// A stored key.
-    struct Entry: Sendable {
-        let keyPair: KeyPair
-        let applicationKey: String
-        let activationId: String?
-        let expiresAtMilliseconds: Int64
+    /// Which protocol generation a key serves; part of the sealed identifier's associated data, so
+    /// a V3.3 key never opens as a V4 one.
+    public enum Generation: UInt8, Sendable {
+        /// ECIES 3.3: the sealed part is the 32-byte P-256 private key.
+        case v3 = 3
+        /// V4 end-to-end encryption: the sealed part is the 32-byte shared secret.
+        case v4 = 4
     }
 
-    /// A freshly created key's public facts.
+    /// A freshly created 3.3 key's public facts.
     public struct Created: Sendable, Equatable {
-        /// The key identifier (UUID), the `temporaryKeyId` of 3.3 ECIES.
+        /// The key identifier, the `temporaryKeyId` of 3.3 ECIES.
         public let temporaryKeyId: String
         /// The 65-byte uncompressed public key.
         public let publicKey: [UInt8]
@@ -32,122 +40,155 @@ public final class TemporaryKeyStore: Sendable {
         public let expiresAtMilliseconds: Int64
     }
 
-    /// Most keys held at once; creating one more when full (after dropping expired
-    /// keys) is refused, so a flood of requests cannot exhaust secure memory.
-    public let capacity: Int
     /// Validity of a new key, in milliseconds.
     public let validityMilliseconds: Int64
-    private let entries = Mutex([String: Entry]())
-    private let shared: (any SharedEphemeralState)?
+    /// The sealing key: `HMAC-SHA256(master private key, label)`, made once, kept off the scratch pool.
+    private let sealingKey: SecureBytes
 
-    /// Creates an empty store.
+    /// Layout of an identifier (before base64url): format, generation, expiry, nonce, sealed part.
+    static let format: UInt8 = 1
+    static let nonceBytes = 24
+    static let secretBytes = 32
+    static let headerBytes = 2 + 8
+    static let identifierBytes = headerBytes + nonceBytes + secretBytes + AEAD.tagByteCount
+
+    /// Creates the store.
     /// - Parameters:
+    ///   - masterPrivateKey: the application's master private key (the same on every instance).
     ///   - validityMilliseconds: validity of each key (default 300000, as upstream).
-    ///   - capacity: most keys held at once (in process memory).
-    ///   - shared: where the keys live instead of process memory, or `nil`.
-    public init(
-        validityMilliseconds: Int64 = TemporaryKeyAPI.validityMilliseconds, capacity: Int = 4096,
-        shared: (any SharedEphemeralState)? = nil
-    ) {
-        precondition(validityMilliseconds > 0 && capacity > 0, "a temporary key store needs room and time")
+    /// - Throws: ``ActivationServerError/protocolFailure(_:)`` when the sealing key cannot be derived.
+    public init(masterPrivateKey: SecureBytes, validityMilliseconds: Int64 = TemporaryKeyAPI.validityMilliseconds)
+        throws(ActivationServerError)
+    {
+        precondition(validityMilliseconds > 0, "a temporary key needs time")
         self.validityMilliseconds = validityMilliseconds
-        self.capacity = capacity
-        self.shared = shared
+        let derived = try protocolStep { () throws(ProtocolError) in
+            try lift { () throws(SecureCoreError) in
+                try HMACSHA256.deriveKey(
+                    label: Array("SecurePIN stateless temporary keys v1".utf8), from: [masterPrivateKey])
+            }
+        }
+        defer { derived.destroy() }
+        sealingKey = try protocolStep { () throws(ProtocolError) in
+            try lift { () throws(SecureCoreError) in try derived.copy(lasting: true) }
+        }
     }
 
-    /// Generates and remembers a key pair.
+    /// Generates a 3.3 key pair and returns its public half with an identifier that carries the
+    /// private half sealed.
     /// - Parameters:
     ///   - applicationKey: the application it serves.
     ///   - activationId: the activation it serves, `nil` in application scope.
     ///   - now: the current time, ms since 1970.
     /// - Returns: the key's identifier, public key and expiry.
-    /// - Throws: ``ActivationServerError/temporaryKeyFailure`` when full,
-    ///   ``ActivationServerError/protocolFailure(_:)`` if key generation fails.
+    /// - Throws: ``ActivationServerError/protocolFailure(_:)`` if key generation or sealing fails.
     public func create(applicationKey: String, activationId: String?, now: Int64) throws(ActivationServerError)
         -> Created
     {
-        let keyPair = try protocolStep { () throws(ProtocolError) -> KeyPair in
-            let pair = try lift { () throws(SecureCoreError) in try P256.generateKeyPair() }
-            return KeyPair(privateKey: pair.privateKey, publicKey: pair.publicKey)
+        let pair = try protocolStep { () throws(ProtocolError) in
+            try lift { () throws(SecureCoreError) in try P256.generateKeyPair() }
         }
-        let entry = Entry(
-            keyPair: keyPair, applicationKey: applicationKey, activationId: activationId,
-            expiresAtMilliseconds: now + validityMilliseconds)
-        let id = UUID().uuidString.lowercased()
-        if let shared {
-            defer { keyPair.privateKey.destroy() }
-            try shared.storeTemporaryKey(
-                SharedTemporaryKey(
-                    temporaryKeyId: id, keyPair: keyPair, applicationKey: applicationKey, activationId: activationId,
-                    expiresAtMilliseconds: entry.expiresAtMilliseconds))
-            return Created(
-                temporaryKeyId: id, publicKey: keyPair.publicKey, expiresAtMilliseconds: entry.expiresAtMilliseconds)
-        }
-        let stored = entries.withLock { table -> Bool in
-            if table.count >= capacity { table = table.filter { $0.value.expiresAtMilliseconds > now } }
-            guard table.count < capacity else { return false }
-            table[id] = entry
-            return true
-        }
-        guard stored else {
-            keyPair.privateKey.destroy()
-            throw .temporaryKeyFailure
-        }
-        return Created(
-            temporaryKeyId: id, publicKey: keyPair.publicKey, expiresAtMilliseconds: entry.expiresAtMilliseconds)
+        defer { pair.privateKey.destroy() }
+        let (id, expires) = try issue(
+            pair.privateKey, generation: .v3, applicationKey: applicationKey, activationId: activationId, now: now)
+        return Created(temporaryKeyId: id, publicKey: pair.publicKey, expiresAtMilliseconds: expires)
     }
 
-    /// The key pair for an ECIES request naming `temporaryKeyId`, as upstream's
-    /// `temporaryPrivateKey`: unknown, expired, or bound to another application or
-    /// activation is one refusal.
+    /// Seals a key's secret part into a new identifier.
+    /// - Parameters:
+    ///   - secret: 32 bytes (a P-256 private key, a V4 shared secret); only read.
+    ///   - generation: the protocol generation it serves.
+    ///   - applicationKey: the application it serves.
+    ///   - activationId: the activation it serves, `nil` in application scope.
+    ///   - now: the current time, ms since 1970.
+    /// - Returns: the identifier and the expiry (ms since 1970).
+    /// - Throws: ``ActivationServerError/protocolFailure(_:)``.
+    public func issue(
+        _ secret: SecureBytes, generation: Generation, applicationKey: String, activationId: String?, now: Int64
+    ) throws(ActivationServerError) -> (temporaryKeyId: String, expiresAtMilliseconds: Int64) {
+        guard secret.count == Self.secretBytes else {
+            throw .protocolFailure(
+                .invalidLength(field: "temporary key", expected: Self.secretBytes, actual: secret.count))
+        }
+        let expires = now + validityMilliseconds
+        let header = Self.header(generation: generation, expires: expires)
+        let box = try protocolStep { () throws(ProtocolError) in
+            try lift { () throws(SecureCoreError) in
+                try AEAD.seal(
+                    secret, using: sealingKey,
+                    associatedData: Self.associatedData(
+                        header, applicationKey: applicationKey, activationId: activationId))
+            }
+        }
+        return (Base64URL.encode(header + box.nonce + box.ciphertext), expires)
+    }
+
+    /// The secret part of the key an encrypted request names, as upstream's `temporaryPrivateKey`:
+    /// an identifier that does not parse or open, an expired key, or a key of another generation,
+    /// application or activation is one refusal.
+    /// - Parameters:
+    ///   - temporaryKeyId: the identifier from the request.
+    ///   - generation: the generation of the request.
+    ///   - applicationKey: the request's application key.
+    ///   - activationId: the request's activation, `nil` in application scope.
+    ///   - now: the current time, ms since 1970.
+    /// - Returns: the secret in fresh secure memory; the caller destroys it.
+    /// - Throws: ``ActivationServerError/temporaryKeyFailure``.
+    public func open(
+        _ temporaryKeyId: String, generation: Generation, applicationKey: String, activationId: String?, now: Int64
+    ) throws(ActivationServerError) -> SecureBytes {
+        guard temporaryKeyId.utf8.count <= 2 * Self.identifierBytes,
+            let bytes = Base64URL.decode(temporaryKeyId), bytes.count == Self.identifierBytes,
+            bytes[0] == Self.format, bytes[1] == generation.rawValue
+        else { throw .temporaryKeyFailure }
+        let header = Array(bytes[0..<Self.headerBytes])
+        let expires = bytes[2..<Self.headerBytes].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        guard expires > now else { throw .temporaryKeyFailure }
+        let box = AEAD.SealedBox(
+            algorithm: .xChaCha20Poly1305,
+            nonce: Array(bytes[Self.headerBytes..<(Self.headerBytes + Self.nonceBytes)]),
+            ciphertext: Array(bytes[(Self.headerBytes + Self.nonceBytes)...]))
+        let opened: SecureBytes?
+        do throws(SecureCoreError) {
+            opened = try AEAD.open(
+                box, using: sealingKey,
+                associatedData: Self.associatedData(header, applicationKey: applicationKey, activationId: activationId))
+        } catch {
+            throw .temporaryKeyFailure
+        }
+        guard let opened, opened.count == Self.secretBytes else {
+            opened?.destroy()
+            throw .temporaryKeyFailure
+        }
+        return opened
+    }
+
+    /// The 3.3 private key for an ECIES request naming `temporaryKeyId` (see ``open(_:generation:applicationKey:activationId:now:)``).
     /// - Parameters:
     ///   - temporaryKeyId: the identifier from the request.
     ///   - applicationKey: the request's application key.
     ///   - activationId: the request's activation, `nil` in application scope.
     ///   - now: the current time, ms since 1970.
-    /// - Returns: the key pair (the store keeps it; do not destroy it).
-    /// - Throws: ``ActivationServerError/temporaryKeyFailure``; with a shared store also its
-    ///   ``ActivationServerError/storage(reason:)`` and ``ActivationServerError/unavailable(reason:)``.
-    public func keyPair(temporaryKeyId: String, applicationKey: String, activationId: String?, now: Int64)
-        throws(ActivationServerError) -> KeyPair
+    /// - Returns: the private key in fresh secure memory; the caller destroys it.
+    /// - Throws: ``ActivationServerError/temporaryKeyFailure``.
+    public func privateKey(temporaryKeyId: String, applicationKey: String, activationId: String?, now: Int64)
+        throws(ActivationServerError) -> SecureBytes
     {
-        if let shared {
-            guard let key = try shared.temporaryKey(temporaryKeyId, now: now), key.expiresAtMilliseconds > now,
-                key.applicationKey == applicationKey, key.activationId == activationId
-            else { throw .temporaryKeyFailure }
-            return key.keyPair
-        }
-        let entry = entries.withLock { table -> Entry? in
-            guard let entry = table[temporaryKeyId] else { return nil }
-            guard entry.expiresAtMilliseconds > now else {
-                table[temporaryKeyId] = nil
-                entry.keyPair.privateKey.destroy()
-                return nil
-            }
-            return entry
-        }
-        guard let entry, entry.applicationKey == applicationKey, entry.activationId == activationId else {
-            throw .temporaryKeyFailure
-        }
-        return entry.keyPair
+        try open(temporaryKeyId, generation: .v3, applicationKey: applicationKey, activationId: activationId, now: now)
     }
 
-    /// Forgets and wipes every expired key.
-    /// - Parameter now: the current time, ms since 1970.
-    public func removeExpired(now: Int64) {
-        try? shared?.removeExpired(now: now)
-        entries.withLock { table in
-            for (id, entry) in table where entry.expiresAtMilliseconds <= now {
-                entry.keyPair.privateKey.destroy()
-                table[id] = nil
-            }
-        }
+    /// Format, generation and the expiry (big-endian ms).
+    static func header(generation: Generation, expires: Int64) -> [UInt8] {
+        [format, generation.rawValue] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: expires >> ($0 * 8)) }
     }
 
-    /// How many keys are held (expired ones included until removed); with a shared store, how
-    /// many it holds (0 when it cannot be read).
-    public var count: Int {
-        if let shared { return (try? shared.temporaryKeyCount()) ?? 0 }
-        return entries.withLock { $0.count }
+    /// A label, the header, and the scope, each length-prefixed so no two scopes share bytes.
+    static func associatedData(_ header: [UInt8], applicationKey: String, activationId: String?) -> [UInt8] {
+        func prefixed(_ text: String) -> [UInt8] {
+            let bytes = Array(text.utf8)
+            return [UInt8(truncatingIfNeeded: bytes.count >> 8), UInt8(truncatingIfNeeded: bytes.count)] + bytes
+        }
+        return Array("SecurePIN temporary key id v1".utf8) + header + prefixed(applicationKey)
+            + (activationId.map { [1] + prefixed($0) } ?? [0])
     }
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -311,7 +312,18 @@ static enum MHD_Result dispatch(spc_http_server *server, struct MHD_Connection *
     if (headers.overflow) {
         return queue_plain(server, connection, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, "too many header fields\n");
     }
+    /* The peer's address as text, for per-address limits above the shim (IPv4 dotted, IPv6 colon form). */
+    char address[INET6_ADDRSTRLEN] = "";
+    const union MHD_ConnectionInfo *peer = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (peer != NULL && peer->client_addr != NULL) {
+        const struct sockaddr *sa = peer->client_addr;
+        const void *raw = sa->sa_family == AF_INET    ? (const void *)&((const struct sockaddr_in *)sa)->sin_addr
+                          : sa->sa_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
+                                                      : NULL;
+        if (raw == NULL || inet_ntop(sa->sa_family, raw, address, sizeof address) == NULL) address[0] = '\0';
+    }
     const spc_http_request request = {
+        .client_address = address,
         .method = method,
         .path = url,
         .header_count = headers.count,

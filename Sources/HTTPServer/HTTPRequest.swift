@@ -18,6 +18,9 @@ public struct HTTPRequest: Sendable {
     /// memory, keyed by the lower-cased name; the first occurrence of a name wins, and an empty
     /// value is absent.
     public var secretHeaders: [String: SecureBytes] = [:]
+    /// The peer's IP address as text (`127.0.0.1`, `::1`), `nil` when unknown (a request built by
+    /// hand). The connection's address: behind a proxy, the proxy's.
+    public var clientAddress: String?
 
     /// Creates a request (the server does; tests of handlers may too).
     /// - Parameters:

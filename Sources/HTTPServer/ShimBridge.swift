@@ -123,6 +123,7 @@ private func shimHandler(
     var built = HTTPRequest(
         method: String(cString: c.method), path: String(cString: c.path), headers: headers, body: body)
     built.secretHeaders = secrets
+    if let address = c.client_address, address.pointee != 0 { built.clientAddress = String(cString: address) }
     let answer = box.handler(built)
     if !fill(response, with: answer) {
         let fallback = Array("invalid response\n".utf8)

@@ -50,6 +50,8 @@ public final class OPRFVaultStore: Sendable {
             vault_id BLOB NOT NULL,
             at REAL NOT NULL,
             outcome TEXT NOT NULL);
+        CREATE INDEX IF NOT EXISTS oprf_vault_pending ON oprf_vault(state, created);
+        CREATE INDEX IF NOT EXISTS oprf_vault_audit_vault ON oprf_vault_audit(vault_id);
         """
     static let masterLabel = Array("SecurePIN vault OPRF master v1".utf8)
 
@@ -107,12 +109,24 @@ public final class OPRFVaultStore: Sendable {
         }
     }
 
-    /// Creates a pending record with its first challenge.
+    /// How long a registered vault may wait for its enrolment before it is forgotten (seconds): a
+    /// client enrols within one unlock's time, so ten minutes is generous, and an unauthenticated
+    /// `register` flood leaves at most that many minutes of rows (at the rate limit).
+    static let pendingLifetime: TimeInterval = 600
+
+    /// Creates a pending record with its first challenge, after forgetting pending records (and
+    /// their audit rows) older than ``pendingLifetime``.
     /// - Returns: the counters.
     func register(vaultId: [UInt8], challenge: [UInt8], maxFailures: Int, now: Date) throws(Refusal)
         -> VaultOPRFAPI.Counters
     {
         try tables.transaction { (tx) throws(Refusal) -> VaultOPRFAPI.Counters in
+            let pending = Int64(VaultOPRFAPI.State.pending.rawValue)
+            let before = now.timeIntervalSince1970 - Self.pendingLifetime
+            try tx.run(
+                "DELETE FROM oprf_vault_audit WHERE vault_id IN (SELECT id FROM oprf_vault WHERE state = ? AND created < ?)",
+                [.integer(pending), .real(before)])
+            try tx.run("DELETE FROM oprf_vault WHERE state = ? AND created < ?", [.integer(pending), .real(before)])
             try tx.run(
                 "INSERT INTO oprf_vault(id, state, failures, max_failures, challenge, created) VALUES (?, ?, 0, ?, ?, ?)",
                 [

@@ -134,6 +134,16 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             seed_nonce bytea NOT NULL,
             seed_sealed bytea NOT NULL);
         """,
+        // 5: temporary keys are stateless (sealed in their identifiers): their tables go.
+        """
+        DROP TABLE temporary_key;
+        DROP TABLE v4_temporary_key;
+        """,
+        // 6: pending vault registrations expire (OPRFVaultStore.register), found by state and age.
+        """
+        CREATE INDEX oprf_vault_pending ON oprf_vault(state, created);
+        CREATE INDEX oprf_vault_audit_vault ON oprf_vault_audit(vault_id);
+        """,
     ]
 
     /// The schema version this code writes.
@@ -142,8 +152,8 @@ public final class PostgresActivationStore: ReferenceActivationStore {
     /// The connection pool.
     public let pool: PostgresPool
     private let storageKey: SecureBytes
-    /// Temporary keys stored and replay records accepted by this process; every
-    /// ``sweepInterval``-th one also deletes the expired keys and records, so the tables stay bounded.
+    /// Replay checks made by this process; every ``sweepInterval``-th one also deletes the
+    /// expired records, so the table stays bounded.
     private let accepted = Atomic<Int>(0)
     static let sweepInterval = 1024
 
@@ -617,153 +627,54 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         }
     }
 
-    // MARK: - Temporary keys and replay records
+    // MARK: - Replay records
 
-    static func temporaryKeyLabel(_ id: String) -> [UInt8] {
-        Array("SecurePIN temporary key v1|".utf8) + Array(id.utf8)
-    }
+    /// The database's clock in ms since 1970, the one clock every instance shares.
+    static let databaseMilliseconds = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
-    func storeTemporaryKey(_ key: SharedTemporaryKey) throws(ActivationServerError) {
-        let box: AEAD.SealedBox
-        do throws(ReferenceServerError) {
-            box = try seal(key.keyPair.privateKey, label: Self.temporaryKeyLabel(key.temporaryKeyId))
-        } catch {
-            throw .storage(reason: "sealing a temporary key failed")
-        }
-        sweepNow(Int64(Date().timeIntervalSince1970 * 1000))
+    func removeExpired() throws(ActivationServerError) {
         try run { () throws(PostgresError) in
             try pool.withConnection { (c) throws(PostgresError) in
-                try c.query(
-                    """
-                    INSERT INTO temporary_key(id, application_key, activation_id, public_key, private_nonce,
-                    private_sealed, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-                    """,
-                    [
-                        .text(key.temporaryKeyId), .text(key.applicationKey),
-                        key.activationId.map { .text($0) } ?? .null,
-                        .bytes(key.keyPair.publicKey), .bytes(box.nonce), .bytes(box.ciphertext),
-                        .integer(key.expiresAtMilliseconds),
-                    ])
+                try c.query("DELETE FROM ecies_replay WHERE forget_at < \(Self.databaseMilliseconds)")
             }
         }
     }
 
-    func temporaryKey(_ id: String, now: Int64) throws(ActivationServerError) -> SharedTemporaryKey? {
+    /// Every ``sweepInterval``-th call deletes what expired (a failure is left to the next sweep).
+    private func sweepNow() {
+        if accepted.add(1, ordering: .relaxed).newValue % Self.sweepInterval == 0 { try? removeExpired() }
+    }
+
+    /// One statement, on the database's clock: the window, then the insert of the key or the
+    /// takeover of a row whose time has passed; it answers the clock it used and whether a row was
+    /// taken. The primary key makes two instances' inserts of one key meet.
+    func acceptOnce(replayKey: [UInt8], timestamp: Int64, windowMilliseconds: Int64) throws(ActivationServerError)
+        -> ReplayVerdict
+    {
+        sweepNow()
+        let (forgetAt, overflow) = timestamp.addingReportingOverflow(windowMilliseconds)
+        guard !overflow, windowMilliseconds > 0 else { return .expired }
         let rows = try run { () throws(PostgresError) in
-            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
-                try c.query(
-                    """
-                    SELECT application_key, activation_id, public_key, private_nonce, private_sealed, expires_at
-                    FROM temporary_key WHERE id = $1 AND expires_at > $2
-                    """, [.text(id), .integer(now)])
-            }
-        }
-        guard let row = rows.first else { return nil }
-        guard let application = row[0].string, let publicKey = row[2].bytes, let nonce = row[3].bytes,
-            let sealed = row[4].bytes, let expires = row[5].int64
-        else { throw .storage(reason: "a temporary key row does not parse") }
-        let privateKey: SecureBytes
-        do throws(ReferenceServerError) {
-            privateKey = try open(nonce: nonce, sealed: sealed, label: Self.temporaryKeyLabel(id))
-        } catch {
-            throw .storage(reason: "a sealed temporary key does not open under this key file")
-        }
-        return SharedTemporaryKey(
-            temporaryKeyId: id, keyPair: KeyPair(privateKey: privateKey, publicKey: publicKey),
-            applicationKey: application, activationId: row[1].string, expiresAtMilliseconds: expires)
-    }
-
-    func temporaryKeyCount() throws(ActivationServerError) -> Int {
-        try run { () throws(PostgresError) in
-            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
-                Int(try c.query("SELECT count(*) FROM temporary_key").first?[0].int64 ?? 0)
-            }
-        }
-    }
-
-    func removeExpired(now: Int64) throws(ActivationServerError) {
-        try run { () throws(PostgresError) in
-            try pool.withConnection { (c) throws(PostgresError) in
-                try c.query("DELETE FROM temporary_key WHERE expires_at <= $1", [.integer(now)])
-                try c.query("DELETE FROM v4_temporary_key WHERE expires_at <= $1", [.integer(now)])
-                try c.query("DELETE FROM ecies_replay WHERE forget_at < $1", [.integer(now)])
-            }
-        }
-    }
-
-    static func v4TemporaryKeyLabel(_ id: String) -> [UInt8] {
-        Array("SecurePIN V4 temporary key v1|".utf8) + Array(id.utf8)
-    }
-
-    func storeV4TemporaryKey(_ key: SharedV4TemporaryKey) throws(ActivationServerError) {
-        let box: AEAD.SealedBox
-        do throws(ReferenceServerError) {
-            box = try seal(key.secret, label: Self.v4TemporaryKeyLabel(key.temporaryKeyId))
-        } catch {
-            throw .storage(reason: "sealing a V4 temporary key failed")
-        }
-        sweepNow(Int64(Date().timeIntervalSince1970 * 1000))
-        try run { () throws(PostgresError) in
             try pool.withConnection { (c) throws(PostgresError) in
                 try c.query(
                     """
-                    INSERT INTO v4_temporary_key(id, application_key, activation_id, secret_nonce, secret_sealed,
-                    expires_at) VALUES ($1, $2, $3, $4, $5, $6)
+                    WITH clock AS MATERIALIZED (SELECT \(Self.databaseMilliseconds) AS ms),
+                    taken AS (
+                        INSERT INTO ecies_replay(replay_key, forget_at)
+                        SELECT $1, $2::bigint FROM clock WHERE $3::bigint BETWEEN ms - $4::bigint AND ms + $4::bigint
+                        ON CONFLICT (replay_key) DO UPDATE SET forget_at = EXCLUDED.forget_at
+                        WHERE ecies_replay.forget_at < (SELECT ms FROM clock)
+                        RETURNING 1)
+                    SELECT ms, (SELECT count(*) FROM taken) FROM clock
                     """,
-                    [
-                        .text(key.temporaryKeyId), .text(key.applicationKey),
-                        key.activationId.map { .text($0) } ?? .null, .bytes(box.nonce), .bytes(box.ciphertext),
-                        .integer(key.expiresAtMilliseconds),
-                    ])
+                    [.bytes(replayKey), .integer(forgetAt), .integer(timestamp), .integer(windowMilliseconds)])
             }
         }
-    }
-
-    func v4TemporaryKey(_ id: String, now: Int64) throws(ActivationServerError) -> SharedV4TemporaryKey? {
-        let rows = try run { () throws(PostgresError) in
-            try pool.withConnection(idempotent: true) { (c) throws(PostgresError) in
-                try c.query(
-                    """
-                    SELECT application_key, activation_id, secret_nonce, secret_sealed, expires_at
-                    FROM v4_temporary_key WHERE id = $1 AND expires_at > $2
-                    """, [.text(id), .integer(now)])
-            }
+        guard let row = rows.first, let now = row[0].int64, let taken = row[1].int64 else {
+            throw .storage(reason: "the replay check answered no row")
         }
-        guard let row = rows.first else { return nil }
-        guard let application = row[0].string, let nonce = row[2].bytes, let sealed = row[3].bytes,
-            let expires = row[4].int64
-        else { throw .storage(reason: "a V4 temporary key row does not parse") }
-        let secret: SecureBytes
-        do throws(ReferenceServerError) {
-            secret = try open(nonce: nonce, sealed: sealed, label: Self.v4TemporaryKeyLabel(id))
-        } catch {
-            throw .storage(reason: "a sealed V4 temporary key does not open under this key file")
-        }
-        return SharedV4TemporaryKey(
-            temporaryKeyId: id, secret: secret, applicationKey: application, activationId: row[1].string,
-            expiresAtMilliseconds: expires)
-    }
-
-    /// Every ``sweepInterval``-th call deletes what expired before `now` (a failure is left to the next sweep).
-    private func sweepNow(_ now: Int64) {
-        if accepted.add(1, ordering: .relaxed).newValue % Self.sweepInterval == 0 { try? removeExpired(now: now) }
-    }
-
-    /// One statement: inserts the pair, or takes over a row whose time has passed; a row
-    /// comes back only then. The primary key makes two instances' inserts of one pair meet.
-    func acceptOnce(replayKey: [UInt8], forgetAt: Int64, now: Int64) throws(ActivationServerError) -> Bool {
-        sweepNow(now)
-        return try run { () throws(PostgresError) in
-            try pool.withConnection { (c) throws(PostgresError) in
-                !(try c.query(
-                    """
-                    INSERT INTO ecies_replay(replay_key, forget_at) VALUES ($1, $2)
-                    ON CONFLICT (replay_key) DO UPDATE SET forget_at = EXCLUDED.forget_at
-                    WHERE ecies_replay.forget_at < $3 RETURNING 1
-                    """, [.bytes(replayKey), .integer(forgetAt), .integer(now)]
-                ).isEmpty)
-            }
-        }
+        if taken > 0 { return .accepted }
+        return ECIESReplayCache.within(timestamp, windowMilliseconds, of: now) ? .replayed : .expired
     }
 
     // MARK: - Rows
@@ -1017,36 +928,17 @@ struct ConditionalWrite: Sendable {
     }
 }
 
-/// ``PostgresActivationStore``'s temporary keys and replay records as
-/// `ActivationServer.SharedEphemeralState`.
+/// ``PostgresActivationStore``'s replay records as `ActivationServer.SharedEphemeralState`.
 struct PostgresEphemeralState: SharedEphemeralState {
     let store: PostgresActivationStore
 
-    func storeTemporaryKey(_ key: SharedTemporaryKey) throws(ActivationServerError) {
-        try store.storeTemporaryKey(key)
+    func acceptOnce(replayKey: [UInt8], timestamp: Int64, windowMilliseconds: Int64) throws(ActivationServerError)
+        -> ReplayVerdict
+    {
+        try store.acceptOnce(replayKey: replayKey, timestamp: timestamp, windowMilliseconds: windowMilliseconds)
     }
 
-    func temporaryKey(_ temporaryKeyId: String, now: Int64) throws(ActivationServerError) -> SharedTemporaryKey? {
-        try store.temporaryKey(temporaryKeyId, now: now)
-    }
-
-    func temporaryKeyCount() throws(ActivationServerError) -> Int {
-        try store.temporaryKeyCount()
-    }
-
-    func removeExpired(now: Int64) throws(ActivationServerError) {
-        try store.removeExpired(now: now)
-    }
-
-    func acceptOnce(replayKey: [UInt8], forgetAt: Int64, now: Int64) throws(ActivationServerError) -> Bool {
-        try store.acceptOnce(replayKey: replayKey, forgetAt: forgetAt, now: now)
-    }
-
-    func storeV4TemporaryKey(_ key: SharedV4TemporaryKey) throws(ActivationServerError) {
-        try store.storeV4TemporaryKey(key)
-    }
-
-    func v4TemporaryKey(_ temporaryKeyId: String, now: Int64) throws(ActivationServerError) -> SharedV4TemporaryKey? {
-        try store.v4TemporaryKey(temporaryKeyId, now: now)
+    func removeExpired() throws(ActivationServerError) {
+        try store.removeExpired()
     }
 }

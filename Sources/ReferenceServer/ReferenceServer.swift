@@ -52,6 +52,9 @@ public final class ReferenceServer: Sendable {
         public var failureBlockDuration: TimeInterval?
         /// Failed back-office attempts allowed before every back-office request gets 429.
         public var adminRateLimit = AdminRateLimit()
+        /// Per client address: how often `keystore/create` (V3.3, V4) and the vault's `register`
+        /// may be called (``AddressRateLimit``); beyond it, 429 with the endpoint's error body.
+        public var keyRequestRateLimit = AddressRateLimit()
         /// Where each answered request is logged (one JSON line, see ``AccessLog``); `nil`, the
         /// default, logs nothing.
         public var accessLog: AccessLog?
@@ -62,6 +65,10 @@ public final class ReferenceServer: Sendable {
         /// The algorithm the application serves: `LEGACY_P256` (V3.3, default), `EC_P384` (V4) or a
         /// hybrid V4 suite, `EC_P384_ML_L3` or `EC_P384_ML_L5` (with an ML-DSA master key).
         public var algorithm: ProtocolAlgorithm = .legacyP256
+        /// The activation server's clock (temporary keys, blocks, the in-memory replay window); the
+        /// system clock. A seam for tests inside this package only: no option or environment
+        /// variable of the shipped server sets it.
+        package var clock: any ActivationClock = SystemActivationClock()
 
         /// Creates the options.
         /// - Parameters:
@@ -154,7 +161,7 @@ public final class ReferenceServer: Sendable {
         let server: ActivationServer
         do throws(ActivationServerError) {
             server = try ActivationServer(
-                configuration: served, store: ObservedStore(base: store, metrics: metrics))
+                configuration: served, store: ObservedStore(base: store, metrics: metrics), clock: options.clock)
         } catch {
             throw .activationServer(error)
         }
@@ -168,7 +175,8 @@ public final class ReferenceServer: Sendable {
         self.vaults = vaults
         let router = Router(
             server: server, store: store, gate: try AdminGate(token: options.adminToken, limit: options.adminRateLimit),
-            metrics: metrics, log: options.accessLog, vaults: vaults)
+            metrics: metrics, log: options.accessLog, vaults: vaults,
+            keyRequests: AddressRateLimiter(limit: options.keyRequestRateLimit))
         var http = options.http
         // The admin token goes from the request into secure memory, never into a String.
         http.secretHeaders.insert(HTTPHeader.adminToken.lowercased())
@@ -249,6 +257,13 @@ struct Router: Sendable {
     let log: AccessLog?
     /// The vault binding (its own path prefix, its own file).
     var vaults: VaultOPRFEndpoint? = nil
+    /// Per-address buckets for the unauthenticated endpoints that make the server generate keys.
+    var keyRequests = AddressRateLimiter(limit: AddressRateLimit())
+
+    /// The paths ``keyRequests`` limits.
+    static let keyRequestPaths: Set<String> = [
+        TemporaryKeyAPI.createKey.path, V4API.keystoreCreate.path, VaultOPRFAPI.Operation.register.path,
+    ]
 
     static let adminPrefix = "/admin/"
 
@@ -327,6 +342,9 @@ struct Router: Sendable {
     ///     request when it parses (parsed once here, for the activation server, the log and the
     ///     metrics).
     func dispatch(_ request: HTTPRequest, authorization: inout AuthorizationHeader?) -> HTTPResponse {
+        if Self.keyRequestPaths.contains(request.path), let seconds = keyRequests.take(request.clientAddress) {
+            return Self.rateLimited(request.path, retryAfter: seconds)
+        }
         if request.path.hasPrefix(VaultOPRFAPI.pathPrefix) {
             if let vaults { return vaults.respond(to: request) }
             let response = ActivationServer.error(
@@ -360,6 +378,20 @@ struct Router: Sendable {
         if let refusal = Self.refusal(verdict) { return refusal }
         let response = backOffice(transport)
         return HTTPResponse(status: response.statusCode, body: Data(response.body))
+    }
+
+    /// 429 for a key request over its address's limit, in the endpoint's own error body
+    /// (upstream's `ERR_TEMPORARY_KEY` envelope, or the vault binding's), with `Retry-After`.
+    static func rateLimited(_ path: String, retryAfter seconds: Int) -> HTTPResponse {
+        var answer: HTTPResponse
+        if path.hasPrefix(VaultOPRFAPI.pathPrefix) {
+            answer = VaultOPRFEndpoint.failure(429, "rate-limited")
+        } else {
+            let response = ActivationServer.error(429, TemporaryKeyAPI.errorCode, TemporaryKeyAPI.errorMessage)
+            answer = HTTPResponse(status: response.statusCode, body: Data(response.body))
+        }
+        answer.headers.append(HTTPHeader(name: "Retry-After", value: String(seconds)))
+        return answer
     }
 
     /// The answer to a request the admin gate did not let through, or `nil` when it did.

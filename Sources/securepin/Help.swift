@@ -415,6 +415,8 @@ enum Help {
                                     database; created 0600 when missing); required with
                                     --store postgres, the same file for every instance
               --max-failures N      failed attempts that block new activations (default 5)
+              --key-request-rate N  keystore/create and vault register per client address and
+                                    second (default 8, bursts of 8 N); beyond it 429
               --metrics-port N      also serve GET /metrics without the token on 127.0.0.1:N
                                     (on --port, /metrics needs the admin token)
               --log-file PATH       append the access log (one JSON object a line) to PATH

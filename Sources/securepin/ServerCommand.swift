@@ -22,6 +22,7 @@ enum ServerCommand {
         let tokenFile = args.value("--admin-token-file")
         let keyFile = args.value("--key-file")
         let maxFailures = args.integer("--max-failures", range: 1...255) ?? 5
+        let keyRequestRate = args.integer("--key-request-rate", range: 1...100_000)
         let metricsPort = args.integer("--metrics-port", range: UInt16(0)...UInt16.max)
         let readyFile = args.value("--ready-file")
         let logFile = args.value("--log-file")
@@ -68,6 +69,10 @@ enum ServerCommand {
             options.accessLog = log
             options.metricsPort = metricsPort
             options.algorithm = algorithm
+            if let keyRequestRate {
+                options.keyRequestRateLimit = AddressRateLimit(
+                    burst: 8 * keyRequestRate, perSecond: Double(keyRequestRate))
+            }
             if postgres, let dsnFile {
                 var pool = PostgresPool.Configuration()
                 if let poolSize { pool.maximumConnections = poolSize }

@@ -5,46 +5,85 @@ import SecureCore
 import Testing
 
 @testable import ActivationServer
+@testable import PowerAuthProtocol
 
 @Suite("Temporary keys and ECIES replay protection on the server")
 struct TemporaryKeyServerTests {
-    @Test("a stored key is valid 300 s, only for its application and activation")
+    static func master() throws -> SecureBytes { try SecureBytes.random(count: 32) }
+
+    /// The opened private key belongs to the created public key: ECDH with a fresh peer agrees.
+    static func matches(_ privateKey: SecureBytes, _ publicKey: [UInt8]) throws -> Bool {
+        let peer = try P256.generateKeyPair()
+        defer { peer.privateKey.destroy() }
+        let ours = try P256.sharedSecret(privateKey: privateKey, publicKey: peer.publicKey)
+        let theirs = try P256.sharedSecret(privateKey: peer.privateKey, publicKey: publicKey)
+        defer {
+            ours.destroy()
+            theirs.destroy()
+        }
+        return try ours.isEqual(to: theirs)
+    }
+
+    @Test("a key is valid 300 s, only for its generation, application and activation; nothing is stored")
     func storeValidity() throws {
-        let store = TemporaryKeyStore()
+        let store = try TemporaryKeyStore(masterPrivateKey: try Self.master())
         let created = try store.create(applicationKey: "app", activationId: nil, now: 1_000)
         #expect(created.expiresAtMilliseconds == 301_000)
         #expect(created.publicKey.count == 65)
-        let pair = try store.keyPair(
+        let key = try store.privateKey(
             temporaryKeyId: created.temporaryKeyId, applicationKey: "app", activationId: nil, now: 300_999)
-        #expect(pair.publicKey == created.publicKey)
-        #expect(throws: ActivationServerError.temporaryKeyFailure) {
-            try store.keyPair(
-                temporaryKeyId: created.temporaryKeyId, applicationKey: "other", activationId: nil, now: 2_000)
+        #expect(try Self.matches(key, created.publicKey))
+        key.destroy()
+        let refusals: [(String, String, String?, Int64, TemporaryKeyStore.Generation)] = [
+            (created.temporaryKeyId, "other", nil, 2_000, .v3),
+            (created.temporaryKeyId, "app", "a", 2_000, .v3),
+            (created.temporaryKeyId, "app", nil, 2_000, .v4),
+            ("unknown", "app", nil, 2_000, .v3),
+            ("", "app", nil, 2_000, .v3),
+            (created.temporaryKeyId, "app", nil, 301_000, .v3),
+        ]
+        for (id, app, activation, now, generation) in refusals {
+            #expect(throws: ActivationServerError.temporaryKeyFailure) {
+                try store.open(id, generation: generation, applicationKey: app, activationId: activation, now: now)
+            }
         }
-        #expect(throws: ActivationServerError.temporaryKeyFailure) {
-            try store.keyPair(
-                temporaryKeyId: created.temporaryKeyId, applicationKey: "app", activationId: "a", now: 2_000)
+        // Every byte of the identifier counts: the expiry, the nonce, the sealed key, the tag.
+        let bytes = try #require(Base64URL.decode(created.temporaryKeyId))
+        for index in bytes.indices {
+            var tampered = bytes
+            tampered[index] ^= 0x01
+            #expect(throws: ActivationServerError.temporaryKeyFailure) {
+                try store.privateKey(
+                    temporaryKeyId: Base64URL.encode(tampered), applicationKey: "app", activationId: nil, now: 2_000)
+            }
         }
-        #expect(throws: ActivationServerError.temporaryKeyFailure) {
-            try store.keyPair(temporaryKeyId: "unknown", applicationKey: "app", activationId: nil, now: 2_000)
-        }
-        #expect(throws: ActivationServerError.temporaryKeyFailure) {
-            try store.keyPair(
-                temporaryKeyId: created.temporaryKeyId, applicationKey: "app", activationId: nil, now: 301_000)
-        }
-        #expect(store.count == 0)
     }
 
-    @Test("a full store drops expired keys, then refuses")
-    func storeCapacity() throws {
-        let store = TemporaryKeyStore(validityMilliseconds: 10, capacity: 2)
-        _ = try store.create(applicationKey: "a", activationId: nil, now: 0)
-        _ = try store.create(applicationKey: "a", activationId: nil, now: 0)
+    @Test("stateless keys: every instance with the same master key opens them, another master key does not")
+    func storeAcrossInstances() throws {
+        let master = try Self.master()
+        let issuer = try TemporaryKeyStore(masterPrivateKey: master)
+        let other = try TemporaryKeyStore(masterPrivateKey: master)
+        let stranger = try TemporaryKeyStore(masterPrivateKey: try Self.master())
+        let secret = try SecureBytes.random(count: 32)
+        let (id, expires) = try issuer.issue(secret, generation: .v4, applicationKey: "app", activationId: "A", now: 0)
+        #expect(expires == 300_000)
+        let opened = try other.open(id, generation: .v4, applicationKey: "app", activationId: "A", now: 1)
+        #expect(try opened.isEqual(to: secret))
+        // The opened copy is the caller's: destroying it leaves the key usable for the next request.
+        opened.destroy()
+        let again = try issuer.open(id, generation: .v4, applicationKey: "app", activationId: "A", now: 2)
+        #expect(try again.isEqual(to: secret))
         #expect(throws: ActivationServerError.temporaryKeyFailure) {
-            try store.create(applicationKey: "a", activationId: nil, now: 5)
+            try stranger.open(id, generation: .v4, applicationKey: "app", activationId: "A", now: 1)
         }
-        _ = try store.create(applicationKey: "a", activationId: nil, now: 10)
-        #expect(store.count == 1)
+        #expect(
+            throws: ActivationServerError.protocolFailure(
+                .invalidLength(field: "temporary key", expected: 32, actual: 16))
+        ) {
+            try issuer.issue(
+                try SecureBytes.random(count: 16), generation: .v4, applicationKey: "app", activationId: nil, now: 0)
+        }
     }
 
     @Test("replay cache: a pair is accepted once, timestamps outside ±60 s are refused")
@@ -78,16 +117,31 @@ struct TemporaryKeyServerTests {
         }
     }
 
-    @Test("replay cache: bounded; a full cache refuses rather than forgets")
+    @Test("replay cache: bounded; a full cache forgets the earliest ends and refuses what it forgot")
     func replayCapacity() throws {
-        let cache = ECIESReplayCache(windowMilliseconds: 1_000, capacity: 2)
-        try cache.accept(ephemeralPublicKey: [1], nonce: [1], timestamp: 0, now: 0)
-        try cache.accept(ephemeralPublicKey: [1], nonce: [2], timestamp: 0, now: 0)
-        #expect(throws: ActivationServerError.replayedRequest) {
-            try cache.accept(ephemeralPublicKey: [1], nonce: [3], timestamp: 500, now: 500)
+        let cache = ECIESReplayCache(windowMilliseconds: 1_000, capacity: 8)
+        // Eight pairs whose windows end at 1_000 ... 1_007.
+        for n in 0..<8 { try cache.accept(ephemeralPublicKey: [1], nonce: [UInt8(n)], timestamp: Int64(n), now: 0) }
+        #expect(cache.count == 8)
+        // A ninth: the earliest end goes (down to seven eighths), the floor rises to 1_000.
+        try cache.accept(ephemeralPublicKey: [1], nonce: [100], timestamp: 50, now: 50)
+        #expect(cache.count == 8)
+        // The forgotten pair replayed inside its window: refused, as expired, never accepted twice.
+        #expect(throws: ActivationServerError.requestExpired) {
+            try cache.accept(ephemeralPublicKey: [1], nonce: [0], timestamp: 0, now: 60)
         }
-        try cache.accept(ephemeralPublicKey: [1], nonce: [3], timestamp: 1_500, now: 1_500)
-        #expect(cache.count == 1)
+        // A remembered one is still a replay, and a fresh request still passes.
+        #expect(throws: ActivationServerError.replayedRequest) {
+            try cache.accept(ephemeralPublicKey: [1], nonce: [1], timestamp: 1, now: 60)
+        }
+        try cache.accept(ephemeralPublicKey: [1], nonce: [101], timestamp: 60, now: 60)
+        // A flood stays within capacity, and the request after it passes.
+        for n in 0..<1_000 {
+            let at = Int64(100 + n)
+            try cache.accept(ephemeralPublicKey: [2], nonce: [UInt8(n & 0xFF), UInt8(n >> 8)], timestamp: at, now: at)
+        }
+        #expect(cache.count <= 8)
+        try cache.accept(ephemeralPublicKey: [3], nonce: [1], timestamp: 1_200, now: 1_200)
     }
 
     @Test("keystore/create in application scope: verified, signed by the master key, key usable until expiry")
@@ -109,10 +163,12 @@ struct TemporaryKeyServerTests {
             now: h.clock.now())
         let now = Int64(h.clock.now().timeIntervalSince1970 * 1000)
         #expect(verified.expiresAtMilliseconds - verified.issuedAtMilliseconds == 300_000)
-        _ = try h.server.temporaryKeys.keyPair(
+        let key = try h.server.temporaryKeys.privateKey(
             temporaryKeyId: verified.temporaryKeyId, applicationKey: appKey, activationId: nil, now: now)
+        #expect(try Self.matches(key, try #require(Base64.decode(verified.publicKey))))
+        key.destroy()
         #expect(throws: ActivationServerError.temporaryKeyFailure) {
-            try h.server.temporaryKeys.keyPair(
+            try h.server.temporaryKeys.privateKey(
                 temporaryKeyId: verified.temporaryKeyId, applicationKey: appKey, activationId: nil, now: now + 300_000)
         }
     }
@@ -138,7 +194,6 @@ struct TemporaryKeyServerTests {
         }
         let garbage = h.server.respond(to: Self.request("not.a.jwt"))
         #expect(garbage.statusCode == 400)
-        #expect(h.server.temporaryKeys.count == 0)
     }
 
     static func request(_ jwt: String) -> TransportRequest {

@@ -405,25 +405,4 @@ struct V4EndpointTests {
         }
         #expect(try server.activationDetail(device.activationId).state == .active)
     }
-
-    @Test("the V4 temporary-key store is bounded: a full store refuses, expired keys make room")
-    func temporaryKeyCapacity() throws {
-        let store = V4TemporaryKeyStore(capacity: 2, noncesPerKey: 2)
-        func entry(expiresAt: Int64) throws -> V4TemporaryKeyStore.Entry {
-            V4TemporaryKeyStore.Entry(
-                secret: try SecureBytes.random(count: 32), applicationKey: "a", activationId: nil, expiresAt: expiresAt,
-                nonces: [])
-        }
-        #expect(try store.insert("k1", try entry(expiresAt: 100), now: 0))
-        #expect(try store.insert("k2", try entry(expiresAt: 1_000), now: 0))
-        #expect(try !store.insert("k3", try entry(expiresAt: 1_000), now: 50))
-        #expect(try store.insert("k3", try entry(expiresAt: 1_000), now: 100))
-        #expect(store.count == 2)
-        #expect(try store.entry("k1", now: 100) == nil)
-        let k2 = try #require(try store.entry("k2", now: 100))
-        #expect(try store.accept(nonce: [1], for: k2, id: "k2", now: 100))
-        #expect(try store.accept(nonce: [2], for: k2, id: "k2", now: 100))
-        #expect(try !store.accept(nonce: [1], for: k2, id: "k2", now: 100))
-        #expect(try !store.accept(nonce: [3], for: k2, id: "k2", now: 100))
-    }
 }

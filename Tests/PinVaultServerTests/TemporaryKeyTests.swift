@@ -55,16 +55,26 @@ struct TemporaryKeyTests {
         }
     }
 
-    @Test func aKeyTheServerForgotIsRefusedUncountedThenReplacedAndTheRequestSentAgain() throws {
+    @Test func aKeyOutlivesARestartAndAKeyTheServerCannotOpenIsRefusedUncountedThenReplaced() throws {
         try withServer { server in
             let client = try HTTPVaultServer(address: server.address)
             let vaultId = try activeRecord(client)
-            let stale = try client.currentTemporaryKey()
-            // A restart forgets every temporary key: for the new process the old one is unknown.
+            let issued = try client.currentTemporaryKey()
+            // Temporary keys are stateless (sealed in their identifiers): a restarted server still
+            // opens a key it issued before.
             server.process.kill9()
             try server.restart()
             let restarted = try HTTPVaultServer(address: server.address)
-            restarted.temporaryKey.withLock { $0 = stale }
+            restarted.temporaryKey.withLock { $0 = issued }
+            #expect(try restarted.status(vaultId: vaultId).failures == 0)
+            #expect(restarted.temporaryKey.withLock { $0 } == issued)
+            // A key the server cannot open (another server's, an expired one; here one whose sealed
+            // identifier was altered) is refused before anything is counted.
+            var bytes = Array(issued.temporaryKeyId.utf8)
+            bytes[bytes.count / 2] = bytes[bytes.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+            let stale = ApplicationTemporaryKey(
+                temporaryKeyId: String(decoding: bytes, as: UTF8.self), publicKey: issued.publicKey,
+                expiresAt: issued.expiresAt)
             let blinded = try blindedElement()
             let plaintext = try VaultOPRFAPI.request(.evaluate, vaultId: vaultId) { $0.copyBytes(from: blinded) }
             defer { plaintext.destroy() }
@@ -77,6 +87,7 @@ struct TemporaryKeyTests {
                 VaultOPRFAPI.Operation.evaluate.path, try JSONEncoder().encode(VaultOPRFAPI.Cryptogram(cryptogram)))
             #expect(status == 400)
             // The client's own call is refused once for the key, fetches a new one and succeeds.
+            restarted.temporaryKey.withLock { $0 = stale }
             #expect(try restarted.status(vaultId: vaultId).failures == 0)
             #expect(restarted.temporaryKey.withLock { $0 } != stale)
             #expect(try restarted.evaluate(vaultId: vaultId, blinded: blinded).counters.failures == 1)

@@ -103,25 +103,46 @@ struct PostgresStorageTests {
         #expect(try Self.query(dsn, "SELECT count(*) FROM v4_pq_master_key").first?[0].int64 == 1)
     }
 
-    @Test("replay records: accepted once while remembered, again after; expired rows are swept")
+    @Test("replay records on the database's clock: accepted once, the window and the sweep by the database")
     func replayRecords() throws {
         let dsn = try StoreBackend.freshPostgresDatabase()
         let store = try PostgresActivationStore(connectionString: dsn, storageKey: try SecureBytes.random(count: 32))
         let shared = try #require(store.sharedEphemeralState)
         let pair: [UInt8] = [3, 1, 2, 3, 9, 9]
-        #expect(try shared.acceptOnce(replayKey: pair, forgetAt: 2_000, now: 1_000))
-        #expect(try !shared.acceptOnce(replayKey: pair, forgetAt: 2_500, now: 1_500))
-        // Past its time the row no longer refuses the pair (the timestamp window does that).
-        #expect(try shared.acceptOnce(replayKey: pair, forgetAt: 4_000, now: 3_000))
-        // One sweep interval later, rows whose time has passed are gone; live ones stay.
+        func databaseClock() throws -> Int64 {
+            try #require(
+                try Self.query(dsn, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint").first?[0].int64)
+        }
+        let databaseNow = try databaseClock()
+        #expect(try shared.acceptOnce(replayKey: pair, timestamp: databaseNow, windowMilliseconds: 60_000) == .accepted)
+        #expect(try shared.acceptOnce(replayKey: pair, timestamp: databaseNow, windowMilliseconds: 60_000) == .replayed)
+        // The window is the database's: whatever the caller's clock says, these are outside it.
+        for timestamp in [databaseNow - 120_000, databaseNow + 120_000, Int64.max - 10, Int64.min] {
+            #expect(
+                try shared.acceptOnce(replayKey: [7] + pair, timestamp: timestamp, windowMilliseconds: 60_000)
+                    == .expired)
+        }
+        #expect(try Self.query(dsn, "SELECT count(*) FROM ecies_replay").first?[0].int64 == 1)
+        // A record whose window has passed (by the database's clock) is swept; a live one stays.
+        #expect(
+            try shared.acceptOnce(replayKey: [8], timestamp: try databaseClock(), windowMilliseconds: 300) == .accepted)
+        Thread.sleep(forTimeInterval: 0.8)
+        try shared.removeExpired()
+        #expect(try Self.query(dsn, "SELECT count(*) FROM ecies_replay").first?[0].int64 == 1)
+        // Every sweep interval-th check sweeps on its own.
+        #expect(
+            try shared.acceptOnce(replayKey: [9], timestamp: try databaseClock(), windowMilliseconds: 300) == .accepted)
+        Thread.sleep(forTimeInterval: 0.8)
         for index in 0..<PostgresActivationStore.sweepInterval {
             _ = try shared.acceptOnce(
-                replayKey: [1, UInt8(index & 0xFF), UInt8(index >> 8)], forgetAt: 6_000, now: 5_000)
+                replayKey: [1, UInt8(index & 0xFF), UInt8(index >> 8)], timestamp: databaseNow,
+                windowMilliseconds: 600_000)
         }
-        let left = try Self.query(dsn, "SELECT count(*) FROM ecies_replay WHERE forget_at < 5000").first?[0].int64
-        #expect(left == 0)
-        let live = try Self.query(dsn, "SELECT count(*) FROM ecies_replay").first?[0].int64
-        #expect(live == Int64(PostgresActivationStore.sweepInterval))
+        #expect(
+            try Self.query(dsn, "SELECT count(*) FROM ecies_replay WHERE replay_key = '\\x09'").first?[0].int64 == 0)
+        #expect(
+            try Self.query(dsn, "SELECT count(*) FROM ecies_replay").first?[0].int64
+                == Int64(1 + PostgresActivationStore.sweepInterval))
     }
 
     @Test("the database gone: every signed request gets 503 with the PowerAuth error body")

@@ -180,7 +180,7 @@ struct InProcessServer {
         directory: String? = nil, backend: StoreBackend = .sqlite, store reused: TestStore? = nil,
         maxConnections: Int = 256, adminToken: SecureBytes? = nil,
         adminRateLimit: AdminRateLimit = AdminRateLimit(), accessLog: AccessLog? = nil, metricsPort: UInt16? = nil,
-        algorithm: ProtocolAlgorithm = .legacyP256
+        algorithm: ProtocolAlgorithm = .legacyP256, clock: any ActivationClock = SystemActivationClock()
     ) throws {
         let directory = try reused?.directory ?? directory ?? temporaryDirectory()
         self.directory = directory
@@ -192,6 +192,7 @@ struct InProcessServer {
         options.accessLog = accessLog
         options.metricsPort = metricsPort
         options.algorithm = algorithm
+        options.clock = clock
         server = try ReferenceServer(options: options)
         try server.start()
         backOffice = try BackOfficeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port ?? 0)")!, token: token)

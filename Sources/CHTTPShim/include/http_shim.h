@@ -44,6 +44,8 @@ typedef struct spc_http_response spc_http_response;
  * `path` excludes the query string. Header names are as the client sent them.
  */
 typedef struct spc_http_request {
+    /** The peer's IP address as text ("127.0.0.1", "::1"); "" when unknown. */
+    const char *client_address;
     const char *method;
     const char *path;
     size_t header_count;

@@ -17,8 +17,19 @@ public struct ApplicationTemporaryKey: Sendable, Equatable {
     public let temporaryKeyId: String
     /// The 65-byte uncompressed P-256 public key.
     public let publicKey: [UInt8]
-    /// When the server forgets the key.
+    /// When the server stops accepting the key.
     public let expiresAt: Date
+
+    /// A key from its parts, unverified (tests that present a key the server did not issue).
+    /// - Parameters:
+    ///   - temporaryKeyId: the identifier.
+    ///   - publicKey: the public key.
+    ///   - expiresAt: the expiry.
+    package init(temporaryKeyId: String, publicKey: [UInt8], expiresAt: Date) {
+        self.temporaryKeyId = temporaryKeyId
+        self.publicKey = publicKey
+        self.expiresAt = expiresAt
+    }
 
     /// One signed request for a key.
     public struct Request: Sendable, Equatable {
