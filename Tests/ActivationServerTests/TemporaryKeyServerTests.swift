@@ -11,19 +11,6 @@ import Testing
 struct TemporaryKeyServerTests {
     static func master() throws -> SecureBytes { try SecureBytes.random(count: 32) }
 
-    /// The opened private key belongs to the created public key: ECDH with a fresh peer agrees.
-    static func matches(_ privateKey: SecureBytes, _ publicKey: [UInt8]) throws -> Bool {
-        let peer = try P256.generateKeyPair()
-        defer { peer.privateKey.destroy() }
-        let ours = try P256.sharedSecret(privateKey: privateKey, publicKey: peer.publicKey)
-        let theirs = try P256.sharedSecret(privateKey: peer.privateKey, publicKey: publicKey)
-        defer {
-            ours.destroy()
-            theirs.destroy()
-        }
-        return try ours.isEqual(to: theirs)
-    }
-
     @Test("a key is valid 300 s, only for its generation, application and activation; nothing is stored")
     func storeValidity() throws {
         let store = try TemporaryKeyStore(masterPrivateKey: try Self.master())
@@ -32,7 +19,7 @@ struct TemporaryKeyServerTests {
         #expect(created.publicKey.count == 65)
         let key = try store.privateKey(
             temporaryKeyId: created.temporaryKeyId, applicationKey: "app", activationId: nil, now: 300_999)
-        #expect(try Self.matches(key, created.publicKey))
+        #expect(try p256KeysMatch(key, created.publicKey))
         key.destroy()
         let refusals: [(String, String, String?, Int64, TemporaryKeyStore.Generation)] = [
             (created.temporaryKeyId, "other", nil, 2_000, .v3),
@@ -165,7 +152,7 @@ struct TemporaryKeyServerTests {
         #expect(verified.expiresAtMilliseconds - verified.issuedAtMilliseconds == 300_000)
         let key = try h.server.temporaryKeys.privateKey(
             temporaryKeyId: verified.temporaryKeyId, applicationKey: appKey, activationId: nil, now: now)
-        #expect(try Self.matches(key, try #require(Base64.decode(verified.publicKey))))
+        #expect(try p256KeysMatch(key, try #require(Base64.decode(verified.publicKey))))
         key.destroy()
         #expect(throws: ActivationServerError.temporaryKeyFailure) {
             try h.server.temporaryKeys.privateKey(

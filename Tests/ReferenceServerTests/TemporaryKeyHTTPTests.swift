@@ -1,5 +1,6 @@
 import Activation
 import ActivationHTTP
+import ActivationTestSupport
 import Foundation
 import PowerAuthProtocol
 import ReferenceServer
@@ -34,19 +35,6 @@ struct TamperingTransport: ActivationTransport {
 struct TemporaryKeyHTTPTests {
     static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// The server's private key belongs to the client's public key: ECDH with a fresh peer agrees.
-    static func matches(_ privateKey: SecureBytes, _ publicKey: [UInt8]) throws -> Bool {
-        let peer = try P256.generateKeyPair()
-        defer { peer.privateKey.destroy() }
-        let ours = try P256.sharedSecret(privateKey: privateKey, publicKey: peer.publicKey)
-        let theirs = try P256.sharedSecret(privateKey: peer.privateKey, publicKey: publicKey)
-        defer {
-            ours.destroy()
-            theirs.destroy()
-        }
-        return try ours.isEqual(to: theirs)
-    }
-
     @Test(
         "application scope: the client fetches, verifies and caches a key the server can use",
         arguments: StoreBackend.available)
@@ -60,7 +48,7 @@ struct TemporaryKeyHTTPTests {
         let appKey = device.configuration.sdkConfiguration.applicationKey
         let privateKey = try s.server.activationServer.temporaryKeys.privateKey(
             temporaryKeyId: key.temporaryKeyId, applicationKey: appKey, activationId: nil, now: Self.nowMilliseconds())
-        #expect(try Self.matches(privateKey, key.publicKey))
+        #expect(try p256KeysMatch(privateKey, key.publicKey))
         privateKey.destroy()
         // Cached until shortly before expiry: no second key.
         #expect(try await device.service.temporaryEncryptionKey(scope: .application) == key)
@@ -88,7 +76,7 @@ struct TemporaryKeyHTTPTests {
         let appKey = device.configuration.sdkConfiguration.applicationKey
         let privateKey = try s.server.activationServer.temporaryKeys.privateKey(
             temporaryKeyId: key.temporaryKeyId, applicationKey: appKey, activationId: id, now: Self.nowMilliseconds())
-        #expect(try Self.matches(privateKey, key.publicKey))
+        #expect(try p256KeysMatch(privateKey, key.publicKey))
         privateKey.destroy()
         #expect(throws: (any Error).self) {
             try s.server.activationServer.temporaryKeys.privateKey(
