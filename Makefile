@@ -357,7 +357,10 @@ LLVM_COV         := $(TOOLCHAIN_BIN)llvm-cov
 COVERAGE_MIN     ?= 95
 SLOC_BUDGET      ?= 1500
 PROTO_SLOC_BUDGET ?= 1335
-TPM_SLOC_BUDGET  ?= 450
+# The TPM binding grew past its first 450 with the third security round's lockout authorisation
+# (refuse an empty one, set a random one) and the PCR policy (trial session, policy session, digest
+# check before the authorisation is used).
+TPM_SLOC_BUDGET  ?= 600
 # protocol.c on its own: what stays uncovered is mostly libcrypto's and libsodium's internal-failure
 # handling, which no test can provoke without a fault seam in OpenSSL.
 PROTO_COVERAGE_MIN ?= 93

@@ -184,10 +184,62 @@ static void forget_auth(ESYS_CONTEXT *esys, ESYS_TR object) {
     (void)Esys_TR_SetAuth(esys, object, &zero);
 }
 
-spc_tpm_status spc_tpm_seal(const char *tcti, const uint8_t *secret, const uint8_t *auth, spc_tpm_object *out,
-                            uint32_t *rc_out) {
+/* The PCRs of `mask` in the SHA-256 bank. */
+static void pcr_selection(uint32_t mask, TPML_PCR_SELECTION *out) {
+    memset(out, 0, sizeof *out);
+    out->count = 1;
+    out->pcrSelections[0].hash = TPM2_ALG_SHA256;
+    out->pcrSelections[0].sizeofSelect = 3;
+    for (uint32_t i = 0; i < SPC_TPM_PCR_COUNT; i++) {
+        if ((mask >> i) & 1u) {
+            out->pcrSelections[0].pcrSelect[i / 8] |= (BYTE)(1u << (i % 8));
+        }
+    }
+}
+
+/*
+ * Runs PolicyPCR (over `mask`, as the PCRs read now) and PolicyAuthValue in `session` and returns
+ * the session's digest in *digest (freed by the caller with Esys_Free). A trial session gives the
+ * policy to seal under; a policy session, the value to compare with the object's authPolicy.
+ */
+static TSS2_RC pcr_policy(ESYS_CONTEXT *esys, ESYS_TR session, uint32_t mask, TPM2B_DIGEST **digest) {
+    TPML_PCR_SELECTION selection;
+    pcr_selection(mask, &selection);
+    TPM2B_DIGEST current;
+    memset(&current, 0, sizeof current); /* empty: the TPM digests the PCRs' values itself */
+    TSS2_RC rc = Esys_PolicyPCR(esys, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &current, &selection);
+    if (rc == TSS2_RC_SUCCESS) {
+        rc = Esys_PolicyAuthValue(esys, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE);
+    }
+    if (rc == TSS2_RC_SUCCESS) {
+        rc = Esys_PolicyGetDigest(esys, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, digest);
+    }
+    return rc;
+}
+
+/* The policy an object sealed now under `mask` needs: PolicyPCR then PolicyAuthValue, in a trial session. */
+static TSS2_RC trial_policy(ESYS_CONTEXT *esys, uint32_t mask, TPM2B_DIGEST *out) {
+    TPMT_SYM_DEF none = {.algorithm = TPM2_ALG_NULL};
+    ESYS_TR trial = ESYS_TR_NONE;
+    TSS2_RC rc = Esys_StartAuthSession(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                       NULL, TPM2_SE_TRIAL, &none, TPM2_ALG_SHA256, &trial);
+    if (rc != TSS2_RC_SUCCESS) {
+        return rc;
+    }
+    TPM2B_DIGEST *digest = NULL;
+    rc = pcr_policy(esys, trial, mask, &digest);
+    if (rc == TSS2_RC_SUCCESS) {
+        *out = *digest;
+    }
+    Esys_Free(digest);
+    (void)Esys_FlushContext(esys, trial);
+    return rc;
+}
+
+spc_tpm_status spc_tpm_seal(const char *tcti, const uint8_t *secret, const uint8_t *auth, uint32_t pcr_mask,
+                            spc_tpm_object *out, uint32_t *rc_out) {
     report(rc_out, 0);
-    if (secret == NULL || auth == NULL || out == NULL) {
+    if (secret == NULL || auth == NULL || out == NULL || (pcr_mask >> SPC_TPM_PCR_COUNT) != 0) {
         return SPC_TPM_INVALID;
     }
     conversation c;
@@ -208,6 +260,17 @@ spc_tpm_status spc_tpm_seal(const char *tcti, const uint8_t *secret, const uint8
     in_public.publicArea.nameAlg = TPM2_ALG_SHA256;
     in_public.publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_USERWITHAUTH;
     in_public.publicArea.parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL;
+    if (pcr_mask != 0) {
+        /* Only the policy authorises it: without userWithAuth the auth value alone is refused. */
+        in_public.publicArea.objectAttributes &= ~(TPMA_OBJECT)TPMA_OBJECT_USERWITHAUTH;
+        TSS2_RC policy_rc = trial_policy(c.esys, pcr_mask, &in_public.publicArea.authPolicy);
+        if (policy_rc != TSS2_RC_SUCCESS) {
+            spc_wipe(&sensitive, sizeof sensitive);
+            report(rc_out, policy_rc);
+            close_conversation(&c);
+            return classify(policy_rc) == SPC_TPM_UNAVAILABLE ? SPC_TPM_UNAVAILABLE : SPC_TPM_FAILED;
+        }
+    }
     TPM2B_DATA outside;
     memset(&outside, 0, sizeof outside);
     TPML_PCR_SELECTION pcrs;
@@ -238,6 +301,7 @@ spc_tpm_status spc_tpm_seal(const char *tcti, const uint8_t *secret, const uint8
         out->private_size = private_size;
         memcpy(out->parent_name, parent_name->name, parent_name->size);
         out->parent_name_size = parent_name->size;
+        out->pcr_mask = pcr_mask;
         status = SPC_TPM_OK;
     }
     report(rc_out, rc);
@@ -252,7 +316,8 @@ spc_tpm_status spc_tpm_unseal(const char *tcti, const spc_tpm_object *object, co
                               uint8_t *secret_out, uint32_t *rc_out) {
     report(rc_out, 0);
     if (object == NULL || auth == NULL || secret_out == NULL || object->public_size > SPC_TPM_BLOB_MAX ||
-        object->private_size > SPC_TPM_BLOB_MAX || object->parent_name_size > SPC_TPM_BLOB_MAX) {
+        object->private_size > SPC_TPM_BLOB_MAX || object->parent_name_size > SPC_TPM_BLOB_MAX ||
+        (object->pcr_mask >> SPC_TPM_PCR_COUNT) != 0) {
         return SPC_TPM_INVALID;
     }
     TPM2B_PUBLIC public_area;
@@ -299,6 +364,38 @@ spc_tpm_status spc_tpm_unseal(const char *tcti, const spc_tpm_object *object, co
         status = classify(rc);
         return status == SPC_TPM_UNAVAILABLE ? status : SPC_TPM_MISMATCH;
     }
+    /* Under a PCR policy: a policy session, salted like the HMAC one (the unsealed value comes back
+     * encrypted, the auth value never travels), whose digest must equal the object's authPolicy
+     * before the auth value is used at all. */
+    ESYS_TR authorising = c.session;
+    ESYS_TR policy = ESYS_TR_NONE;
+    if (object->pcr_mask != 0) {
+        TPMT_SYM_DEF symmetric = {.algorithm = TPM2_ALG_AES, .keyBits = {.aes = 128}, .mode = {.aes = TPM2_ALG_CFB}};
+        rc = Esys_StartAuthSession(c.esys, c.primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL,
+                                   TPM2_SE_POLICY, &symmetric, TPM2_ALG_SHA256, &policy);
+        if (rc == TSS2_RC_SUCCESS) {
+            rc = Esys_TRSess_SetAttributes(c.esys, policy, TPMA_SESSION_ENCRYPT | TPMA_SESSION_CONTINUESESSION, 0xFF);
+        }
+        TPM2B_DIGEST *digest = NULL;
+        if (rc == TSS2_RC_SUCCESS) {
+            rc = pcr_policy(c.esys, policy, object->pcr_mask, &digest);
+        }
+        int same_policy = rc == TSS2_RC_SUCCESS && digest->size == public_area.publicArea.authPolicy.size &&
+                          memcmp(digest->buffer, public_area.publicArea.authPolicy.buffer, digest->size) == 0;
+        Esys_Free(digest);
+        if (!same_policy) {
+            report(rc_out, rc);
+            status = rc == TSS2_RC_SUCCESS ? SPC_TPM_PCR_MISMATCH : classify(rc);
+            status = status == SPC_TPM_PCR_MISMATCH || status == SPC_TPM_UNAVAILABLE ? status : SPC_TPM_FAILED;
+            if (policy != ESYS_TR_NONE) {
+                (void)Esys_FlushContext(c.esys, policy);
+            }
+            (void)Esys_FlushContext(c.esys, sealed);
+            close_conversation(&c);
+            return status;
+        }
+        authorising = policy;
+    }
     TPM2B_AUTH auth_value;
     memset(&auth_value, 0, sizeof auth_value);
     auth_value.size = SPC_TPM_SECRET_SIZE;
@@ -307,11 +404,15 @@ spc_tpm_status spc_tpm_unseal(const char *tcti, const spc_tpm_object *object, co
     spc_wipe(&auth_value, sizeof auth_value);
     TPM2B_SENSITIVE_DATA *data = NULL;
     if (rc == TSS2_RC_SUCCESS) {
-        rc = Esys_Unseal(c.esys, sealed, c.session, ESYS_TR_NONE, ESYS_TR_NONE, &data);
+        rc = Esys_Unseal(c.esys, sealed, authorising, ESYS_TR_NONE, ESYS_TR_NONE, &data);
     }
     forget_auth(c.esys, sealed);
     report(rc_out, rc);
-    if (rc != TSS2_RC_SUCCESS) {
+    if (rc != TSS2_RC_SUCCESS && object->pcr_mask != 0 &&
+        (base_rc(rc) == TPM2_RC_PCR_CHANGED || base_rc(rc) == TPM2_RC_POLICY_FAIL)) {
+        /* A PCR extended after the check above: the TPM refused before checking the auth value. */
+        status = SPC_TPM_PCR_MISMATCH;
+    } else if (rc != TSS2_RC_SUCCESS) {
         status = classify(rc);
         /* A mismatch here would have failed the load: an unexpected code is a failure, not a wrong PIN. */
         status = status == SPC_TPM_MISMATCH ? SPC_TPM_FAILED : status;
@@ -324,6 +425,9 @@ spc_tpm_status spc_tpm_unseal(const char *tcti, const spc_tpm_object *object, co
     if (data != NULL) {
         spc_wipe(data, sizeof *data);
         Esys_Free(data);
+    }
+    if (policy != ESYS_TR_NONE) {
+        (void)Esys_FlushContext(c.esys, policy);
     }
     (void)Esys_FlushContext(c.esys, sealed);
     close_conversation(&c);

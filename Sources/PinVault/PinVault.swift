@@ -43,7 +43,7 @@ public struct PinVault: Sendable {
         public var authenticator: (any BiometricAuthenticator)?
         /// Told each step of an operation (tests and crash harnesses).
         public var observer: (@Sendable (VaultEvent) -> Void)?
-        /// The TPM a TPM-bound vault needs (``VaultBinding/tpm(_:)``); nil for software vaults.
+        /// The TPM a TPM-bound vault needs (``VaultBinding/tpm(_:pcrs:)``); nil for software vaults.
         public var tpm: (any VaultTPM)?
         /// The TPM's lockout-hierarchy authorisation, used once when a TPM-bound vault is created
         /// to set the dictionary-attack parameters. A TPM whose lockout authorisation is empty (a
@@ -109,9 +109,10 @@ public struct PinVault: Sendable {
     ///   - pinFormat: the PIN format recorded in the vault; every later PIN must fit it
     ///     (default ``VaultPinFormat/unrecorded``: 1 to 256 printable characters).
     ///   - parameters: Argon2id cost, for example from `SecureCore.KDFCalibrator`.
-    ///   - binding: ``VaultBinding/software`` (default), or ``VaultBinding/tpm(_:)``: the PIN slot then
-    ///     needs a value sealed in ``Options/tpm``, and the TPM's dictionary-attack parameters are set
-    ///     from the binding's policy (with ``Options/tpmLockoutAuthorization``); `policy` is then
+    ///   - binding: ``VaultBinding/software`` (default), or ``VaultBinding/tpm(_:pcrs:)``: the PIN slot then
+    ///     needs a value sealed in ``Options/tpm`` (under a PCR policy when `pcrs` is not empty), and
+    ///     the TPM's dictionary-attack parameters are set from the binding's policy (with
+    ///     ``Options/tpmLockoutAuthorization``); `policy` is then
     ///     recorded as `.hard(maxFailures:)` of the TPM's tries, and the TPM alone enforces it; or
     ///     ``VaultBinding/server(_:)``: the PIN slot then needs the OPRF of the server at that address
     ///     (through ``Options/serverConnector``), `policy` is recorded as `.hard(maxFailures:)` of the
@@ -133,11 +134,11 @@ public struct PinVault: Sendable {
         let vault = PinVault(directory: directory, options: options)
         var policy = policy
         var tpmRecord: TPMBindingRecord? = nil
-        if case .tpm(let lockout) = binding {
+        if case .tpm(let lockout, let pcrs) = binding {
             guard (1...1000).contains(lockout.maxTries) else { throw .damaged(reason: "TPM max tries out of range") }
             policy = .hard(maxFailures: Int(lockout.maxTries))
             tpmRecord = TPMBindingRecord(
-                policy: lockout, object: TPMSealedObject(publicArea: [], privateBlob: [], parentName: []))
+                policy: lockout, object: TPMSealedObject(publicArea: [], privateBlob: [], parentName: [], pcrs: pcrs))
         }
         var serverRecord: ServerBindingRecord? = nil
         if case .server(let address) = binding {
@@ -202,7 +203,7 @@ public struct PinVault: Sendable {
                 vaultID: vaultID, policy: policy, keyHalf: 0, slots: [], payloadNonce: [], payloadCiphertext: [],
                 pinFormat: pinFormat)
             if let tpmRecord {
-                file.version = VaultFile.bindingVersion
+                file.version = tpmRecord.object.pcrs.isEmpty ? VaultFile.bindingVersion : VaultFile.pcrBindingVersion
                 file.tpm = tpmRecord
             }
             if let serverRecord {
@@ -776,6 +777,8 @@ public struct VaultStatus: Sendable, Equatable, Codable {
     /// ``maxFailures`` are then the TPM's counter and limit, shared by every DA-protected object
     /// on that TPM, and the TPM enforces them.
     public var tpmLockout: TPMLockoutState? = nil
+    /// For a TPM-bound vault, the PCRs its sealed object is bound to (``TPMPCRSelection/none``: none).
+    public var tpmPCRs: TPMPCRSelection? = nil
     /// For a server-bound vault, the server's URL: ``failures`` and ``maxFailures`` are then the
     /// server's counter and limit for this vault, and the server enforces them.
     public var serverLocation: String? = nil

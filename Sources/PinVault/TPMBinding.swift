@@ -8,12 +8,71 @@ public enum VaultBinding: Sendable, Equatable {
     /// A sealed object held by a TPM 2.0, whose authorisation derives from the PIN after Argon2id:
     /// every guess is a TPM command, counted by the TPM's dictionary-attack logic, whose
     /// parameters `lockout` sets when the vault is created (format version 3).
-    case tpm(TPMLockoutPolicy)
+    ///
+    /// With a non-empty `pcrs` the sealed object also needs those PCRs (SHA-256 bank) to hold the
+    /// values they held when it was sealed (`TPM2_PolicyPCR` with `TPM2_PolicyAuthValue`; format
+    /// version 5): another OS or boot chain on the same machine cannot use it, and unlocking there
+    /// fails with ``VaultError/tpmPCRsChanged(pcrs:)`` before the TPM checks, or counts, the PIN.
+    /// An OS or firmware update that changes them does the same: keep a recovery path.
+    case tpm(TPMLockoutPolicy, pcrs: TPMPCRSelection = .none)
     /// An oblivious PRF evaluated by a server with a per-vault key (RFC 9497, ristretto255-SHA512):
     /// the slot key needs the server's evaluation of the Argon2id output, the server counts every
     /// evaluation and blocks at its policy's maximum (format version 4). A copy of the directory
     /// cannot be tested without that server.
     case server(VaultServerAddress)
+}
+
+/// A set of PCRs of a TPM's SHA-256 bank (0 ... 23) that a TPM-bound vault's sealed object is
+/// bound to (`--tpm-pcrs 7`: the Secure Boot state; `0,2,4,7`: firmware, option ROMs, boot loader
+/// and Secure Boot).
+public struct TPMPCRSelection: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
+    /// PCRs a selection may name: 0 ..< 24.
+    public static let count = 24
+    /// No PCRs: the sealed object needs its authorisation only.
+    public static let none = TPMPCRSelection(validMask: 0)
+
+    /// Bit `i` set: PCR `i` selected.
+    public let mask: UInt32
+
+    init(validMask: UInt32) { mask = validMask }
+
+    /// The selection of `mask`, or nil when it names a PCR of 24 or above.
+    public init?(mask: UInt32) {
+        guard mask >> UInt32(Self.count) == 0 else { return nil }
+        self.mask = mask
+    }
+
+    /// The selection of `indices` (duplicates allowed), or nil when one is outside 0 ..< 24.
+    public init?(_ indices: some Sequence<Int>) {
+        var mask: UInt32 = 0
+        for index in indices {
+            guard (0..<Self.count).contains(index) else { return nil }
+            mask |= 1 << UInt32(index)
+        }
+        self.mask = mask
+    }
+
+    /// Parses `7` or `0,2,7` (the form `--tpm-pcrs` takes); nil for anything else, an empty list
+    /// included.
+    public init?(parsing text: String) {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+        var indices: [Int] = []
+        for part in parts {
+            guard !part.isEmpty, part.count <= 2, part.allSatisfy(\.isASCII), let index = Int(part) else { return nil }
+            indices.append(index)
+        }
+        guard !indices.isEmpty else { return nil }
+        self.init(indices)
+    }
+
+    /// The selected PCRs, ascending.
+    public var indices: [Int] { (0..<Self.count).filter { mask & (1 << UInt32($0)) != 0 } }
+
+    /// Whether no PCR is selected.
+    public var isEmpty: Bool { mask == 0 }
+
+    /// `7` or `0,2,7`; `none` when empty.
+    public var description: String { isEmpty ? "none" : indices.map(String.init).joined(separator: ",") }
 }
 
 /// The TPM's dictionary-attack parameters a TPM-bound vault sets (`TPM2_DictionaryAttackParameters`).
@@ -80,12 +139,16 @@ public struct TPMSealedObject: Sendable, Equatable {
     public var privateBlob: [UInt8]
     /// The name of the primary key it was created under: another TPM derives another one.
     public var parentName: [UInt8]
+    /// The PCRs its policy names (``TPMPCRSelection/none``: authorised by its auth value alone).
+    /// The policy itself is in the public area (`authPolicy`).
+    public var pcrs: TPMPCRSelection
 
     /// Creates a record.
-    public init(publicArea: [UInt8], privateBlob: [UInt8], parentName: [UInt8]) {
+    public init(publicArea: [UInt8], privateBlob: [UInt8], parentName: [UInt8], pcrs: TPMPCRSelection = .none) {
         self.publicArea = publicArea
         self.privateBlob = privateBlob
         self.parentName = parentName
+        self.pcrs = pcrs
     }
 }
 
@@ -101,6 +164,9 @@ public enum VaultTPMError: Error, Equatable, Sendable {
     case lockedOut
     /// The lockout hierarchy's authorisation was refused (setting the DA parameters).
     case lockoutAuthorizationRefused
+    /// The PCRs the object's policy names no longer hold the values it was sealed under. The
+    /// authorisation was not checked and nothing was counted.
+    case pcrMismatch
     /// Any other TPM or TSS failure, with its response code.
     case failed(responseCode: UInt32)
 }
@@ -112,11 +178,15 @@ public enum VaultTPMError: Error, Equatable, Sendable {
 public protocol VaultTPM: Sendable {
     /// Where the TPM is (a TCTI string), for messages.
     var location: String { get }
-    /// Seals `value` (32 bytes) in a new DA-protected object whose authorisation is `authorization` (32 bytes).
+    /// Seals `value` (32 bytes) in a new DA-protected object whose authorisation is `authorization`
+    /// (32 bytes) and, when `pcrs` is not empty, whose policy also needs those PCRs to hold the
+    /// values they hold now.
     /// - Throws: ``VaultTPMError``.
-    func seal(_ value: SecureBytes, authorization: SecureBytes) throws(VaultTPMError) -> TPMSealedObject
+    func seal(_ value: SecureBytes, authorization: SecureBytes, pcrs: TPMPCRSelection) throws(VaultTPMError)
+        -> TPMSealedObject
     /// The sealed value (32 bytes).
     /// - Throws: ``VaultTPMError/authorizationFailed`` (counted), ``VaultTPMError/lockedOut``,
+    ///   ``VaultTPMError/pcrMismatch`` (checked before the authorisation, not counted),
     ///   ``VaultTPMError/differentTPM``, ``VaultTPMError/unavailable(reason:)``.
     func unseal(_ object: TPMSealedObject, authorization: SecureBytes) throws(VaultTPMError) -> SecureBytes
     /// The dictionary-attack state.
@@ -167,8 +237,9 @@ extension PinVault {
         defer { value.destroy() }
         let authorization = try tpmAuthorization(derived)
         defer { authorization.destroy() }
+        let pcrs = binding.object.pcrs
         binding.object = try VaultError.tpm { () throws(VaultTPMError) in
-            try tpm.seal(value, authorization: authorization)
+            try tpm.seal(value, authorization: authorization, pcrs: pcrs)
         }
         file.tpm = binding
         return try tpmInnerKey(derived, sealed: value)
@@ -185,6 +256,8 @@ extension PinVault {
             value = try tpm.unseal(binding.object, authorization: authorization)
         } catch .authorizationFailed {
             return nil
+        } catch .pcrMismatch {
+            throw .tpmPCRsChanged(pcrs: binding.object.pcrs)
         } catch {
             throw VaultError(error, tpm: tpm)
         }
@@ -205,6 +278,7 @@ extension VaultError {
         switch error {
         case .unavailable(let reason): self = .tpmUnavailable(reason: reason)
         case .differentTPM: self = .tpmMismatch
+        case .pcrMismatch: self = .tpmPCRsChanged(pcrs: .none)
         case .lockedOut:
             let seconds = (try? tpm.lockoutState()).map { UInt64($0.recoverySeconds) } ?? 0
             self = .tpmLockedOut(retryAfterSeconds: seconds)
@@ -220,6 +294,8 @@ extension VaultError {
             throw .tpmUnavailable(reason: reason)
         } catch .differentTPM {
             throw .tpmMismatch
+        } catch .pcrMismatch {
+            throw .tpmPCRsChanged(pcrs: .none)
         } catch .lockedOut {
             throw .tpmLockedOut(retryAfterSeconds: 0)
         } catch {
@@ -263,6 +339,6 @@ extension PinVault {
             remainingAttempts: remaining, retryAfterSeconds: delay,
             nextAttemptAt: state == .locked ? nil : options.clock.wallSeconds() + delay,
             hasBiometricSlot: file.slots.contains { $0.type == .biometric }, policy: file.policy,
-            pinFormat: file.pinFormat, binding: .tpm, tpmLockout: lockout)
+            pinFormat: file.pinFormat, binding: .tpm, tpmLockout: lockout, tpmPCRs: file.tpm?.object.pcrs)
     }
 }

@@ -73,6 +73,11 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The TPM is in dictionary-attack lockout and refuses every guess, the right PIN included;
     /// it forgets one failure every `retryAfterSeconds` (0 when it never does). Nothing was counted.
     case tpmLockedOut(retryAfterSeconds: UInt64)
+    /// The vault's sealed object is bound to `pcrs` (``VaultBinding/tpm(_:pcrs:)``) and they no
+    /// longer hold the values they held when it was sealed: another OS or boot chain, a changed
+    /// Secure Boot state, or a firmware or boot-loader update. The TPM refused before checking the
+    /// PIN: nothing was counted, and the right PIN cannot open it until the PCRs read as before.
+    case tpmPCRsChanged(pcrs: TPMPCRSelection)
     /// The TPM's lockout hierarchy has the empty authorisation (a fresh TPM, swtpm): anyone who
     /// can send it commands could run `TPM2_DictionaryAttackLockReset` whenever the vault locks
     /// and guess on, so a TPM-bound vault is not created. Set one first (`tpm2_changeauth -c

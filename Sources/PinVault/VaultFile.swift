@@ -6,13 +6,15 @@ import SecureCore
 struct VaultFile: Equatable {
     static let magic: [UInt8] = Array("SPCVAULT".utf8)
     /// The newest version this library reads.
-    static let version: UInt16 = 4
+    static let version: UInt16 = 5
     /// What a vault without a binding is written as: readers of version 2 keep reading it.
     static let softwareVersion: UInt16 = 2
     /// The first version that records a binding (a TPM's sealed object) in the bound header.
     static let bindingVersion: UInt16 = 3
     /// The first version whose binding may be a server's OPRF (binding type 2).
     static let serverBindingVersion: UInt16 = 4
+    /// The first version whose binding may be a TPM object under a PCR policy (binding type 3).
+    static let pcrBindingVersion: UInt16 = 5
     /// Versions before this one are recognised and refused (``VaultError/unsupportedFormat(version:)``).
     static let oldestReadableVersion: UInt16 = 2
     /// The first version that records the PIN format in the bound header.
@@ -54,6 +56,9 @@ struct VaultFile: Equatable {
     static let maxServerTextSize = 8192
     static let bindingSoftware: UInt8 = 0
     static let bindingTPM: UInt8 = 1
+    /// Binding type of a TPM binding whose sealed object has a PCR policy (version 5): the TPM
+    /// fields, then the PCR mask.
+    static let bindingTPMPCR: UInt8 = 3
     /// Largest TPM public area, private blob or name a version 3 header holds.
     static let maxTPMBlobSize = 1024
 
@@ -117,7 +122,7 @@ struct VaultFile: Equatable {
         }
         if version >= VaultFile.bindingVersion {
             if let tpm {
-                w.u8(VaultFile.bindingTPM)
+                w.u8(tpm.object.pcrs.isEmpty ? VaultFile.bindingTPM : VaultFile.bindingTPMPCR)
                 w.u32(tpm.policy.maxTries)
                 w.u32(tpm.policy.recoverySeconds)
                 w.u32(tpm.policy.lockoutRecoverySeconds)
@@ -125,6 +130,7 @@ struct VaultFile: Equatable {
                     w.u16(UInt16(blob.count))
                     w.bytes(blob)
                 }
+                if !tpm.object.pcrs.isEmpty { w.u32(tpm.object.pcrs.mask) }
             } else if let server {
                 w.u8(VaultFile.bindingServer)
                 w.bytes(server.vaultId)
@@ -228,7 +234,10 @@ struct VaultFile: Equatable {
             guard let binding = r.u8() else { throw .damaged(reason: "truncated header") }
             switch binding {
             case bindingSoftware: break
-            case bindingTPM:
+            case bindingTPM, bindingTPMPCR:
+                guard binding == bindingTPM || version >= pcrBindingVersion else {
+                    throw .damaged(reason: "unknown binding")
+                }
                 guard let maxTries = r.u32(), let recovery = r.u32(), let lockoutRecovery = r.u32() else {
                     throw .damaged(reason: "truncated TPM binding")
                 }
@@ -239,10 +248,19 @@ struct VaultFile: Equatable {
                     else { throw .damaged(reason: "truncated or oversized TPM binding") }
                     blobs.append(blob)
                 }
+                var pcrs = TPMPCRSelection.none
+                if binding == bindingTPMPCR {
+                    guard let mask = r.u32() else { throw .damaged(reason: "truncated TPM binding") }
+                    guard let selection = TPMPCRSelection(mask: mask), !selection.isEmpty else {
+                        throw .damaged(reason: "PCR selection out of range")
+                    }
+                    pcrs = selection
+                }
                 tpm = TPMBindingRecord(
                     policy: TPMLockoutPolicy(
                         maxTries: maxTries, recoverySeconds: recovery, lockoutRecoverySeconds: lockoutRecovery),
-                    object: TPMSealedObject(publicArea: blobs[1], privateBlob: blobs[2], parentName: blobs[0]))
+                    object: TPMSealedObject(
+                        publicArea: blobs[1], privateBlob: blobs[2], parentName: blobs[0], pcrs: pcrs))
             case bindingServer where version >= serverBindingVersion:
                 guard let vaultId = r.bytes(serverVaultIdSize) else {
                     throw .damaged(reason: "truncated server binding")

@@ -7,7 +7,7 @@ import SecureCore
 #endif
 
 /// A TPM 2.0 reached through the TPM Software Stack (ESYS over a TCTI), as `PinVault.PinVault` needs it
-/// for `PinVault.VaultBinding.tpm(_:)`.
+/// for `PinVault.VaultBinding.tpm(_:pcrs:)`.
 ///
 /// Each call opens the TCTI, derives the owner hierarchy's ECC P-256 storage primary key, runs
 /// in an HMAC session salted to that key with AES-128-CFB parameter encryption (the sealed value
@@ -44,9 +44,13 @@ public struct SoftwareStackTPM: VaultTPM {
         return defaultTCTI
     }
 
-    /// Seals `value` under `authorization` in a new DA-protected sealed data object.
+    /// Seals `value` under `authorization` in a new DA-protected sealed data object; with `pcrs`,
+    /// under `TPM2_PolicyPCR` (those PCRs of the SHA-256 bank as they read now) and
+    /// `TPM2_PolicyAuthValue` instead, so that unsealing needs the same PCR values as well.
     /// - Throws: `PinVault.VaultTPMError`.
-    public func seal(_ value: SecureBytes, authorization: SecureBytes) throws(VaultTPMError) -> TPMSealedObject {
+    public func seal(_ value: SecureBytes, authorization: SecureBytes, pcrs: TPMPCRSelection = .none)
+        throws(VaultTPMError) -> TPMSealedObject
+    {
         guard value.count == Int(SPC_TPM_SECRET_SIZE), authorization.count == Int(SPC_TPM_SECRET_SIZE) else {
             throw .failed(responseCode: 0)
         }
@@ -57,17 +61,19 @@ public struct SoftwareStackTPM: VaultTPM {
             authorization.withUnsafeBytes { auth in
                 spc_tpm_seal(
                     tcti, secret.bindMemory(to: UInt8.self).baseAddress, auth.bindMemory(to: UInt8.self).baseAddress,
-                    object, &rc)
+                    pcrs.mask, object, &rc)
             }
         }
         try Self.check(status, rc: rc, tcti: tcti)
         return TPMSealedObject(
             publicArea: Self.bytes(&object.pointee.public_area, object.pointee.public_size),
             privateBlob: Self.bytes(&object.pointee.private_blob, object.pointee.private_size),
-            parentName: Self.bytes(&object.pointee.parent_name, object.pointee.parent_name_size))
+            parentName: Self.bytes(&object.pointee.parent_name, object.pointee.parent_name_size),
+            pcrs: TPMPCRSelection(mask: object.pointee.pcr_mask) ?? pcrs)
     }
 
-    /// The sealed value, in secure memory.
+    /// The sealed value, in secure memory. Under a PCR policy the TPM first checks the PCRs, then
+    /// the authorisation: changed PCRs are `VaultTPMError.pcrMismatch`, not counted.
     /// - Throws: `PinVault.VaultTPMError`.
     public func unseal(_ sealed: TPMSealedObject, authorization: SecureBytes) throws(VaultTPMError) -> SecureBytes {
         let limit = Int(SPC_TPM_BLOB_MAX)
@@ -79,6 +85,7 @@ public struct SoftwareStackTPM: VaultTPM {
         Self.store(sealed.publicArea, into: &object.pointee.public_area, size: &object.pointee.public_size)
         Self.store(sealed.privateBlob, into: &object.pointee.private_blob, size: &object.pointee.private_size)
         Self.store(sealed.parentName, into: &object.pointee.parent_name, size: &object.pointee.parent_name_size)
+        object.pointee.pcr_mask = sealed.pcrs.mask
         let out: SecureBytes
         do throws(SecureCoreError) {
             out = try SecureBytes(count: Int(SPC_TPM_SECRET_SIZE))
@@ -159,6 +166,7 @@ public struct SoftwareStackTPM: VaultTPM {
         case SPC_TPM_AUTH_FAILED: throw .authorizationFailed
         case SPC_TPM_LOCKOUT: throw .lockedOut
         case SPC_TPM_LOCKOUT_AUTH: throw .lockoutAuthorizationRefused
+        case SPC_TPM_PCR_MISMATCH: throw .pcrMismatch
         default: throw .failed(responseCode: rc)
         }
     }

@@ -224,6 +224,9 @@ enum Help {
                                    --bind tpm refuses: anyone could reset its lockout): set a random
                                    one, written first to the new FILE (0600, outside the vault) for
                                    the administrator
+              --tpm-pcrs LIST      also seal to these PCRs of the TPM's SHA-256 bank as they read now
+                                   (7, or 0,2,4,7): another OS or boot chain cannot unseal; a
+                                   firmware or boot loader update that changes them needs a new vault
             The vault refuses key derivation below its floor: \(floorText).
 
             example:

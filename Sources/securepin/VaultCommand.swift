@@ -110,6 +110,7 @@ enum VaultCommand {
         let recovery = args.integer("--tpm-recovery", range: UInt32(0)...UInt32(86_400 * 7))
         let lockoutFD = args.integer("--tpm-lockout-auth-fd", range: Int32(0)...Int32(65535))
         let newLockoutFile = args.value("--tpm-set-lockout-auth")
+        let pcrText = args.value("--tpm-pcrs")
         let url = args.value("--url")
         let configuration = args.value("--config")
         directory = requireVault(&args)
@@ -122,9 +123,18 @@ enum VaultCommand {
         if bind == .server && policyText != nil {
             args.usageError("--policy is the software counter's: with --bind server the server's policy counts")
         }
-        if bind != .tpm && (maxTries != nil || recovery != nil || lockoutFD != nil || newLockoutFile != nil) {
+        if bind != .tpm
+            && (maxTries != nil || recovery != nil || lockoutFD != nil || newLockoutFile != nil || pcrText != nil)
+        {
             args.usageError(
-                "--tpm-max-tries, --tpm-recovery, --tpm-lockout-auth-fd and --tpm-set-lockout-auth go with --bind tpm")
+                "--tpm-max-tries, --tpm-recovery, --tpm-lockout-auth-fd, --tpm-set-lockout-auth and --tpm-pcrs "
+                    + "go with --bind tpm")
+        }
+        let pcrs = pcrText.map { text -> TPMPCRSelection in
+            guard let selection = TPMPCRSelection(parsing: text) else {
+                args.usageError("--tpm-pcrs takes PCR numbers 0 to 23, comma-separated (7, or 0,2,7), not '\(text)'")
+            }
+            return selection
         }
         if lockoutFD != nil && newLockoutFile != nil {
             args.usageError(
@@ -137,7 +147,9 @@ enum VaultCommand {
         }
         let vaultBinding: VaultBinding
         switch bind {
-        case .tpm: vaultBinding = .tpm(TPMLockoutPolicy(maxTries: maxTries ?? 10, recoverySeconds: recovery ?? 600))
+        case .tpm:
+            vaultBinding = .tpm(
+                TPMLockoutPolicy(maxTries: maxTries ?? 10, recoverySeconds: recovery ?? 600), pcrs: pcrs ?? .none)
         case .server: vaultBinding = .server(VaultServerAddress(url: url ?? "", configuration: configuration ?? ""))
         case .software, nil: vaultBinding = .software
         }
@@ -226,10 +238,11 @@ enum VaultCommand {
             print(
                 "vault created: \(directory) (Argon2id \(parameters), bound to the server at \(address.url): "
                     + "blocked by the server after \(limit) failures; PIN format \(describeFormat(format)))")
-        } else if case .tpm(let lockout) = vaultBinding {
+        } else if case .tpm(let lockout, let pcrs) = vaultBinding {
+            let sealedTo = pcrs.isEmpty ? "" : " and to PCRs \(pcrs) (SHA-256) as they read now"
             print(
                 "vault created: \(directory) (Argon2id \(parameters), bound to the TPM at "
-                    + "\(options.tpm?.location ?? "?"): locked out after \(lockout.maxTries) failures, "
+                    + "\(options.tpm?.location ?? "?")\(sealedTo): locked out after \(lockout.maxTries) failures, "
                     + "one forgotten every \(lockout.recoverySeconds) s; PIN format \(describeFormat(format)))")
         } else {
             print(
@@ -571,6 +584,7 @@ enum VaultCommand {
             ]
             fields["next_attempt_at"] = s.nextAttemptAt.map { iso8601($0) as Any } ?? NSNull()
             if let id = s.serverVaultId { fields["server_vault_id"] = id }
+            if let pcrs = s.tpmPCRs { fields["tpm_pcrs"] = pcrs.indices }
             if let peppered {
                 fields["store"] = "keyring"
                 fields["keyring_item"] = "\(peppered.keyring.service) \(peppered.id)"
@@ -604,6 +618,9 @@ enum VaultCommand {
                 print(
                     "policy:             TPM lockout after \(tpm.maxTries), one failure forgotten every \(tpm.recoverySeconds) s"
                 )
+                if let pcrs = s.tpmPCRs, !pcrs.isEmpty {
+                    print("PCR policy:         PCRs \(pcrs) (SHA-256) must read as when the vault was sealed")
+                }
             } else {
                 print("policy:             \(describe(s.policy))")
             }
@@ -722,6 +739,13 @@ enum VaultCommand {
                 (
                     "the TPM is in dictionary-attack lockout: it refuses every PIN, the right one too; it forgets "
                         + "one failure every \(seconds) s; nothing was counted", ExitCode.locked
+                )
+            case .tpmPCRsChanged(let pcrs):
+                (
+                    "the vault at \(directory) is sealed to PCRs \(pcrs) of this TPM and they no longer read as "
+                        + "when it was sealed (another OS or boot chain, a changed Secure Boot state, or a firmware "
+                        + "or boot loader update): no PIN can open it until they do; the PIN was not checked and "
+                        + "nothing was counted", ExitCode.refused
                 )
             case .tpmFailed(.lockoutAuthorizationRefused):
                 (

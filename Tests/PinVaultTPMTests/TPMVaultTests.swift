@@ -385,3 +385,190 @@ struct TPMLockoutAuthorisationTests {
         }
     }
 }
+
+/// A sealed object bound to PCRs (`--tpm-pcrs`): security review, third round, item 1. Without a
+/// PCR policy a thief who boots another system on the stolen machine can send the same unseal
+/// commands; with one, the TPM refuses them, and says so before it checks the PIN.
+@Suite("A TPM-bound vault sealed to PCRs (swtpm, tpm2_pcrextend, the securepin CLI)", .serialized)
+struct TPMPCRPolicyTests {
+    static let pcrs = TPMPCRSelection([7, 16])!
+
+    /// PCR 16 is the debug PCR: any locality may extend and reset it, so a test can change the
+    /// boot state and put it back.
+    static func extend(_ tpm: SoftwareTPMProcess, pcr: Int = 16) throws -> ChildProcess.Termination {
+        try shell(
+            "tpm2_pcrextend -T '\(tpm.tcti)' \(pcr):sha256=\(String(repeating: "ab", count: 32))",
+            in: FileManager.default.temporaryDirectory.path)
+    }
+
+    static func reset(_ tpm: SoftwareTPMProcess) throws -> ChildProcess.Termination {
+        try shell("tpm2_pcrreset -T '\(tpm.tcti)' 16", in: FileManager.default.temporaryDirectory.path)
+    }
+
+    static func toolsInstalled() -> Bool {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tpm2_pcrextend") else {
+            Issue.record("tpm2-tools is not installed (make deps installs it)")
+            return false
+        }
+        return true
+    }
+
+    @Test func aPCRExtendAfterInitIsItsOwnErrorNotAWrongPINAndCountsNothing() throws {
+        guard Self.toolsInstalled() else { return }
+        try withSoftwareTPM { tpm in
+            let vault = try PinVault.create(
+                at: temporaryDirectory(), secret: secret("refresh-token-42"), pin: pin("2468"),
+                parameters: testParameters,
+                binding: .tpm(TPMLockoutPolicy(maxTries: 5, recoverySeconds: 3600), pcrs: Self.pcrs),
+                options: tpmOptions(tpm))
+            defer { _ = try? vault.destroy() }
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: vault.directory.file("vault"))))
+            #expect(bytes[8] == 0 && bytes[9] == 5)
+            #expect(try vault.status().tpmPCRs == Self.pcrs)
+            #expect(try unlockText(vault, "2468") == "refresh-token-42")
+            #expect(attempt(vault, "1111") == .wrongPIN(remainingAttempts: 4))
+            let stack = SoftwareStackTPM(tcti: tpm.tcti)
+            #expect(try stack.lockoutState().failures == 1)
+            // Another boot state: the right PIN and a wrong one both get the PCR error, and the TPM
+            // counted neither.
+            #expect(try Self.extend(tpm) == .exited(0))
+            #expect(attempt(vault, "2468") == .tpmPCRsChanged(pcrs: Self.pcrs))
+            for _ in 0..<8 { #expect(attempt(vault, "9999") == .tpmPCRsChanged(pcrs: Self.pcrs)) }
+            #expect(try stack.lockoutState().failures == 1)
+            #expect(try !stack.lockoutState().inLockout)
+            // The boot state back: the vault opens again, and wrong PINs count again.
+            #expect(try Self.reset(tpm) == .exited(0))
+            #expect(try unlockText(vault, "2468") == "refresh-token-42")
+            #expect(attempt(vault, "1111") == .wrongPIN(remainingAttempts: 3))
+        }
+    }
+
+    @Test func theAuthorisationAloneDoesNotUnsealAnObjectUnderAPCRPolicy() throws {
+        try withSoftwareTPM { tpm in
+            let stack = SoftwareStackTPM(tcti: tpm.tcti)
+            let value = try secret("0123456789abcdef0123456789abcdef")
+            let authorization = try secret("fedcba9876543210fedcba9876543210")
+            defer {
+                value.destroy()
+                authorization.destroy()
+            }
+            let object = try stack.seal(value, authorization: authorization, pcrs: Self.pcrs)
+            #expect(object.pcrs == Self.pcrs)
+            let opened = try stack.unseal(object, authorization: authorization)
+            #expect(text(opened) == "0123456789abcdef0123456789abcdef")
+            opened.destroy()
+            // The same object presented as one without a policy: userWithAuth is clear, so an HMAC
+            // session with the right authorisation is refused (TPM_RC_AUTH_UNAVAILABLE), uncounted.
+            var plain = object
+            plain.pcrs = .none
+            do throws(VaultTPMError) {
+                try stack.unseal(plain, authorization: authorization).destroy()
+                Issue.record("an object under a PCR policy unsealed with its authorisation alone")
+            } catch {
+                #expect(error == .failed(responseCode: 0x12F))  // TPM_RC_AUTH_UNAVAILABLE
+            }
+            #expect(try stack.lockoutState().failures == 0)
+            // And the same object with another selection: its policy digest differs from authPolicy.
+            var other = object
+            other.pcrs = TPMPCRSelection([7])!
+            #expect(throws: VaultTPMError.pcrMismatch) { try stack.unseal(other, authorization: authorization) }
+            // A selection outside the SHA-256 bank's 24 PCRs never reaches the TPM.
+            #expect(TPMPCRSelection([24]) == nil && TPMPCRSelection(mask: 1 << 24) == nil)
+        }
+    }
+
+    /// Binding type 3 exists from version 5 on, and its mask names 1 to 24 PCRs: anything else is
+    /// damaged before any key derivation or TPM command (the checksum recomputed, so the parser's
+    /// own rule is what refuses).
+    @Test func theFormatRefusesAPCRBindingInAnOlderVersionOrAnEmptyOrWideMask() throws {
+        try withSoftwareTPM { tpm in
+            let vault = try PinVault.create(
+                at: temporaryDirectory(), secret: secret("x"), pin: pin("2468"), parameters: testParameters,
+                binding: .tpm(TPMLockoutPolicy(maxTries: 5), pcrs: Self.pcrs), options: tpmOptions(tpm))
+            defer { _ = try? vault.destroy() }
+            let original = try [UInt8](Data(contentsOf: URL(fileURLWithPath: vault.directory.file("vault"))))
+            let limits = Argon2id.Limits.default
+            let decoded = try VaultFile.decode(original, floor: testFloor, limits: limits).file
+            #expect(decoded.tpm?.object.pcrs == Self.pcrs)
+            let object = try #require(decoded.tpm?.object)
+            let maskAt =
+                VaultFile.boundHeaderSize + 1 + 12 + 6 + object.parentName.count + object.publicArea.count
+                + object.privateBlob.count
+            #expect(Array(original[maskAt..<maskAt + 4]) == [0x00, 0x01, 0x00, 0x80])
+            func edited(_ change: (inout [UInt8]) -> Void) throws -> VaultError? {
+                var bytes = original
+                change(&bytes)
+                bytes.replaceSubrange(
+                    (bytes.count - VaultFile.checksumSize)..., with: try Digest.blake2b256(bytes.dropLast(32)))
+                do throws(VaultError) {
+                    _ = try VaultFile.decode(bytes, floor: testFloor, limits: limits)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            #expect(try edited { $0[9] = 4 } == .damaged(reason: "unknown binding"))
+            #expect(
+                try edited { $0.replaceSubrange(maskAt..<maskAt + 4, with: [0, 0, 0, 0]) }
+                    == .damaged(reason: "PCR selection out of range"))
+            #expect(
+                try edited { $0.replaceSubrange(maskAt..<maskAt + 4, with: [0x01, 0, 0, 0x80]) }
+                    == .damaged(reason: "PCR selection out of range"))
+        }
+    }
+
+    @Test func changePINReSealsToTheSamePCRs() throws {
+        guard Self.toolsInstalled() else { return }
+        try withSoftwareTPM { tpm in
+            let vault = try PinVault.create(
+                at: temporaryDirectory(), secret: secret("refresh-token-42"), pin: pin("2468"),
+                parameters: testParameters,
+                binding: .tpm(TPMLockoutPolicy(maxTries: 10, recoverySeconds: 3600), pcrs: Self.pcrs),
+                options: tpmOptions(tpm))
+            defer { _ = try? vault.destroy() }
+            try vault.changePIN(old: pin("2468"), new: pin("1357"))
+            #expect(try vault.status().tpmPCRs == Self.pcrs)
+            #expect(try unlockText(vault, "1357") == "refresh-token-42")
+            #expect(try Self.extend(tpm) == .exited(0))
+            #expect(attempt(vault, "1357") == .tpmPCRsChanged(pcrs: Self.pcrs))
+        }
+    }
+
+    @Test func theCLISealsToPCRsReportsThemAndNamesTheChange() throws {
+        guard Self.toolsInstalled() else { return }
+        try withSoftwareTPM { tpm in
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("spc-pcrs-\(UUID().uuidString)")
+                .path
+            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: work) }
+            try Data("2468\n".utf8).write(to: URL(fileURLWithPath: work + "/pin"))
+            let securepin = try BuiltExecutable.path("securepin")
+            func initialize(_ extra: String, _ name: String = "v") throws -> ChildProcess.Termination {
+                try shell(
+                    "printf x | '\(securepin)' vault init --vault \(name) --tcti '\(tpm.tcti)' -t 2 -k 19456 "
+                        + "--pin-fd 3 3<pin \(extra) 2>>err", in: work)
+            }
+            // Bad lists and --tpm-pcrs without --bind tpm are usage errors; nothing is written.
+            for bad in ["24", "7,", "", "x", "-1", "7,,16"] {
+                #expect(try initialize("--bind tpm --tpm-set-lockout-auth l.auth --tpm-pcrs '\(bad)'") == .exited(2))
+            }
+            #expect(try initialize("--tpm-pcrs 7") == .exited(2))
+            #expect(!FileManager.default.fileExists(atPath: work + "/v"))
+            #expect(!FileManager.default.fileExists(atPath: work + "/l.auth"))
+            #expect(try initialize("--bind tpm --tpm-set-lockout-auth l.auth --tpm-pcrs 7,16 >out") == .exited(0))
+            let created = try String(contentsOfFile: work + "/out", encoding: .utf8)
+            #expect(created.contains("and to PCRs 7,16 (SHA-256)"))
+            #expect(
+                try shell("'\(securepin)' vault status --vault v --tcti '\(tpm.tcti)' --json >status", in: work)
+                    == .exited(0))
+            #expect(try String(contentsOfFile: work + "/status", encoding: .utf8).contains("\"tpm_pcrs\":[7,16]"))
+            let unlock = "'\(securepin)' vault unlock --vault v --tcti '\(tpm.tcti)' --pin-fd 3 3<pin"
+            #expect(try shell(unlock + " >secret", in: work) == .exited(0))
+            #expect(try Self.extend(tpm) == .exited(0))
+            #expect(try shell(unlock + " 2>pcr-error", in: work) == .exited(1))
+            let message = try String(contentsOfFile: work + "/pcr-error", encoding: .utf8)
+            #expect(message.contains("sealed to PCRs 7,16") && message.contains("nothing was counted"))
+            #expect(try SoftwareStackTPM(tcti: tpm.tcti).lockoutState().failures == 0)
+        }
+    }
+}

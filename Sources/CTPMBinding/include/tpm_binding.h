@@ -5,8 +5,14 @@
  * owner auth) is derived again on each call; it is never stored in the TPM or in a file. Under it,
  * a sealed data object (keyedhash, no sign/decrypt, userWithAuth, DA-protected) holds 32 random
  * bytes; its authorisation value is supplied by the caller (derived from the PIN). Every command
- * that carries the authorisation or the sealed bytes runs in an HMAC session salted to the primary
- * key with AES-128-CFB parameter encryption, so neither crosses the bus in clear.
+ * that carries the authorisation or the sealed bytes runs in a session salted to the primary key
+ * with AES-128-CFB parameter encryption, so neither crosses the bus in clear.
+ *
+ * With a PCR selection the object is sealed under a policy instead (userWithAuth clear):
+ * TPM2_PolicyPCR over the selected PCRs of the SHA-256 bank, as they read when it was sealed,
+ * then TPM2_PolicyAuthValue. Unsealing it needs both the same PCR values and the authorisation;
+ * the PCRs are checked before the authorisation is used, so a changed boot state never costs a
+ * dictionary-attack failure.
  *
  * Every function returns an spc_tpm_status and, on failure, the TPM or TSS response code in *rc
  * (when rc is not NULL). Buffers that held a secret (authorisation, sealed bytes) are wiped
@@ -40,12 +46,20 @@ typedef enum {
     SPC_TPM_LOCKOUT_AUTH = 6,
     /** Any other TPM or TSS failure (see *rc). */
     SPC_TPM_FAILED = 7,
+    /**
+     * The selected PCRs no longer hold the values the object was sealed under (another boot
+     * chain, another OS, a changed Secure Boot state). The authorisation was not checked and
+     * nothing was counted.
+     */
+    SPC_TPM_PCR_MISMATCH = 8,
 } spc_tpm_status;
 
 /** Size of the sealed value and of the authorisation value. */
 #define SPC_TPM_SECRET_SIZE 32
 /** Largest marshalled public area, private blob, or name this interface passes. */
 #define SPC_TPM_BLOB_MAX 1024
+/** PCRs a selection may name: 0 to SPC_TPM_PCR_COUNT - 1 of the SHA-256 bank (bit i of a mask is PCR i). */
+#define SPC_TPM_PCR_COUNT 24
 
 /** The sealed object as a vault file records it (none of it is secret). */
 typedef struct {
@@ -55,6 +69,7 @@ typedef struct {
     size_t private_size;
     uint8_t parent_name[SPC_TPM_BLOB_MAX]; /* the primary key's name (TPM2B_NAME contents) */
     size_t parent_name_size;
+    uint32_t pcr_mask; /* the PCRs of the SHA-256 bank the object's policy names; 0: no PCR policy */
 } spc_tpm_object;
 
 /** The TPM's dictionary-attack state (TPM2_GetCapability, TPM_PT_*). */
@@ -71,18 +86,25 @@ typedef struct {
  * Seals `secret` (SPC_TPM_SECRET_SIZE bytes) into a new object under the primary key with the
  * authorisation `auth` (SPC_TPM_SECRET_SIZE bytes). `tcti` is a tpm2-tools TCTI string
  * ("swtpm:host=127.0.0.1,port=2321", "device:/dev/tpmrm0"); NULL means the TSS default.
- * Writes `out` on success; `secret` and `auth` are only read.
- * Returns SPC_TPM_OK, SPC_TPM_UNAVAILABLE, SPC_TPM_INVALID or SPC_TPM_FAILED.
+ * `pcr_mask` 0 gives an object authorised by `auth` alone; otherwise bit i selects PCR i of the
+ * SHA-256 bank (bits SPC_TPM_PCR_COUNT and above must be 0) and the object's policy is
+ * PolicyPCR over those PCRs as they read now, then PolicyAuthValue. Writes `out` (with
+ * out->pcr_mask = pcr_mask) on success; `secret` and `auth` are only read.
+ * Returns SPC_TPM_OK, SPC_TPM_UNAVAILABLE, SPC_TPM_INVALID or SPC_TPM_FAILED (a TPM without a
+ * SHA-256 PCR bank among them).
  */
-spc_tpm_status spc_tpm_seal(const char *tcti, const uint8_t *secret, const uint8_t *auth,
+spc_tpm_status spc_tpm_seal(const char *tcti, const uint8_t *secret, const uint8_t *auth, uint32_t pcr_mask,
                             spc_tpm_object *out, uint32_t *rc);
 
 /**
  * Unseals `object` with `auth` (SPC_TPM_SECRET_SIZE bytes) into `secret_out`
  * (SPC_TPM_SECRET_SIZE bytes, written only on SPC_TPM_OK). Checks the primary key's name against
  * object->parent_name before loading anything: another TPM gives SPC_TPM_MISMATCH, not
- * SPC_TPM_AUTH_FAILED. A wrong `auth` is counted by the TPM (SPC_TPM_AUTH_FAILED); a TPM in
- * lockout gives SPC_TPM_LOCKOUT.
+ * SPC_TPM_AUTH_FAILED. With object->pcr_mask set, a policy session salted to the primary key runs
+ * PolicyPCR and PolicyAuthValue, and its digest is compared with the object's authPolicy before
+ * the authorisation is used: PCRs that changed give SPC_TPM_PCR_MISMATCH, uncounted (and so does a
+ * PCR changed between that check and the unseal: TPM_RC_PCR_CHANGED). A wrong `auth` is counted by
+ * the TPM (SPC_TPM_AUTH_FAILED); a TPM in lockout gives SPC_TPM_LOCKOUT.
  */
 spc_tpm_status spc_tpm_unseal(const char *tcti, const spc_tpm_object *object, const uint8_t *auth,
                               uint8_t *secret_out, uint32_t *rc);
