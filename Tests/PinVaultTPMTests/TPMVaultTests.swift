@@ -37,11 +37,12 @@ func withSoftwareTPM<R>(_ body: (SoftwareTPMProcess) throws -> R) throws -> R {
 }
 
 func makeVault(
-    _ tpm: SoftwareTPMProcess, pin digits: String = "2468", lockout: TPMLockoutPolicy = TPMLockoutPolicy(maxTries: 5)
+    _ tpm: SoftwareTPMProcess, pin digits: String = "2468", lockout: TPMLockoutPolicy = TPMLockoutPolicy(maxTries: 5),
+    pcrs: TPMPCRSelection = .none
 ) throws -> PinVault {
     try PinVault.create(
         at: temporaryDirectory(), secret: secret("refresh-token-42"), pin: pin(digits), parameters: testParameters,
-        binding: .tpm(lockout), options: tpmOptions(tpm))
+        binding: .tpm(lockout, pcrs: pcrs), options: tpmOptions(tpm))
 }
 
 func unlockText(_ vault: PinVault, _ digits: String) throws(VaultError) -> String {
@@ -416,11 +417,8 @@ struct TPMPCRPolicyTests {
     @Test func aPCRExtendAfterInitIsItsOwnErrorNotAWrongPINAndCountsNothing() throws {
         guard Self.toolsInstalled() else { return }
         try withSoftwareTPM { tpm in
-            let vault = try PinVault.create(
-                at: temporaryDirectory(), secret: secret("refresh-token-42"), pin: pin("2468"),
-                parameters: testParameters,
-                binding: .tpm(TPMLockoutPolicy(maxTries: 5, recoverySeconds: 3600), pcrs: Self.pcrs),
-                options: tpmOptions(tpm))
+            let vault = try makeVault(
+                tpm, lockout: TPMLockoutPolicy(maxTries: 5, recoverySeconds: 3600), pcrs: Self.pcrs)
             defer { _ = try? vault.destroy() }
             let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: vault.directory.file("vault"))))
             #expect(bytes[8] == 0 && bytes[9] == 5)
@@ -482,9 +480,7 @@ struct TPMPCRPolicyTests {
     /// own rule is what refuses).
     @Test func theFormatRefusesAPCRBindingInAnOlderVersionOrAnEmptyOrWideMask() throws {
         try withSoftwareTPM { tpm in
-            let vault = try PinVault.create(
-                at: temporaryDirectory(), secret: secret("x"), pin: pin("2468"), parameters: testParameters,
-                binding: .tpm(TPMLockoutPolicy(maxTries: 5), pcrs: Self.pcrs), options: tpmOptions(tpm))
+            let vault = try makeVault(tpm, pcrs: Self.pcrs)
             defer { _ = try? vault.destroy() }
             let original = try [UInt8](Data(contentsOf: URL(fileURLWithPath: vault.directory.file("vault"))))
             let limits = Argon2id.Limits.default
@@ -520,11 +516,8 @@ struct TPMPCRPolicyTests {
     @Test func changePINReSealsToTheSamePCRs() throws {
         guard Self.toolsInstalled() else { return }
         try withSoftwareTPM { tpm in
-            let vault = try PinVault.create(
-                at: temporaryDirectory(), secret: secret("refresh-token-42"), pin: pin("2468"),
-                parameters: testParameters,
-                binding: .tpm(TPMLockoutPolicy(maxTries: 10, recoverySeconds: 3600), pcrs: Self.pcrs),
-                options: tpmOptions(tpm))
+            let vault = try makeVault(
+                tpm, lockout: TPMLockoutPolicy(maxTries: 10, recoverySeconds: 3600), pcrs: Self.pcrs)
             defer { _ = try? vault.destroy() }
             try vault.changePIN(old: pin("2468"), new: pin("1357"))
             #expect(try vault.status().tpmPCRs == Self.pcrs)
