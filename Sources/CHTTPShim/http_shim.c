@@ -29,6 +29,8 @@ struct tracked_connection {
     struct timespec waiting_since; /* accept, or the end of the previous request */
     bool in_request;               /* headers and body complete, handler running or answer queued */
     bool cut;                      /* shut down by the watchdog or to make room */
+    bool peer_known;               /* `peer` holds the connection's address */
+    spc_http_network peer;         /* the peer's address (prefix length unused) */
 };
 
 struct spc_http_server {
@@ -39,6 +41,8 @@ struct spc_http_server {
     uint16_t port;
     atomic_uint in_flight;
     atomic_bool stopping;
+    bool quiesced;           /* spc_http_server_quiesce ran: `listener` is the socket to close */
+    MHD_socket listener;
     /* Request deadline: every open connection, and a watchdog thread that shuts down those
      * whose request (headers and body) is still arriving past the deadline. All fields below
      * are under `lock`. */
@@ -54,6 +58,12 @@ struct spc_http_server {
     bool watchdog_running;
     bool watchdog_stop;
     struct tracked_connection *connections;
+    /* With exempt networks the shim counts the per-address limit itself (libmicrohttpd's option
+     * cannot exempt anyone): the accept policy counts the tracked connections from the new
+     * peer's address, under `lock`. */
+    unsigned int per_address_limit;
+    size_t exempt_count;
+    spc_http_network *exempt_networks;
 };
 
 struct spc_http_response {
@@ -83,6 +93,58 @@ struct header_list {
 };
 
 static bool has_line_break(const char *text) { return strpbrk(text, "\r\n") != NULL; }
+
+/* The address of a socket as a network entry; false for a family other than IPv4 and IPv6. */
+static bool peer_of(const struct sockaddr *sa, spc_http_network *out) {
+    memset(out, 0, sizeof *out);
+    if (sa == NULL) return false;
+    if (sa->sa_family == AF_INET) {
+        memcpy(out->address, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        out->prefix_length = 32;
+        return true;
+    }
+    if (sa->sa_family == AF_INET6) {
+        out->ipv6 = 1;
+        memcpy(out->address, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+        out->prefix_length = 128;
+        return true;
+    }
+    return false;
+}
+
+static bool same_address(const spc_http_network *a, const spc_http_network *b) {
+    return a->ipv6 == b->ipv6 && memcmp(a->address, b->address, a->ipv6 ? 16 : 4) == 0;
+}
+
+/* Whether `address` lies in `network` (same family, first prefix_length bits equal). */
+static bool network_contains(const spc_http_network *network, const spc_http_network *address) {
+    if (network->ipv6 != address->ipv6) return false;
+    unsigned int whole = network->prefix_length / 8, rest = network->prefix_length % 8;
+    if (memcmp(network->address, address->address, whole) != 0) return false;
+    if (rest == 0) return true;
+    uint8_t mask = (uint8_t)(0xFF << (8 - rest));
+    return (network->address[whole] & mask) == (address->address[whole] & mask);
+}
+
+/* The accept policy when the shim counts the per-address limit: refuses a peer outside every
+ * exempt network that already holds `per_address_limit` connections. */
+static enum MHD_Result admit_peer(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+    (void)addrlen;
+    spc_http_server *server = cls;
+    spc_http_network peer;
+    if (!peer_of(addr, &peer)) return MHD_YES;
+    for (size_t i = 0; i < server->exempt_count; i++) {
+        if (network_contains(&server->exempt_networks[i], &peer)) return MHD_YES;
+    }
+    unsigned int count = 0;
+    pthread_mutex_lock(&server->lock);
+    for (struct tracked_connection *c = server->connections; c != NULL && count < server->per_address_limit;
+         c = c->next) {
+        if (c->peer_known && same_address(&c->peer, &peer)) count++;
+    }
+    pthread_mutex_unlock(&server->lock);
+    return count < server->per_address_limit ? MHD_YES : MHD_NO;
+}
 
 static int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -255,6 +317,8 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
             return;
         }
         record->fd = info->connect_fd;
+        const union MHD_ConnectionInfo *peer = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        record->peer_known = peer != NULL && peer_of(peer->client_addr, &record->peer);
         clock_gettime(CLOCK_MONOTONIC, &record->waiting_since);
         pthread_mutex_lock(&server->lock);
         /* Room for this one: the connection that has waited longest for its request goes. */
@@ -399,9 +463,29 @@ int spc_http_server_start(const spc_http_config *config, spc_http_handler handle
                           spc_http_server **out, int *out_errno) {
     *out = NULL;
     *out_errno = 0;
-    if (config->max_body_bytes == 0 || config->connection_limit == 0) return SPC_HTTP_E_INVALID;
+    if (config->max_body_bytes == 0 || config->connection_limit == 0 || config->exempt_count > 256 ||
+        (config->exempt_count > 0 && config->exempt_networks == NULL)) {
+        return SPC_HTTP_E_INVALID;
+    }
+    for (size_t i = 0; i < config->exempt_count; i++) {
+        if (config->exempt_networks[i].prefix_length > (config->exempt_networks[i].ipv6 ? 128 : 32)) {
+            return SPC_HTTP_E_INVALID;
+        }
+    }
     spc_http_server *server = calloc(1, sizeof *server);
     if (server == NULL) return SPC_HTTP_E_MEMORY;
+    /* The shim counts per address only when someone is exempt; otherwise libmicrohttpd does. */
+    bool own_limit = config->exempt_count > 0 && config->per_address_connection_limit > 0;
+    if (own_limit) {
+        server->exempt_networks = calloc(config->exempt_count, sizeof *server->exempt_networks);
+        if (server->exempt_networks == NULL) {
+            free(server);
+            return SPC_HTTP_E_MEMORY;
+        }
+        memcpy(server->exempt_networks, config->exempt_networks, config->exempt_count * sizeof(spc_http_network));
+        server->exempt_count = config->exempt_count;
+        server->per_address_limit = config->per_address_connection_limit;
+    }
     server->handler = handler;
     server->context = context;
     server->max_body_bytes = config->max_body_bytes;
@@ -412,11 +496,13 @@ int spc_http_server_start(const spc_http_config *config, spc_http_handler handle
      * (a test's, or one deliberately this small) keeps plain refusal at the limit. */
     server->waiting_limit = config->connection_limit >= 64 ? config->connection_limit - config->connection_limit / 8 : 0;
     if (pthread_mutex_init(&server->lock, NULL) != 0) {
+        free(server->exempt_networks);
         free(server);
         return SPC_HTTP_E_MEMORY;
     }
     if (pthread_cond_init(&server->wake, NULL) != 0) {
         pthread_mutex_destroy(&server->lock);
+        free(server->exempt_networks);
         free(server);
         return SPC_HTTP_E_MEMORY;
     }
@@ -426,22 +512,32 @@ int spc_http_server_start(const spc_http_config *config, spc_http_handler handle
     address.sin_family = AF_INET;
     address.sin_port = htons(config->port);
     address.sin_addr.s_addr = config->ipv4_address;
+    struct sockaddr_in6 address6;
+    memset(&address6, 0, sizeof address6);
+    address6.sin6_family = AF_INET6;
+    address6.sin6_port = htons(config->port);
+    memcpy(&address6.sin6_addr, config->ipv6_address, 16);
     size_t memory = config->connection_memory_limit != 0 ? config->connection_memory_limit : 32 * 1024;
 
     /* MHD_USE_ITC is what makes MHD_quiesce_daemon (stop accepting) available. */
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
+    /* MHD_USE_IPv6 without MHD_USE_DUAL_STACK sets IPV6_V6ONLY: an IPv6 listener takes no IPv4. */
+    if (config->ipv6) flags |= MHD_USE_IPv6;
+    struct sockaddr *bind_address = config->ipv6 ? (struct sockaddr *)&address6 : (struct sockaddr *)&address;
     errno = 0;
     server->daemon = MHD_start_daemon(
-        flags, config->port, NULL, NULL, on_request, server, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
+        flags, config->port, own_limit ? admit_peer : NULL, own_limit ? server : NULL, on_request, server,
+        MHD_OPTION_SOCK_ADDR, bind_address,
         MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout_seconds, MHD_OPTION_CONNECTION_LIMIT,
         config->connection_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, server, MHD_OPTION_UNESCAPE_CALLBACK, unescape_keeping_nul, NULL,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, server, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        config->per_address_connection_limit, MHD_OPTION_END);
+        own_limit ? 0u : config->per_address_connection_limit, MHD_OPTION_END);
     if (server->daemon == NULL) {
         *out_errno = errno;
         pthread_cond_destroy(&server->wake);
         pthread_mutex_destroy(&server->lock);
+        free(server->exempt_networks);
         free(server);
         return SPC_HTTP_E_START;
     }
@@ -450,6 +546,7 @@ int spc_http_server_start(const spc_http_config *config, spc_http_handler handle
             MHD_stop_daemon(server->daemon);
             pthread_cond_destroy(&server->wake);
             pthread_mutex_destroy(&server->lock);
+            free(server->exempt_networks);
             free(server);
             return SPC_HTTP_E_MEMORY;
         }
@@ -472,9 +569,16 @@ unsigned int spc_http_server_open_connections(const spc_http_server *server) {
     return info != NULL ? info->num_connections : 0;
 }
 
-unsigned int spc_http_server_stop(spc_http_server *server, unsigned int drain_timeout_ms) {
+void spc_http_server_quiesce(spc_http_server *server) {
+    if (server->quiesced) return;
     atomic_store(&server->stopping, true);
-    MHD_socket listener = MHD_quiesce_daemon(server->daemon);
+    server->listener = MHD_quiesce_daemon(server->daemon);
+    server->quiesced = true;
+}
+
+unsigned int spc_http_server_stop(spc_http_server *server, unsigned int drain_timeout_ms) {
+    spc_http_server_quiesce(server);
+    MHD_socket listener = server->listener;
     const struct timespec step = {.tv_sec = 0, .tv_nsec = 5 * 1000 * 1000};
     for (unsigned int waited = 0; atomic_load(&server->in_flight) > 0 && waited < drain_timeout_ms; waited += 5) {
         nanosleep(&step, NULL);
@@ -491,6 +595,7 @@ unsigned int spc_http_server_stop(spc_http_server *server, unsigned int drain_ti
     }
     pthread_cond_destroy(&server->wake);
     pthread_mutex_destroy(&server->lock);
+    free(server->exempt_networks);
     free(server);
     return remaining;
 }

@@ -22,6 +22,8 @@ public struct HTTPHeader: Sendable, Equatable {
     public static let powerAuthAuthorization = "X-PowerAuth-Authorization"
     /// `Content-Type`.
     public static let contentType = "Content-Type"
+    /// `X-Forwarded-For`, the client addresses a reverse proxy appends to.
+    public static let forwardedFor = "X-Forwarded-For"
     /// `X-SecurePIN-Admin-Token`, the header carrying the back-office token.
     public static let adminToken = "X-SecurePIN-Admin-Token"
 }

@@ -18,8 +18,12 @@ public struct HTTPRequest: Sendable {
     /// memory, keyed by the lower-cased name; the first occurrence of a name wins, and an empty
     /// value is absent.
     public var secretHeaders: [String: SecureBytes] = [:]
-    /// The peer's IP address as text (`127.0.0.1`, `::1`), `nil` when unknown (a request built by
-    /// hand). The connection's address: behind a proxy, the proxy's.
+    /// The connection's peer address as text (`127.0.0.1`, `::1`); behind a proxy, the proxy's.
+    /// `nil` when unknown (a request built by hand).
+    public var peerAddress: String?
+    /// The client's IP address as text: ``peerAddress``, except for a connection from one of
+    /// ``HTTPServer/Configuration/trustedProxies``, where it is the address that proxy vouches for
+    /// in `X-Forwarded-For`. What per-client limits and logs should use. `nil` when unknown.
     public var clientAddress: String?
 
     /// Creates a request (the server does; tests of handlers may too).
@@ -40,6 +44,13 @@ public struct HTTPRequest: Sendable {
     /// - Returns: The value, or nil when the request has no such field.
     public func header(_ name: String) -> String? {
         headers.first { Self.sameName($0.name, name) }?.value
+    }
+
+    /// The values of every header field with this name, in the order received.
+    /// - Parameter name: The field name, compared case-insensitively.
+    /// - Returns: The values; empty when the request has none.
+    public func headers(_ name: String) -> [String] {
+        headers.filter { Self.sameName($0.name, name) }.map(\.value)
     }
 
     /// Field names compare without regard to ASCII case (they are tokens: RFC 9110 §5.1); a byte

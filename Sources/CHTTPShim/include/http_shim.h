@@ -61,8 +61,23 @@ typedef struct spc_http_request {
  */
 typedef void (*spc_http_handler)(void *context, const spc_http_request *request, spc_http_response *response);
 
+/**
+ * An IP network: `prefix_length` leading bits of `address`. An IPv4 network (`ipv6` 0) uses the
+ * first 4 bytes of `address` in network byte order and a prefix of 0...32; an IPv6 one all 16
+ * bytes and 0...128.
+ */
+typedef struct spc_http_network {
+    uint8_t ipv6;
+    uint8_t prefix_length;
+    uint8_t address[16];
+} spc_http_network;
+
 /** Listening and resource limits. */
 typedef struct spc_http_config {
+    /** Nonzero: bind the IPv6 address `ipv6_address` (an IPv6-only socket) instead of the IPv4 one. */
+    uint8_t ipv6;
+    /** IPv6 address to bind when `ipv6` is set, in network byte order. */
+    uint8_t ipv6_address[16];
     /** IPv4 address to bind, in network byte order (127.0.0.1 is htonl(0x7f000001)). */
     uint32_t ipv4_address;
     /** Port to bind in host byte order; 0 picks an ephemeral port. */
@@ -87,6 +102,13 @@ typedef struct spc_http_config {
     unsigned int header_deadline_seconds;
     /** Most simultaneous connections from one IP address (0: no per-address limit). */
     unsigned int per_address_connection_limit;
+    /**
+     * Networks whose connections the per-address limit does not count (reverse proxies, which
+     * carry many clients on their own address); copied at start. NULL when `exempt_count` is 0.
+     */
+    const spc_http_network *exempt_networks;
+    /** Entries in `exempt_networks` (at most 256). */
+    size_t exempt_count;
 } spc_http_config;
 
 /**
@@ -97,7 +119,8 @@ typedef struct spc_http_config {
  * @param context  passed unchanged to the handler; must outlive spc_http_server_stop
  * @param out      receives the server on success, NULL otherwise
  * @param out_errno receives errno when SPC_HTTP_E_START is returned, 0 otherwise
- * @return SPC_HTTP_OK, SPC_HTTP_E_INVALID, SPC_HTTP_E_MEMORY or SPC_HTTP_E_START
+ * @return SPC_HTTP_OK, SPC_HTTP_E_INVALID (zero body or connection limit, more than 256 exempt
+ *         networks, a prefix longer than its family allows), SPC_HTTP_E_MEMORY or SPC_HTTP_E_START
  */
 int spc_http_server_start(const spc_http_config *config, spc_http_handler handler, void *context,
                           spc_http_server **out, int *out_errno) __attribute__((warn_unused_result, nonnull(1, 2, 4, 5)));
@@ -110,6 +133,13 @@ unsigned int spc_http_server_in_flight(const spc_http_server *server) __attribut
 
 /** Connections open now (libmicrohttpd's count, idle keep-alive ones included). */
 unsigned int spc_http_server_open_connections(const spc_http_server *server) __attribute__((nonnull));
+
+/**
+ * Stops accepting connections (closing nothing else); responses from now on say
+ * `Connection: close`. Idempotent; spc_http_server_stop does it too. Not thread-safe with
+ * itself or with spc_http_server_stop on the same server.
+ */
+void spc_http_server_quiesce(spc_http_server *server) __attribute__((nonnull));
 
 /**
  * Graceful stop: stops accepting connections, waits up to drain_timeout_ms for
