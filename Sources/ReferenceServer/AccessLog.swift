@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 import Synchronization
 
 #if canImport(Glibc)
@@ -8,13 +9,14 @@ import Synchronization
 /// The reference server's access log: one JSON object per line, one line per answered request.
 ///
 /// ```json
-/// {"time":"2026-11-30T21:04:05.123Z","request_id":"5f0c9a1e2b7d4c36","method":"POST","endpoint":"/pa/v3/activation/status","status":200,"duration_ms":3.412,"activation_id":"…"}
+/// {"time":"2026-11-30T21:04:05.123Z","request_id":"5f0c9a1e2b7d4c36","client":"192.0.2.7","method":"POST","endpoint":"/pa/v3/activation/status","status":200,"duration_ms":3.412,"activation_id":"…"}
 /// ```
 ///
-/// A line holds only what ``Entry`` holds: the time, a request identifier, the method (or
-/// `other`), the endpoint (a known path or `other`, see ``ServerMetrics/endpoint(for:)``), the
-/// status, the duration and, where known, the activation identifier (written only when it has
-/// the form of one). Never a header value, a body, a PIN, an authentication code, a key or a
+/// A line holds only what ``Entry`` holds: the time, a request identifier, the client's address
+/// (`HTTPRequest.clientAddress`: behind a trusted proxy the forwarded client's; written only
+/// when it is an IP address), the method (or `other`), the endpoint (a known path or `other`, see
+/// ``ServerMetrics/endpoint(for:)``), the status, the duration and, where known, the activation
+/// identifier (written only when it has the form of one). Never a header value, a body, a PIN, an authentication code, a key or a
 /// token: there is no way to hand the log one.
 ///
 /// The log goes to standard error, or appends to a file that ``reopen()`` opens again by name,
@@ -40,6 +42,8 @@ public final class AccessLog: Sendable {
         public var seconds: Double
         /// The activation the request concerned, when known.
         public var activationId: String?
+        /// The client's IP address, when known.
+        public var clientAddress: String?
 
         /// Creates an entry.
         /// - Parameters:
@@ -50,10 +54,12 @@ public final class AccessLog: Sendable {
         ///   - status: the status.
         ///   - seconds: the duration.
         ///   - activationId: the activation identifier, if known.
+        ///   - clientAddress: the client's IP address, if known.
         public init(
             time: Date, requestId: String, method: String, endpoint: String, status: Int, seconds: Double,
-            activationId: String? = nil
+            activationId: String? = nil, clientAddress: String? = nil
         ) {
+            self.clientAddress = clientAddress
             self.time = time
             self.requestId = requestId
             self.method = method
@@ -156,6 +162,10 @@ public final class AccessLog: Sendable {
         timestamp(entry.time, into: &out)
         append("\",\"request_id\":\"")
         if isHex(entry.requestId) { append(entry.requestId) } else { append("invalid") }
+        if let client = entry.clientAddress, IPNetwork.isAddress(client) {
+            append("\",\"client\":\"")
+            append(client)
+        }
         append("\",\"method\":\"")
         if entry.method == "GET" || entry.method == "POST" { append(entry.method) } else { append("other") }
         append("\",\"endpoint\":\"")

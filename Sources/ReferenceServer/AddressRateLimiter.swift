@@ -11,9 +11,10 @@ import Synchronization
 /// server do public-key work: `keystore/create` (V3.3 and V4) and the vault binding's `register`.
 ///
 /// A token bucket per address: ``burst`` requests at once, refilled at ``perSecond``. An IPv6
-/// address counts by its /64 prefix (one host usually holds a whole /64). Behind a reverse proxy
-/// every client shares the proxy's address, so raise the limit there (or terminate TLS in front of
-/// one instance per proxy address).
+/// address counts by its /64 prefix (one host usually holds a whole /64). The address is
+/// `HTTPRequest.clientAddress`: behind a proxy listed in
+/// `HTTPServer.Configuration.trustedProxies`, the client the proxy names in `X-Forwarded-For`;
+/// behind any other proxy, the proxy's own, shared by all its clients.
 public struct AddressRateLimit: Sendable, Equatable {
     /// Requests an address may make at once (default 64).
     public var burst: Int

@@ -187,6 +187,8 @@ public final class ReferenceServer: Sendable {
             var configuration = options.http
             configuration.host = "127.0.0.1"
             configuration.port = metricsPort
+            configuration.additionalListeners = []
+            configuration.trustedProxies = []
             configuration.secretHeaders = []
             metricsHTTP = HTTPServer(configuration: configuration) { request in
                 guard request.path == ServerMetrics.path else { return .text(status: 404, "not found\n") }
@@ -214,8 +216,11 @@ public final class ReferenceServer: Sendable {
         }
     }
 
-    /// The port listened on (the ephemeral one when configured with 0), while running.
+    /// The first listener's port (the ephemeral one when configured with 0), while running.
     public var port: Int? { http.port }
+
+    /// Every listener's port, in `HTTPServer.Configuration.listeners` order, while running.
+    public var ports: [Int] { http.ports }
 
     /// The metrics port (see ``Options/metricsPort``) while running, else `nil`.
     public var metricsPort: Int? { metricsHTTP?.port }
@@ -305,7 +310,8 @@ struct Router: Sendable {
             log.write(
                 AccessLog.Entry(
                     time: Date(), requestId: requestId, method: request.method, endpoint: endpoint,
-                    status: response.status, seconds: seconds, activationId: activationId))
+                    status: response.status, seconds: seconds, activationId: activationId,
+                    clientAddress: request.clientAddress))
         }
         return response
     }

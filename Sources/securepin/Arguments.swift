@@ -46,6 +46,18 @@ struct Arguments {
         return value
     }
 
+    /// Removes every `--name value` (a repeatable option) and returns the values in order.
+    mutating func values(_ names: String...) -> [String] {
+        known += names
+        var found: [String] = []
+        while let i = remaining.firstIndex(where: names.contains) {
+            guard i + 1 < remaining.count else { usageError("\(remaining[i]) needs a value") }
+            found.append(remaining[i + 1])
+            remaining.removeSubrange(i...(i + 1))
+        }
+        return found
+    }
+
     /// A value parsed as an integer within `range`.
     mutating func integer<T: FixedWidthInteger>(_ names: String..., range: ClosedRange<T>) -> T? {
         known += names

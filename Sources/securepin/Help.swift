@@ -393,18 +393,23 @@ enum Help {
               echo 1990 | securepin pin check --pin-fd 0
             """,
             "server": """
-            usage: securepin server --port N (--db PATH | --store postgres --dsn-file F --key-file K) [options]
+            usage: securepin server (--port N | --listen ADDR:PORT) (--db PATH | --store postgres --dsn-file F --key-file K) [options]
 
-            The reference activation server over HTTP on 127.0.0.1, state in SQLite, or in
-            PostgreSQL shared by several instances (each request answered 503 while the
-            database is down).
+            The reference activation server over plain HTTP (127.0.0.1 with --port), state in
+            SQLite, or in PostgreSQL shared by several instances (each request answered 503
+            while the database is down). Put TLS in front of it (a reverse proxy) for real clients.
             SIGTERM or SIGINT stops it gracefully. Each answered request is logged as one
-            JSON line (time, request id, endpoint, status, duration, activation id) on
-            standard error; never a PIN, code, key, token or body.
+            JSON line (time, request id, client address, endpoint, status, duration,
+            activation id) on standard error; never a PIN, code, key, token or body.
 
             options:
               --port N              TCP port on 127.0.0.1 (0 picks a free one; the line
                                     'listening on' says which)
+              --listen ADDR:PORT    also (or instead) listen on IPV4:PORT or [IPV6]:PORT; repeat
+                                    for more; a non-loopback one without --trusted-proxy warns
+              --trusted-proxy CIDR  a reverse proxy's network (10.0.0.0/8, ::1/128; repeat for
+                                    more): from it, the client address (limits, log) is the
+                                    right-most X-Forwarded-For entry outside these networks
               --db PATH             the SQLite database (created when missing)
               --store S             sqlite (default) or postgres
               --dsn-file PATH       with --store postgres: the libpq connection string, read

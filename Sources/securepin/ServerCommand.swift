@@ -17,6 +17,8 @@ enum ServerCommand {
     static func run(_ arguments: [String]) async -> Int32 {
         var args = Arguments(arguments, command: "server", usage: Help.of("server"))
         let portValue = args.integer("--port", range: UInt16(0)...UInt16.max)
+        let listenTexts = args.values("--listen")
+        let proxyTexts = args.values("--trusted-proxy")
         let databaseValue = args.value("--db")
         let tokenText = args.value("--admin-token")
         let tokenFile = args.value("--admin-token-file")
@@ -35,7 +37,27 @@ enum ServerCommand {
         guard let algorithm = ProtocolAlgorithm(rawValue: algorithmName) else {
             args.usageError("--algorithm must be LEGACY_P256, EC_P384, EC_P384_ML_L3 or EC_P384_ML_L5")
         }
-        guard let port = portValue else { args.usageError("--port is required (0 picks a free one)") }
+        var listeners: [HTTPServer.Listener] = []
+        if let portValue { listeners.append(HTTPServer.Listener(host: "127.0.0.1", port: portValue)) }
+        for text in listenTexts {
+            do throws(HTTPServer.Listener.ParseError) {
+                listeners.append(try HTTPServer.Listener(parsing: text))
+            } catch {
+                args.fail("--listen: \(error)")
+            }
+        }
+        guard let first = listeners.first else {
+            args.usageError("--port N or --listen ADDRESS:PORT is required (port 0 picks a free one)")
+        }
+        var trustedProxies: [IPNetwork] = []
+        for text in proxyTexts {
+            do throws(IPNetwork.ParseError) {
+                trustedProxies.append(try IPNetwork(parsing: text))
+            } catch {
+                args.fail("--trusted-proxy: \(error)")
+            }
+        }
+        if trustedProxies.count > 256 { args.fail("--trusted-proxy: at most 256 networks") }
         let postgres: Bool
         switch storeName {
         case "sqlite": postgres = false
@@ -63,9 +85,12 @@ enum ServerCommand {
             if let tokenText { token = try AdminToken.copying(tokenText) }
             if let tokenFile { token = try AdminToken.load(at: tokenFile) }
             let log = try logFile.map { path throws(AccessLog.OpenFailed) in try AccessLog(path: path) } ?? AccessLog()
+            var http = HTTPServer.Configuration(host: first.host, port: first.port)
+            http.additionalListeners = Array(listeners.dropFirst())
+            http.trustedProxies = trustedProxies
             var options = ReferenceServer.Options(
-                databasePath: database, keyFilePath: keyFile, adminToken: token,
-                http: HTTPServer.Configuration(port: port), maxFailedAttempts: maxFailures)
+                databasePath: database, keyFilePath: keyFile, adminToken: token, http: http,
+                maxFailedAttempts: maxFailures)
             options.accessLog = log
             options.metricsPort = metricsPort
             options.algorithm = algorithm
@@ -84,7 +109,18 @@ enum ServerCommand {
             defer { hangUp.cancel() }
             let server = try ReferenceServer(options: options)
             try server.start()
-            say("securepin server: listening on http://127.0.0.1:\(server.port ?? 0)")
+            for (listener, bound) in zip(listeners, server.ports) {
+                let shown = HTTPServer.Listener(host: listener.host, port: UInt16(bound))
+                say("securepin server: listening on http://\(shown)")
+                if !listener.isLoopback && trustedProxies.isEmpty {
+                    CLI.printError(
+                        "securepin: server: warning: listening on \(shown) in plain HTTP; put TLS in front "
+                            + "(a reverse proxy named with --trusted-proxy) before real clients use it")
+                }
+            }
+            if !trustedProxies.isEmpty {
+                say("trusted proxies: \(trustedProxies.map(\.description).joined(separator: ", "))")
+            }
             if let metrics = server.metricsPort { say("metrics: http://127.0.0.1:\(metrics)/metrics") }
             say("configuration: \(try server.configurationString())")
             say("algorithm: \(algorithm.rawValue)")
@@ -104,7 +140,8 @@ enum ServerCommand {
             CLI.printError("securepin: server: cannot write the ready file \(error)")
             return ExitCode.refused
         } catch {
-            CLI.printError("securepin: server: " + describe(error, port: port, database: database, keyFile: keyFile))
+            CLI.printError(
+                "securepin: server: " + describe(error, listeners: listeners, database: database, keyFile: keyFile))
             return ExitCode.refused
         }
     }
@@ -126,19 +163,29 @@ enum ServerCommand {
     }
 
     /// One plain line for a start-up failure, naming the port or file and the fix.
-    static func describe(_ error: any Error, port: UInt16, database: String, keyFile: String?) -> String {
+    static func describe(
+        _ error: any Error, listeners: [HTTPServer.Listener], database: String, keyFile: String?
+    ) -> String {
         guard let error = error as? ReferenceServerError else {
             return "could not start: \(error.localizedDescription)"
         }
+        // With one listener the line names it; with several, which one failed is not known here.
+        let place =
+            listeners.count == 1
+            ? "port \(listeners[0].port)" : "one of \(listeners.map(\.description).joined(separator: ", "))"
         switch error {
         case .http(.startFailed(let code)) where code == EADDRINUSE:
-            return "port \(port) is in use: choose another with --port, or --port 0 for a free one"
+            return "\(place) is in use: choose another port, or port 0 for a free one"
         case .http(.startFailed(let code)) where code == EACCES:
-            return "port \(port) needs privileges: choose one above 1023 with --port, or --port 0 for a free one"
+            return "\(place) needs privileges: choose a port above 1023, or port 0 for a free one"
+        case .http(.startFailed(let code)) where code == EADDRNOTAVAIL:
+            return "\(place): the address is not one of this machine's"
         case .http(.startFailed(let code)):
-            return "could not listen on 127.0.0.1:\(port): \(String(cString: strerror(code)))"
+            return "could not listen on \(place): \(String(cString: strerror(code)))"
+        case .http(.invalidAddress(let host)):
+            return "cannot listen on \(host): not an IPv4 or IPv6 address"
         case .http:
-            return "could not start the HTTP server on port \(port)"
+            return "could not start the HTTP server on \(place)"
         case .keyFile(let reason):
             return "key file \(keyFile ?? database + ".key"): \(reason)"
         case .storage(let reason):

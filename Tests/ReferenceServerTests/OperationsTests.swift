@@ -67,10 +67,12 @@ struct OperationsTests {
         let lines = try Self.lines(logPath)
         #expect(lines.count >= 8)
         let allowed: Set<String> = [
-            "time", "request_id", "method", "endpoint", "status", "duration_ms", "activation_id",
+            "time", "request_id", "client", "method", "endpoint", "status", "duration_ms", "activation_id",
         ]
         for line in lines {
             #expect(Set(line.object.keys).isSubset(of: allowed), "\(line.text)")
+            // The client's address (loopback here: no trusted proxy, so the connection's).
+            #expect(line.object["client"] as? String == "127.0.0.1", "\(line.text)")
             for key in ["time", "request_id", "method", "endpoint", "status", "duration_ms"] {
                 #expect(line.object[key] != nil, "\(key) missing: \(line.text)")
             }
@@ -168,17 +170,17 @@ struct OperationsTests {
         let id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
         let entry = AccessLog.Entry(
             time: time, requestId: "5f0c9a1e2b7d4c36", method: "POST", endpoint: ActivationAPI.validateSignature.path,
-            status: 401, seconds: 0.003412, activationId: id)
+            status: 401, seconds: 0.003412, activationId: id, clientAddress: "2001:db8::7")
         #expect(
             AccessLog.line(entry)
-                == "{\"time\":\"2025-12-02T00:04:05.007Z\",\"request_id\":\"5f0c9a1e2b7d4c36\",\"method\":\"POST\","
-                + "\"endpoint\":\"\(ActivationAPI.validateSignature.path)\",\"status\":401,\"duration_ms\":3.412,"
-                + "\"activation_id\":\"\(id)\"}")
+                == "{\"time\":\"2025-12-02T00:04:05.007Z\",\"request_id\":\"5f0c9a1e2b7d4c36\",\"client\":\"2001:db8::7\","
+                + "\"method\":\"POST\",\"endpoint\":\"\(ActivationAPI.validateSignature.path)\",\"status\":401,"
+                + "\"duration_ms\":3.412,\"activation_id\":\"\(id)\"}")
         // What the log never echoes: a request id that is not hex, a method it does not know, an
-        // activation identifier that is not one, an unknown path.
+        // activation identifier that is not one, an unknown path, a client that is no IP address.
         let odd = AccessLog.Entry(
             time: Date(timeIntervalSince1970: 0), requestId: "<script>", method: "DELETE", endpoint: "/x?pin=1234",
-            status: 404, seconds: 0, activationId: "1234")
+            status: 404, seconds: 0, activationId: "1234", clientAddress: "\"},\"x\":\"1")
         #expect(
             AccessLog.line(odd)
                 == "{\"time\":\"1970-01-01T00:00:00.000Z\",\"request_id\":\"invalid\",\"method\":\"other\","

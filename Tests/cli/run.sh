@@ -502,10 +502,55 @@ for _ in $(seq 1 50); do grep -q "listening on" "$work/srv.out" 2>/dev/null && b
 port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$work/srv.out")
 "$B" server --port "$port" --db "$work/srv2.sqlite" >/dev/null 2>"$work/err"
 check "server on a port in use -> 1" 1 $?
-grep -q "port $port is in use: choose another with --port, or --port 0 for a free one" "$work/err" && plain "$work/err"
+grep -q "port $port is in use: choose another port, or port 0 for a free one" "$work/err" && plain "$work/err"
 check "server: the port in use is named with the fix" 0 0 $?
 kill -TERM "$srv" 2>/dev/null
 wait "$srv" 2>/dev/null
+# Listeners: --port keeps meaning 127.0.0.1, --listen adds IPv4 or [IPv6] ones, each reported; a
+# non-loopback one without a trusted proxy warns; bad addresses and networks are refused first.
+"$B" server --port 0 --listen 127.0.0.2:0 --db "$work/srv4.sqlite" >"$work/srv.out" 2>"$work/srv.err" &
+srv=$!
+for _ in $(seq 1 50); do grep -q "^back office" "$work/srv.out" 2>/dev/null && break; sleep 0.2; done
+p1=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\)$/\1/p' "$work/srv.out")
+p2=$(sed -n 's/.*listening on http:\/\/127.0.0.2:\([0-9]*\)$/\1/p' "$work/srv.out")
+[[ -n $p1 && -n $p2 ]] && curl -s "http://127.0.0.1:$p1/pa/v3/activation/status" -o /dev/null -w '%{http_code}' -XPOST \
+    -d '{}' -H 'Content-Type: application/json' | grep -q 400 &&
+    curl -s "http://127.0.0.2:$p2/pa/v3/activation/status" -o /dev/null -w '%{http_code}' -XPOST -d '{}' \
+        -H 'Content-Type: application/json' | grep -q 400 && ! grep -q warning "$work/srv.err"
+check "server --port 0 --listen 127.0.0.2:0: both listen, both answer, loopback gives no warning" 0 0 $?
+kill -TERM "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+"$B" server --listen 0.0.0.0:0 --db "$work/srv5.sqlite" >"$work/srv.out" 2>"$work/srv.err" &
+srv=$!
+for _ in $(seq 1 50); do grep -q "^back office" "$work/srv.out" 2>/dev/null && break; sleep 0.2; done
+grep -q "^securepin server: listening on http://0.0.0.0:[0-9]*$" "$work/srv.out" &&
+    grep -q "warning: listening on 0.0.0.0:[0-9]* in plain HTTP; put TLS in front" "$work/srv.err"
+check "server --listen 0.0.0.0:0 alone: listens there and warns about plain HTTP" 0 0 $?
+kill -TERM "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+"$B" server --listen 0.0.0.0:0 --trusted-proxy 127.0.0.1 --trusted-proxy 10.0.0.0/8 --db "$work/srv6.sqlite" \
+    >"$work/srv.out" 2>"$work/srv.err" &
+srv=$!
+for _ in $(seq 1 50); do grep -q "^back office" "$work/srv.out" 2>/dev/null && break; sleep 0.2; done
+grep -q "^trusted proxies: 127.0.0.1/32, 10.0.0.0/8$" "$work/srv.out" && ! grep -q warning "$work/srv.err"
+check "server --trusted-proxy: the networks are reported, no plain-HTTP warning" 0 0 $?
+kill -TERM "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+for bad in "localhost:80" "::1:80" "0.0.0.0:99999" "0.0.0.0"; do
+    "$B" server --listen "$bad" --db "$work/never.sqlite" >/dev/null 2>"$work/err"
+    code=$?
+    [[ $code == 2 ]] && grep -q "is not a listen address: give IPV4:PORT or \[IPV6\]:PORT" "$work/err" && plain "$work/err" &&
+        [[ ! -e $work/never.sqlite ]]
+    check "server --listen $bad: refused before any file is made" 0 0 $?
+done
+for bad in "10.0.0.0/33" "example.org" "10.0.0.1/08"; do
+    "$B" server --port 0 --trusted-proxy "$bad" --db "$work/never.sqlite" >/dev/null 2>"$work/err"
+    code=$?
+    [[ $code == 2 ]] && grep -q "is not an IP network" "$work/err" && plain "$work/err" && [[ ! -e $work/never.sqlite ]]
+    check "server --trusted-proxy $bad: refused before any file is made" 0 0 $?
+done
+"$B" server --db "$work/never.sqlite" >/dev/null 2>"$work/err"
+check "server without --port or --listen -> 2" 2 $?
 "$B" server --port 0 --db "$work/srv3.sqlite" --admin-token-file "$work/no-token" >/dev/null 2>"$work/err"
 check "server with a missing token file -> 1" 1 $?
 grep -q "cannot open the admin token file $work/no-token: No such file or directory" "$work/err" && plain "$work/err"

@@ -2,8 +2,9 @@
 `POST /pa/v3/keystore/create` requests (as the SDK writes them: an HS256 JWT under the application
 secret, which every copy of the app carries) from many loopback source addresses at once.
 
-Usage: flood.py URL CONFIG COUNT ADDRESS[,ADDRESS...] [--expect-limit]
-Prints one JSON object: how many answers had each status, and for the first 429 its body and
+Usage: flood.py URL CONFIG COUNT ADDRESS[,ADDRESS...] [PATH]
+With FLOOD_FORWARDED_FOR set, every request carries it as `X-Forwarded-For` (as a reverse proxy at
+the source address would send it). Prints one JSON object: how many answers had each status, and for the first 429 its body and
 Retry-After header.
 """
 import http.client
@@ -35,7 +36,10 @@ def worker(url, cfg, address, count, path, results, lock):
                 if conn is None:
                     conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30,
                                                       source_address=(address, 0))
-                conn.request("POST", path, body, {"Content-Type": "application/json"})
+                headers = {"Content-Type": "application/json"}
+                if os.environ.get("FLOOD_FORWARDED_FOR"):
+                    headers["X-Forwarded-For"] = os.environ["FLOOD_FORWARDED_FOR"]
+                conn.request("POST", path, body, headers)
                 r = conn.getresponse()
                 data = r.read()
                 break

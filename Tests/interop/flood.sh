@@ -7,7 +7,10 @@
 #       unlock from 127.0.0.1 all succeed;
 #   (2) with the default limit: one address gets 429 with upstream's ERR_TEMPORARY_KEY body and a
 #       Retry-After after its burst, the vault's register answers 429 too, and another address is
-#       still served.
+#       still served;
+#   (3) behind a trusted proxy (--trusted-proxy 127.0.0.2/32): the limit counts each forwarded
+#       client apart, a forged X-Forwarded-For from an untrusted address is ignored, and the access
+#       log names the real client.
 # Usage: Tests/interop/flood.sh PATH/TO/securepin PYTHON
 set -uo pipefail
 B=${1:?usage: flood.sh PATH/TO/securepin PYTHON}
@@ -110,6 +113,27 @@ check "the vault's register is limited per address too (429 rate-limited)" $? "$
 check "another address is still served" "$([[ $(status_count 200 "$work/other.json") == 4 ]]; echo $?)" \
     "$(cat "$work/other.json")"
 stop_server
+
+# (3) Behind a trusted proxy the limit and the log see the client the proxy names.
+start_server "$work/proxy.sqlite" --trusted-proxy 127.0.0.2/32 --log-file "$work/access.log"
+FLOOD_FORWARDED_FOR="203.0.113.1, 198.51.100.1" "$PY" "$here/flood.py" "$url" "$config" 200 127.0.0.2 \
+    >"$work/p1.json"
+check "through the proxy, one forwarded client's 200 requests: a burst served, the rest 429" \
+    "$([[ $(status_count 200 "$work/p1.json") -ge 64 && $(status_count 200 "$work/p1.json") -lt 100 &&
+        $(status_count 429 "$work/p1.json") -gt 100 ]]; echo $?)" "$(cat "$work/p1.json")"
+FLOOD_FORWARDED_FOR="198.51.100.2" "$PY" "$here/flood.py" "$url" "$config" 8 127.0.0.2 >"$work/p2.json"
+check "through the same proxy, another forwarded client is served in full" \
+    "$([[ $(status_count 200 "$work/p2.json") == 8 ]]; echo $?)" "$(cat "$work/p2.json")"
+FLOOD_FORWARDED_FOR="198.51.100.2" "$PY" "$here/flood.py" "$url" "$config" 200 127.0.0.3 >"$work/p3.json"
+check "from an untrusted address, X-Forwarded-For is ignored: its own address is limited" \
+    "$([[ $(status_count 429 "$work/p3.json") -gt 100 ]]; echo $?)" "$(cat "$work/p3.json")"
+FLOOD_FORWARDED_FOR="198.51.100.2" "$PY" "$here/flood.py" "$url" "$config" 8 127.0.0.2 >"$work/p4.json"
+check "... and the forwarded client it named was not charged for it" \
+    "$([[ $(status_count 200 "$work/p4.json") == 8 ]]; echo $?)" "$(cat "$work/p4.json")"
+stop_server
+clients=$(jq -r '.client' "$work/access.log" | sort | uniq -c | awk '{print $2 "=" $1}' | tr '\n' ' ')
+[[ $clients == "127.0.0.3=200 198.51.100.1=200 198.51.100.2=16 " ]]
+check "the access log names the forwarded clients and the untrusted peer" $? "$clients"
 
 echo "flood: $passed passed, $failed failed"
 [[ $failed == 0 ]]
