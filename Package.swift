@@ -42,6 +42,10 @@ let systemLibraries: [Target] = [
     .systemLibrary(
         name: "CTSS2", path: "Sources/CTSS2", pkgConfig: "tss2-esys",
         providers: [.apt(["libtss2-dev"])]),
+    // libcurl, the HTTP client's transport (TLS strategies URLSession on Linux cannot offer).
+    .systemLibrary(
+        name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+        providers: [.apt(["libcurl4-openssl-dev"])]),
     // The Secret Service client (GNOME Keyring, KWallet, KeePassXC over D-Bus).
     .systemLibrary(
         name: "CLibSecret", path: "Sources/CLibSecret", pkgConfig: "libsecret-1",
@@ -180,7 +184,14 @@ let network: [Target] = [
         name: "PostgresStore",
         dependencies: ["CLibPQ", "SecureCore"]),
     .target(
-        name: "HTTPClient"),
+        name: "CHTTPClientShim",
+        dependencies: ["CCurl"],
+        publicHeadersPath: "include",
+        cSettings: cHardening,
+        linkerSettings: [.linkedLibrary("curl")]),
+    .target(
+        name: "HTTPClient",
+        dependencies: ["CHTTPClientShim"]),
     .target(
         name: "ReferenceServer",
         dependencies: [
@@ -194,7 +205,7 @@ let network: [Target] = [
         dependencies: ["PowerAuthProtocol", "SecureCore"]),
     .target(
         name: "PinVaultServer",
-        dependencies: ["PinVault", "VaultOPRFProtocol", "PowerAuthProtocol", "SecureCore"]),
+        dependencies: ["PinVault", "VaultOPRFProtocol", "PowerAuthProtocol", "SecureCore", "HTTPClient"]),
     .target(
         name: "ActivationHTTP",
         dependencies: ["PowerAuthProtocol", "Activation", "HTTPClient"]),
@@ -213,7 +224,8 @@ let tools: [Target] = [
             "PowerAuthProtocol",
             "Activation",
             "ActivationServer",
-            "ReferenceServer", "ActivationHTTP", "HTTPServer", "CPostQuantum", "ActivationKeyring", "PostgresStore",
+            "ReferenceServer", "ActivationHTTP", "HTTPServer", "HTTPClient", "CPostQuantum", "ActivationKeyring",
+            "PostgresStore",
         ],
         linkerSettings: linkHardening),
     .executableTarget(

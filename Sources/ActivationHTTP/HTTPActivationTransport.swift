@@ -5,7 +5,7 @@ import PowerAuthProtocol
 import Synchronization
 
 /// `PowerAuthProtocol.ActivationTransport` over HTTP(S) with the `HTTPClient` module
-/// (URLSession): `POST baseEndpointURL + path` with the request's exact
+/// (libcurl): `POST baseEndpointURL + path` with the request's exact
 /// headers and body bytes.
 ///
 /// - The `ActivationClientConfiguration` is honoured: the request time-out
@@ -19,12 +19,14 @@ import Synchronization
 ///   `PowerAuthProtocol.TransportError.cancelled`. The service maps them to
 ///   `Activation.ActivationError.network(reason:)` and `Activation.ActivationError.cancelled`;
 ///   none of these ever removes an activation.
+/// - A TLS failure (an untrusted or expired certificate, a pinned key that does not match) is
+///   `PowerAuthProtocol.TransportError.tls(reason:)`, then `Activation.ActivationError.tls(reason:)`:
+///   nothing was counted, nothing is removed.
 /// - Every other HTTP answer (2xx, 4xx) is returned as a response, whose
 ///   PowerAuth error body the service reads.
-/// - `Activation.TLSValidationStrategy.pinnedPublicKeys(_:)` cannot be honoured by
-///   URLSession on Linux (no server-trust callback); it is refused at
-///   creation rather than silently ignored. `Activation.TLSValidationStrategy.noValidation`
-///   is accepted for plain `http` on loopback only.
+/// - Every `Activation.TLSValidationStrategy` is honoured (`HTTPClient.HTTPClient.TLSValidation`);
+///   plain `http` to a host that is not loopback is refused unless
+///   `Activation.ActivationClientConfiguration.allowInsecureHTTP` is set.
 public final class HTTPActivationTransport: ActivationTransport {
     /// The base URL (`baseEndpointURL`).
     public let baseURL: URL
@@ -48,9 +50,9 @@ public final class HTTPActivationTransport: ActivationTransport {
         guard let url = URL(string: baseEndpointURL) else { throw .wrongParameter(reason: "baseEndpointURL") }
         switch client.tlsValidation {
         case .system: tls = .system
+        case .customCA(let file): tls = .customCA(file: file)
+        case .pinnedPublicKeys(let keys, let file): tls = .pinnedPublicKeys(keys.map { Data($0) }, customCA: file)
         case .noValidation: tls = .noValidation
-        case .pinnedPublicKeys:
-            throw .wrongParameter(reason: "public key pinning is not available with URLSession on this platform")
         }
         baseURL = url
         settings = client
@@ -81,7 +83,8 @@ public final class HTTPActivationTransport: ActivationTransport {
             case .cancelled: throw .cancelled
             case .connectionRefused: throw .network(reason: "connection refused")
             case .timeout: throw .network(reason: "timed out")
-            case .invalidResponse: throw .network(reason: "the answer was not an HTTP response")
+            case .invalidResponse: throw .network(reason: "the answer was not a complete HTTP response")
+            case .tls(let failure): throw .tls(reason: "\(failure)")
             case .other(let reason): throw .network(reason: reason)
             case .invalidConfiguration(let reason): throw .invalidConfiguration(reason: reason)
             }
@@ -96,10 +99,13 @@ public final class HTTPActivationTransport: ActivationTransport {
             made = try HTTPClient(
                 configuration: HTTPClient.Configuration(
                     baseURL: baseURL, timeout: timeout,
-                    userAgent: settings.userAgent ?? HTTPClient.defaultUserAgent, interceptors: [],
-                    tlsValidation: tls))
+                    userAgent: settings.userAgent, interceptors: [], tlsValidation: tls,
+                    allowInsecureHTTP: settings.allowInsecureHTTP))
         } catch {
-            throw .invalidConfiguration(reason: "\(error)")
+            switch error {
+            case .invalidConfiguration(let reason): throw .invalidConfiguration(reason: reason)
+            default: throw .invalidConfiguration(reason: "\(error)")
+            }
         }
         return clients.withLock { all in
             if let raced = all[timeout] { return raced }

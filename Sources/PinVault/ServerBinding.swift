@@ -55,6 +55,9 @@ public struct VaultServerEvaluation: Sendable, Equatable {
 public enum VaultServerError: Error, Equatable, Sendable {
     /// The server could not be reached or did not answer; nothing was counted locally.
     case network(reason: String)
+    /// The server's TLS could not be trusted or spoken (an untrusted or expired certificate, a
+    /// pinned key that does not match); nothing was counted.
+    case tls(reason: String)
     /// The server blocks the vault: its counter reached the maximum.
     case blocked(VaultServerCounters)
     /// The server does not know this vault.
@@ -294,6 +297,7 @@ extension VaultError {
         } catch {
             switch error {
             case .network(let reason): throw .network(reason: reason)
+            case .tls(let reason): throw .serverTLS(reason: reason)
             case .blocked: throw .serverBlocked
             case .unknownVault: throw .serverRefused(reason: "the server does not know this vault")
             case .refused(let reason): throw .serverRefused(reason: reason)

@@ -91,6 +91,9 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The vault's server cannot be reached or did not answer. Nothing was counted locally, and a
     /// copy of the vault cannot be tested without that server.
     case network(reason: String)
+    /// The vault's server could not be trusted over TLS (an untrusted, expired or misnamed
+    /// certificate, a pinned key that does not match). Nothing was counted, here or there.
+    case serverTLS(reason: String)
     /// The server blocks the vault: its attempt counter reached the maximum. The right PIN is
     /// refused too; only the server's operator can lift it.
     case serverBlocked

@@ -1,13 +1,10 @@
 import Foundation
+import HTTPClient
 import PinVault
 import PowerAuthProtocol
 import SecureCore
 import Synchronization
 import VaultOPRFProtocol
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// The server of a server-bound vault (`PinVault.VaultBinding.server(_:)`), reached over HTTP:
 /// every request is encrypted with ECIES (PowerAuth 3.3, application scope) to a temporary key from
@@ -20,10 +17,11 @@ import VaultOPRFProtocol
 /// let options = PinVault.Options(serverConnector: HTTPVaultServer.connector())
 /// ```
 ///
-/// The calls are synchronous, as the vault's are: each waits for its answer on a semaphore that
-/// URLSession's own delegate queue signals, never on a task of the cooperative pool, so a vault
-/// opened from async code (`PinVault.PinVault.unlock(pin:_:)`, which runs off the executor) or
-/// from a test cannot starve the pool.
+/// The calls are synchronous, as the vault's are: each runs its exchange on the calling thread
+/// (`HTTPClient.HTTPClient.sendWaiting(method:path:body:headers:)`, libcurl), needing no task of
+/// the cooperative pool, so a vault opened from async code (`PinVault.PinVault.unlock(pin:_:)`,
+/// which runs off the executor) or from a test cannot starve the pool. TLS is checked as the
+/// connector's `tlsValidation` says; plain `http` goes to loopback only unless allowed.
 public final class HTTPVaultServer: VaultOPRFServer, Sendable {
     /// Where the server is.
     public let address: VaultServerAddress
@@ -32,7 +30,7 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
     /// How long one request may take.
     public let timeout: TimeInterval
     let configuration: SDKConfiguration
-    let session: URLSession
+    let client: HTTPClient
     /// The temporary key in use (public: identifier, public key, expiry).
     let temporaryKey = Mutex<ApplicationTemporaryKey?>(nil)
     /// A key expiring sooner than this is not used (the request may take `timeout`).
@@ -45,9 +43,15 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
     /// - Parameters:
     ///   - address: the URL and configuration string the vault records.
     ///   - timeout: seconds per request (default 10).
-    /// - Throws: `PinVault.VaultServerError.refused(reason:)` for a URL that is not http(s) or a
-    ///   configuration string that does not parse.
-    public init(address: VaultServerAddress, timeout: TimeInterval = 10) throws(VaultServerError) {
+    ///   - tlsValidation: how the server's certificate is checked (default the system store).
+    ///   - allowInsecureHTTP: allow plain http to a host that is not loopback (default false).
+    /// - Throws: `PinVault.VaultServerError.refused(reason:)` for a URL that is not http(s), plain
+    ///   http to a non-loopback host, a TLS setting that cannot be used (a CA file without a
+    ///   certificate, a pin of the wrong length) or a configuration string that does not parse.
+    public init(
+        address: VaultServerAddress, timeout: TimeInterval = 10, tlsValidation: HTTPClient.TLSValidation = .system,
+        allowInsecureHTTP: Bool = false
+    ) throws(VaultServerError) {
         guard let url = URL(string: address.url), let scheme = url.scheme?.lowercased(),
             scheme == "http" || scheme == "https", url.host != nil
         else { throw .refused(reason: "the server URL must be http:// or https:// with a host") }
@@ -64,24 +68,31 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
         self.address = address
         self.baseURL = url
         self.timeout = timeout
-        let settings = URLSessionConfiguration.ephemeral
-        settings.timeoutIntervalForRequest = timeout
-        settings.timeoutIntervalForResource = timeout
-        settings.urlCache = nil
-        settings.httpShouldSetCookies = false
-        session = URLSession(configuration: settings)
+        do throws(HTTPClientError) {
+            client = try HTTPClient(
+                configuration: HTTPClient.Configuration(
+                    baseURL: url, timeout: .milliseconds(Int64((max(timeout, 0.001) * 1000).rounded(.up))),
+                    tlsValidation: tlsValidation, allowInsecureHTTP: allowInsecureHTTP))
+        } catch {
+            throw .refused(reason: "\(error)")
+        }
     }
-
-    deinit { session.finishTasksAndInvalidate() }
 
     /// A connector for `PinVault.PinVault.Options.serverConnector`: an address the file records
     /// that does not make a client gives a server whose every call fails with that reason.
-    /// - Parameter timeout: seconds per request.
+    /// - Parameters:
+    ///   - timeout: seconds per request.
+    ///   - tlsValidation: how the server's certificate is checked.
+    ///   - allowInsecureHTTP: allow plain http to a host that is not loopback.
     /// - Returns: the connector.
-    public static func connector(timeout: TimeInterval = 10) -> @Sendable (VaultServerAddress) -> any VaultOPRFServer {
+    public static func connector(
+        timeout: TimeInterval = 10, tlsValidation: HTTPClient.TLSValidation = .system, allowInsecureHTTP: Bool = false
+    ) -> @Sendable (VaultServerAddress) -> any VaultOPRFServer {
         { address in
             do throws(VaultServerError) {
-                return try HTTPVaultServer(address: address, timeout: timeout)
+                return try HTTPVaultServer(
+                    address: address, timeout: timeout, tlsValidation: tlsValidation,
+                    allowInsecureHTTP: allowInsecureHTTP)
             } catch {
                 return UnusableServer(location: address.url, error: error)
             }
@@ -237,34 +248,16 @@ public final class HTTPVaultServer: VaultOPRFServer, Sendable {
         return opened.withUnsafeBytes { Array($0) }
     }
 
-    /// One POST, waited for on a semaphore signalled from URLSession's delegate queue.
+    /// One POST on the calling thread.
     func post(_ path: String, _ body: Data) throws(VaultServerError) -> (Int, Data) {
-        var request = URLRequest(url: baseURL.appendingPathComponent(String(path.dropFirst())))
-        request.httpMethod = "POST"
-        request.httpBody = body
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.timeoutInterval = timeout
-        let outcome = Mutex<Result<(Int, Data), VaultServerError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let task = session.dataTask(with: request) { data, response, error in
-            let result: Result<(Int, Data), VaultServerError>
-            if let error {
-                result = .failure(.network(reason: error.localizedDescription))
-            } else if let http = response as? HTTPURLResponse {
-                result = .success((http.statusCode, data ?? Data()))
-            } else {
-                result = .failure(.network(reason: "no HTTP response"))
+        do throws(HTTPClientError) {
+            return try client.sendWaiting(method: "POST", path: path, body: body)
+        } catch {
+            switch error {
+            case .tls(let failure): throw .tls(reason: "\(failure)")
+            default: throw .network(reason: "\(address.url): \(error)")
             }
-            outcome.withLock { $0 = result }
-            done.signal()
         }
-        task.resume()
-        if done.wait(timeout: .now() + timeout + 1) == .timedOut {
-            task.cancel()
-            throw .network(reason: "no answer from \(address.url) within \(Int(timeout)) s")
-        }
-        guard let result = outcome.withLock({ $0 }) else { throw .network(reason: "no answer") }
-        return try result.get()
     }
 
     static func counters(_ bytes: ArraySlice<UInt8>) throws(VaultServerError) -> VaultServerCounters {

@@ -60,10 +60,24 @@ struct HTTPClientTests {
         #expect(status == 200)
         #expect(
             lines(body) == [
-                "User-Agent=SecurePIN/\(HTTPClient.version) (Linux)", "X-Trace=-", "X-Body-Length=-",
-                "Content-Type=application/json", "X-Extra=yes", "POST", #"{"a":1}"#,
+                "User-Agent=\(HTTPClient.executableName) SecurePIN/\(HTTPClient.version) (Linux)", "X-Trace=-",
+                "X-Body-Length=-", "Content-Type=application/json", "X-Extra=yes", "POST", #"{"a":1}"#,
             ])
-        #expect(HTTPClient.defaultUserAgent == "SecurePIN/0.1.0 (Linux)")
+        // The executable's name, then the library's version.
+        let executable = CommandLine.arguments[0].split(separator: "/").last.map(String.init) ?? ""
+        #expect(HTTPClient.defaultUserAgent == "\(executable) SecurePIN/0.1.0 (Linux)")
+        #expect(
+            HTTPClient.userAgent(application: "Demo App", version: "2.4 beta")
+                == "Demo-App/2.4-beta SecurePIN/0.1.0 (Linux)")
+    }
+
+    @Test("a nil user agent sends no User-Agent header at all")
+    func noUserAgent() async throws {
+        let (server, url) = try testServer()
+        defer { server.stop() }
+        let client = try HTTPClient(configuration: .init(baseURL: url, userAgent: nil))
+        let (_, body) = try await client.post(path: "/echo", body: Data())
+        #expect(lines(body).first == "User-Agent=-")
     }
 
     @Test("interceptors run in order and their headers arrive; a custom user agent arrives")
@@ -165,24 +179,62 @@ struct HTTPClientTests {
         await server.shutdown()
     }
 
-    @Test("configurations that cannot work are refused")
-    func invalidConfigurations() {
+    @Test("configurations that cannot work are refused before anything is sent")
+    func invalidConfigurations() throws {
         #expect(throws: HTTPClientError.invalidConfiguration("the base URL must be http or https")) {
             try HTTPClient(configuration: .init(baseURL: URL(string: "ftp://127.0.0.1/")!))
         }
-        #expect(throws: HTTPClientError.invalidConfiguration("noValidation is allowed for a loopback host only")) {
-            try HTTPClient(
-                configuration: .init(baseURL: URL(string: "https://example.com")!, tlsValidation: .noValidation))
+        // Plain http only to loopback, unless allowed.
+        let refusal = HTTPClientError.invalidConfiguration(
+            "plain http to example.com, which is not loopback, is refused: use https (or allow insecure http "
+                + "for a network you control)")
+        #expect(throws: refusal) { try HTTPClient(configuration: .init(baseURL: URL(string: "http://example.com")!)) }
+        for loopback in ["http://127.0.0.1:8080", "http://127.9.9.9", "http://localhost:1", "http://[::1]:8080"] {
+            _ = try HTTPClient(configuration: .init(baseURL: URL(string: loopback)!))
+        }
+        _ = try HTTPClient(configuration: .init(baseURL: URL(string: "http://192.0.2.1")!, allowInsecureHTTP: true))
+        _ = try HTTPClient(configuration: .init(baseURL: URL(string: "https://example.com")!))
+        #expect(throws: HTTPClientError.invalidConfiguration("the timeout must be positive")) {
+            try HTTPClient(configuration: .init(baseURL: URL(string: "http://127.0.0.1")!, timeout: .zero))
+        }
+        let https = URL(string: "https://127.0.0.1:8443")!
+        #expect(throws: HTTPClientError.invalidConfiguration("no public key to pin")) {
+            try HTTPClient(configuration: .init(baseURL: https, tlsValidation: .pinnedPublicKeys([])))
         }
         #expect(
             throws: HTTPClientError.invalidConfiguration(
-                "noValidation cannot be honoured for https by URLSession on this platform")
+                "a pinned key must be the 32-byte SHA-256 of a SubjectPublicKeyInfo")
         ) {
             try HTTPClient(
-                configuration: .init(baseURL: URL(string: "https://127.0.0.1:8443")!, tlsValidation: .noValidation))
+                configuration: .init(
+                    baseURL: https, tlsValidation: .pinnedPublicKeys([Data(count: 32), Data(count: 31)])))
         }
-        #expect(throws: HTTPClientError.invalidConfiguration("the timeout must be positive")) {
-            try HTTPClient(configuration: .init(baseURL: URL(string: "http://127.0.0.1")!, timeout: .zero))
+        let missing = "/nonexistent/ca.pem"
+        #expect(throws: HTTPClientError.tls(.unusableCAFile(missing))) {
+            try HTTPClient(configuration: .init(baseURL: https, tlsValidation: .customCA(file: missing)))
+        }
+        // A file without a PEM certificate is no CA file either (here: this source file).
+        #expect(throws: HTTPClientError.tls(.unusableCAFile(#filePath))) {
+            try HTTPClient(
+                configuration: .init(
+                    baseURL: https, tlsValidation: .pinnedPublicKeys([Data(count: 32)], customCA: #filePath)))
+        }
+        #expect(
+            "\(HTTPClientError.tls(.pinnedKeyMismatch))" == "TLS: the server's public key is not one of the pinned keys"
+        )
+    }
+
+    @Test("https to a server that speaks plain HTTP is a TLS failure, not an unreachable server")
+    func httpsToPlainServer() async throws {
+        let (server, url) = try testServer()
+        defer { server.stop() }
+        let https = URL(string: url.absoluteString.replacingOccurrences(of: "http://", with: "https://"))!
+        let client = try HTTPClient(configuration: .init(baseURL: https))
+        await #expect {
+            try await client.post(path: "/echo", body: Data())
+        } throws: { error in
+            guard case .tls(.handshakeFailed) = error as? HTTPClientError else { return false }
+            return true
         }
     }
 }

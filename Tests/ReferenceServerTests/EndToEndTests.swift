@@ -122,14 +122,33 @@ struct EndToEndTests {
         #expect(detail.failedAttempts == 1)
     }
 
-    @Test("the transport refuses public-key pinning it cannot honour")
-    func pinningRefused() throws {
-        let client = ActivationClientConfiguration(tlsValidation: .pinnedPublicKeys([[UInt8](repeating: 1, count: 32)]))
+    @Test("the transport takes every TLS strategy and refuses settings that cannot work, before sending")
+    func transportSettings() throws {
+        let pinned = ActivationClientConfiguration(tlsValidation: .pinnedPublicKeys([[UInt8](repeating: 1, count: 32)]))
+        _ = try HTTPActivationTransport(baseEndpointURL: "https://bank.example", client: pinned)
+        let short = ActivationClientConfiguration(tlsValidation: .pinnedPublicKeys([[UInt8](repeating: 1, count: 20)]))
         #expect(
             throws: ActivationError.wrongParameter(
-                reason: "public key pinning is not available with URLSession on this platform")
+                reason: "a pinned key must be the 32-byte SHA-256 of a SubjectPublicKeyInfo")
         ) {
-            try HTTPActivationTransport(baseEndpointURL: "https://bank.example", client: client)
+            try HTTPActivationTransport(baseEndpointURL: "https://bank.example", client: short)
+        }
+        #expect(
+            throws: ActivationError.wrongParameter(
+                reason: "plain http to bank.example, which is not loopback, is refused: use https (or allow insecure "
+                    + "http for a network you control)")
+        ) {
+            try HTTPActivationTransport(baseEndpointURL: "http://bank.example", client: ActivationClientConfiguration())
+        }
+        var insecure = ActivationClientConfiguration()
+        insecure.allowInsecureHTTP = true
+        _ = try HTTPActivationTransport(baseEndpointURL: "http://bank.example", client: insecure)
+        let missingCA = ActivationClientConfiguration(tlsValidation: .customCA(file: "/nonexistent/ca.pem"))
+        #expect {
+            try HTTPActivationTransport(baseEndpointURL: "https://bank.example", client: missingCA)
+        } throws: { error in
+            guard case .wrongParameter(let reason) = error as? ActivationError else { return false }
+            return reason.contains("the CA file /nonexistent/ca.pem cannot be used")
         }
     }
 }

@@ -56,6 +56,10 @@ public enum ActivationError: Error, Equatable, Sendable {
     /// The request did not reach the server or no answer came back (no
     /// connection, time-out, HTTP 5xx). The activation is never removed because of it.
     case network(reason: String)
+    /// The server's TLS could not be trusted or spoken (see
+    /// `PowerAuthProtocol.TransportError.tls(reason:)`): its own case, not ``network(reason:)``.
+    /// Nothing was sent that could count an attempt, and the activation is never removed because of it.
+    case tls(reason: String)
     /// The server rejected the authentication (HTTP 401 with
     /// `ERR_AUTHENTICATION`): a wrong PIN, a changed activation state or a
     /// counter out of step. Fetch the status to tell which.
@@ -99,6 +103,7 @@ extension ActivationError {
     public init(_ error: TransportError) {
         switch error {
         case .network(let reason): self = .network(reason: reason)
+        case .tls(let reason): self = .tls(reason: reason)
         case .cancelled: self = .cancelled
         case .invalidConfiguration(let reason): self = .wrongParameter(reason: reason)
         }

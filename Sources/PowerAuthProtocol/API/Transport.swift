@@ -71,6 +71,11 @@ public enum TransportError: Error, Equatable, Sendable {
     case network(reason: String)
     /// The task was cancelled before an answer came back.
     case cancelled
+    /// The server's TLS could not be trusted or spoken (an untrusted, expired or misnamed
+    /// certificate, a pinned key that does not match, a failed handshake); `reason` says which.
+    /// Not a network outage: retrying will not help until the server or the settings change.
+    /// The client never removes an activation or counts an attempt because of it.
+    case tls(reason: String)
     /// The transport cannot send with its settings (a base URL or TLS strategy it
     /// cannot use); `reason` names the setting.
     case invalidConfiguration(reason: String)

@@ -1,0 +1,2 @@
+// libcurl, the HTTP client's transport (Debian libcurl4-openssl-dev: OpenSSL underneath).
+#include <curl/curl.h>
