@@ -49,13 +49,14 @@ SAN_FLAGS   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 APT_PACKAGES := pkg-config libsodium-dev libargon2-dev argon2 libssl-dev util-linux tmux \
                 libmicrohttpd-dev libsqlite3-dev valgrind binutils e2fsprogs mount curl jq groff-base \
                 libtss2-dev swtpm swtpm-tools tpm2-tools python3 python3-venv python3-pip \
-                libsecret-1-dev dbus gnome-keyring libsecret-tools libpq-dev postgresql-15
+                libsecret-1-dev dbus gnome-keyring libsecret-tools libpq-dev postgresql-15 \
+                libcurl4-openssl-dev nginx
 
 .SHELLFLAGS := -o pipefail -ec
 # A crashing test process prints its backtrace and exits: no waiting for a debugger to attach, and
 # no full symbolication (which took 14 minutes on one crash of a large test binary).
 export SWIFT_BACKTRACE ?= enable=yes,interactive=no,symbolicate=fast
-.PHONY: run test deps build test-c test-swift test-cli test-interop test-keyring test-postgres lint bench bench-kdf bench-server stress audit audit-quick \
+.PHONY: run test deps build test-c test-swift test-cli test-interop test-deploy pyenv test-keyring test-postgres lint bench bench-kdf bench-server stress audit audit-quick \
         audit-c audit-valgrind audit-ctgrind audit-coverage audit-hardening audit-hardening-release audit-wipes audit-modules \
         audit-sloc \
         fuzz fuzz-smoke fuzz-build format clean docs docs-check install test-pq
@@ -64,7 +65,8 @@ run: deps build
 	$(BUILD_DIR)/debug/securepin doctor
 	$(BUILD_DIR)/debug/securepin demo
 
-test: deps lint test-c test-swift test-postgres test-cli test-keyring test-pq test-interop docs-check audit-quick fuzz-smoke
+test: deps lint test-c test-swift test-postgres test-cli test-keyring test-pq test-interop test-deploy docs-check audit-quick \
+      fuzz-smoke
 	@c=$$(cat $(BUILD_DIR)/test-logs/*.log | sed -n 's/.*: \([0-9]*\) passed, 0 failed$$/\1/p' | awk '{s+=$$1} END {print s+0}'); \
 	s=$$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .* passed.*/\1/p' $(BUILD_DIR)/test-logs/swift.log); \
 	echo "make test: C and CLI checks $$c, Swift tests $$s"; \
@@ -265,18 +267,30 @@ test-keyring: deps
 ## (a second KMAC-256 for the V4 self-test) from PyPI, created on first use. Last, flood.sh: key-request
 ## floods from many loopback addresses (stateless temporary keys, the per-address limit).
 PYENV := $(BUILD_DIR)/pyenv
-test-interop: deps
-	@mkdir -p $(BUILD_DIR)/test-logs
-	$(SWIFT) build --product securepin
+pyenv:
 	@[ -x $(PYENV)/bin/python3 ] || python3 -m venv $(PYENV)
 	@$(PYENV)/bin/python3 -c 'from cryptography.hazmat.primitives.asymmetric import mldsa, mlkem' 2>/dev/null \
 	  || $(PYENV)/bin/pip install -q --disable-pip-version-check cryptography==$(PQ_CRYPTOGRAPHY)
 	@$(PYENV)/bin/python3 -c 'import Crypto.Hash.KMAC256' 2>/dev/null || $(PYENV)/bin/pip install -q pycryptodome
+
+test-interop: deps pyenv
+	@mkdir -p $(BUILD_DIR)/test-logs
+	$(SWIFT) build --product securepin
 	INTEROP_LOG_DIR=$(BUILD_DIR)/test-logs/interop \
 	  Tests/interop/run.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop.log
 	BUILD_DIR=$(BUILD_DIR) INTEROP_LOG_DIR=$(BUILD_DIR)/test-logs/interop \
 	  Tests/interop/run4.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/interop4.log
 	Tests/interop/flood.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/flood.log
+
+## test-deploy: the deployment of docs/deployment.md, end to end (Tests/deploy/run.sh): nginx from
+## Debian terminating TLS with a certificate from a throw-away CA, two `securepin server` instances on
+## one PostgreSQL behind it, the client story over https with one instance killed mid-run, and the
+## client's TLS strategies (CA file, pins, an expired certificate, no validation, plain http refused).
+## Everything it starts is stopped.
+test-deploy: deps pyenv
+	@mkdir -p $(BUILD_DIR)/test-logs
+	$(SWIFT) build --product securepin
+	Tests/deploy/run.sh $(BUILD_DIR)/debug/securepin $(PYENV)/bin/python3 | tee $(BUILD_DIR)/test-logs/deploy.log
 
 ## docs: the DocC site of every public module, from the build's symbol graphs, with the articles
 ## (Sources/<Module>/<Module>.docc) whose code the DocSnippetTests target compiles and runs.

@@ -136,6 +136,15 @@ public struct KeyringActivationStorage: DeviceActivationStorage {
         }
     }
 
+    /// The blob names of an instance's tokens in the keyring (none for an instance other than
+    /// this storage's).
+    /// - Parameter instanceId: the instance.
+    /// - Returns: `<instance>.token-<id>` for each token item.
+    /// - Throws: `ActivationError.storageLocked(store:)`, `ActivationError.storageUnavailable(reason:)`.
+    public func tokenNames(instanceId: String) throws(ActivationError) -> [String] {
+        instanceId == self.instanceId ? try tokenNames() : []
+    }
+
     /// The blob names of this instance's tokens in the keyring.
     /// - Returns: `<instance>.token-<id>` for each token item.
     /// - Throws: `ActivationError.storageLocked(store:)`, `ActivationError.storageUnavailable(reason:)`.

@@ -1,3 +1,4 @@
+import HTTPClient
 import SecureCore
 
 #if canImport(Glibc)
@@ -44,6 +45,7 @@ enum CLI {
             libsodium \(report?.sodiumVersion ?? "unknown")
             libargon2 \(argon2) (RFC 9106)
             OpenSSL   \(CryptoLibrary.openSSLVersion)
+            libcurl   \(HTTPClient.transportVersion)
             """
     }
 

@@ -2,6 +2,7 @@ import Activation
 import ActivationHTTP
 import ActivationKeyring
 import Foundation
+import HTTPClient
 import PinEntry
 import PowerAuthProtocol
 import SecureCore
@@ -114,6 +115,7 @@ enum ClientCommand {
         let instance = args.value("--instance") ?? "securepin-client"
         let json = args.flag("--json")
         let algorithmOption = args.value("--algorithm")
+        let tls = TLSOptions.parse(&args)
         var input: PinInput?
         var format = PinFormat(.fourToEightDigits)
         var code: String?
@@ -127,6 +129,7 @@ enum ClientCommand {
         if sub == "change-pin" {
             newInput = VaultCommand.pinInput(&args, option: "--new-pin-fd", prompt: "new PIN")
         }
+        let local = sub == "remove" && args.flag("--local")
         if sub == "activate" {
             code = args.value("--code")
             name = args.value("--name")
@@ -154,6 +157,7 @@ enum ClientCommand {
         if sub == "activate", code == nil { args.usageError("--code CODE is required") }
         let needsPIN =
             !["status", "biometry-remove"].contains(sub) && !(sub == "validate" && factors != .possessionKnowledge)
+            && !local
         if needsPIN { input?.checkAvailable(command: command) }
         newInput?.checkAvailable(command: command)
 
@@ -183,9 +187,11 @@ enum ClientCommand {
             if sub == "confirm", !algorithm.isV4 {
                 args.usageError("client confirm needs a V4 --algorithm (protocol V3.3 has no activation/confirm)")
             }
+            var settings = tls.client
+            settings.userAgent = HTTPClient.userAgent(application: "securepin", version: Help.version)
             let configuration = try ActivationConfiguration(
                 instanceId: instance, baseEndpointURL: url, configuration: config, algorithm: algorithm.rawValue,
-                biometryKeyAccount: keychain.biometryKey(instanceId: instance))
+                biometryKeyAccount: keychain.biometryKey(instanceId: instance), clientConfiguration: settings)
             place =
                 (choice.kind == .files ? state : "the keyring") + " (store: \(choice.kind.rawValue), \(choice.reason))"
             if choice.kind == .files, sub.hasPrefix("biometry-") || factors.factors.contains(.biometry) {
@@ -219,6 +225,22 @@ enum ClientCommand {
             }
             switch sub {
             case "activate":
+                if await service.hasValidActivation() {
+                    // Say what to do, not only that one exists: a REMOVED one is forgotten locally.
+                    let existing = try? await service.fetchActivationStatus()
+                    if existing?.state == .removed {
+                        CLI.printError(
+                            "securepin: \(command): the activation in \(place) was REMOVED on the server: forget it "
+                                + "here first ('securepin client remove --local'), then activate again")
+                    } else {
+                        let state = existing.map { " (\(stateName($0.state)))" } ?? ""
+                        CLI.printError(
+                            "securepin: \(command): an activation already exists in \(place)\(state): remove it "
+                                + "first ('securepin client remove', or 'client remove --local' if the server no "
+                                + "longer knows it)")
+                    }
+                    return ExitCode.refused
+                }
                 let pin = readPIN(input, format: format, command: command, needed: true)!
                 defer { pin.destroy() }
                 let result = try await service.createActivation(
@@ -242,7 +264,19 @@ enum ClientCommand {
                 }
                 if let custom = status.customObject { fields.append(("customObject", .json(.object(custom)))) }
                 out.emit(fields)
+                if status.state == .removed {
+                    CLI.printError(
+                        "securepin: \(command): the server has REMOVED this activation: it signs nothing any more; "
+                            + "forget it here with 'securepin client remove --local', then activate again")
+                    return ExitCode.refused
+                }
                 return status.state == .blocked ? ExitCode.locked : ExitCode.ok
+            case "remove" where local:
+                guard await service.hasValidActivation() else { args.fail("no activation in \(place)") }
+                let id = await service.activationIdentifier() ?? ""
+                try await service.removeActivationLocal()
+                out.emit([("activationId", .text(id)), ("removedLocally", .bool(true))])
+                return ExitCode.ok
             default:
                 break
             }
@@ -472,6 +506,8 @@ enum ClientCommand {
     static func describe(_ error: ActivationError) -> String {
         switch error {
         case .network(let reason): "the server cannot be reached: \(reason)"
+        case .tls(let reason):
+            "the server is not trusted: \(reason); nothing was sent that counts (--ca-file, --pin-sha256)"
         case .server(let status, let code): "the server answered HTTP \(status) \(code)"
         case .missingActivation: "no activation in the state directory"
         case .algorithmMismatch(let activation, let configuration):

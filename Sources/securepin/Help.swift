@@ -212,6 +212,7 @@ enum Help {
                                    to a server's OPRF, each guess counted and blocked by the server;
                                    a copy elsewhere opens with no PIN
               --tcti STRING        the TPM (every vault command): else $TSS2_TCTI, else /dev/tpmrm0
+            \(TLSOptions.help)
               --url URL            with --bind server: the server (http://HOST:PORT)
               --config STRING      with --bind server: the configuration string it prints
               --tpm-max-tries N    the TPM's lockout after N failures (default 10; TPM-wide)
@@ -249,6 +250,7 @@ enum Help {
               --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
               --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
+            \(TLSOptions.help)
 
             example:
               securepin vault unlock --vault ~/.myvault --pin-fd 3 3<<<"2468"
@@ -273,6 +275,7 @@ enum Help {
                                change-pin keeps (anything else is refused, exit 2)
               --bind B         software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING    the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
+            \(TLSOptions.help)
 
             example:
               securepin vault change-pin --vault ~/.myvault
@@ -293,6 +296,7 @@ enum Help {
               --json          one JSON object (snake_case keys)
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault (its lockout counter is read from it)
+            \(TLSOptions.help)
 
             example:
               securepin vault status --vault ~/.myvault
@@ -318,6 +322,7 @@ enum Help {
               --pin-fd N      prove the PIN (read from descriptor N) and remove the server record
               --bind B        software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING   the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
+            \(TLSOptions.help)
 
             example:
               securepin vault destroy --vault ~/.myvault --yes
@@ -341,6 +346,7 @@ enum Help {
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --bind B         software: refuse (exit 2) a vault bound otherwise
               --tcti STRING    the TPM (a TPM-bound vault is refused: its TPM counts already)
+            \(TLSOptions.help)
 
             example:
               securepin vault migrate-store --vault ~/.myvault
@@ -459,7 +465,8 @@ enum Help {
             compare with the back office, and the state.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -484,7 +491,8 @@ enum Help {
             failed attempts, the maximum and what remains. Exit 3 when BLOCKED.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -506,7 +514,8 @@ enum Help {
             possession-only code does not, as in PowerAuth V3), 3 when that refusal blocked it.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -532,7 +541,8 @@ enum Help {
             its secret in DIR. Prints the token id; never the secret.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -556,7 +566,8 @@ enum Help {
             activation, then wipes it. Nothing secret is printed.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -582,7 +593,8 @@ enum Help {
             again is harmless.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -605,7 +617,8 @@ enum Help {
             it under the new PIN and confirms it once, after which the old PIN no longer works.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -636,7 +649,8 @@ enum Help {
             abandons) a half-done upgrade.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -652,13 +666,16 @@ enum Help {
               securepin client upgrade --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --algorithm EC_P384 --pin-fd 3 3<pin
             """,
             "client remove": """
-            usage: securepin client remove --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N]
+            usage: securepin client remove --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N | --local]
 
             Removes the activation on the server (activation/remove, signed with the PIN), then
-            the local state. A network error leaves the local state as it was.
+            the local state and its tokens. A network error leaves the local state as it was.
+            With --local, forgets the activation on this device only, without the server (for
+            one the server already REMOVED, or a server that is gone): no PIN, nothing sent.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -669,10 +686,12 @@ enum Help {
             \(Self.keyringOptions)
               --json           one JSON object on standard output
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
+              --local          forget the activation here only; the server is not contacted
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
 
             example:
               securepin client remove --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 3<pin
+              securepin client remove --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --local
             """,
             "client biometry-add": """
             usage: securepin client biometry-add --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] [--pin-fd N]
@@ -687,7 +706,8 @@ enum Help {
             locked.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)
@@ -711,7 +731,8 @@ enum Help {
             and the keyring item go. Exit 2 when the factor is not added.
 
             options:
-              --url BASE       the server's address before /pa/ (http or https)
+              --url BASE       the server's address before /pa/ (https, or http to loopback)
+            \(TLSOptions.help)
               --config STRING  the application's configuration string (MOBILE_SDK_CONFIG)
               --state DIR      the device state (created 0700; files 0600)
               --instance ID    the activation's name in DIR (default securepin-client)

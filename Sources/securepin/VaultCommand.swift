@@ -65,11 +65,14 @@ enum VaultCommand {
             return value
         }
         let tcti = SoftwareStackTPM.tcti(option: args.value("--tcti"))
+        let tls = TLSOptions.parse(&args)
         // A server-bound vault's file records its server's address; the connector makes the client.
         return (
             bind,
             PinVault.Options(
-                tpm: SoftwareStackTPM(tcti: tcti), serverConnector: HTTPVaultServer.connector())
+                tpm: SoftwareStackTPM(tcti: tcti),
+                serverConnector: HTTPVaultServer.connector(
+                    tlsValidation: tls.http, allowInsecureHTTP: tls.allowInsecureHTTP))
         )
     }
 
@@ -768,6 +771,11 @@ enum VaultCommand {
                 (
                     "the vault at \(directory) needs its server, which cannot be reached: \(reason); "
                         + "nothing was counted here", ExitCode.network
+                )
+            case .serverTLS(let reason):
+                (
+                    "the vault at \(directory) needs its server, whose TLS is not trusted: \(reason); "
+                        + "nothing was counted (--ca-file, --pin-sha256)", ExitCode.network
                 )
             case .serverBlocked:
                 (

@@ -171,6 +171,29 @@ struct ConfigurationAndStorageTests {
         try await fresh.validatePassword(try pin("1234"))
     }
 
+    @Test("removeActivationLocal and cleanupInstanceData delete the activation's tokens, not another instance's")
+    func forgettingRemovesTokens() async throws {
+        let h = try Harness()
+        let service = try h.makeService()
+        try await h.activate(service)
+        for _ in 0..<2 { try await service.storeToken(try await service.createToken(authentication: .possession())) }
+        let instance = h.configuration.instanceId
+        #expect(try h.storage.tokenNames(instanceId: instance).count == 2)
+        // Another instance's token in the same directory stays.
+        try h.storage.write("other-instance.token-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", [1, 2, 3])
+        try await service.removeActivationLocal()
+        #expect(try h.storage.tokenNames(instanceId: instance).isEmpty)
+        #expect(try h.storage.tokenNames(instanceId: "other-instance").count == 1)
+
+        let again = try h.makeService()
+        try await h.activate(again)
+        try await again.storeToken(try await again.createToken(authentication: .possession()))
+        #expect(try h.storage.tokenNames(instanceId: instance).count == 1)
+        try ActivationService.cleanupInstanceData(configuration: h.configuration, storage: h.storage)
+        #expect(try h.storage.tokenNames(instanceId: instance).isEmpty)
+        #expect(try h.storage.tokenNames(instanceId: "other-instance").count == 1)
+    }
+
     @Test("a key file that does not match, is truncated or missing is invalidActivationData")
     func corruptKeyFile() async throws {
         let h = try Harness()

@@ -70,6 +70,9 @@ package final class FlakyStorage: DeviceActivationStorage, @unchecked Sendable {
     package func read(_ name: String) throws(ActivationError) -> [UInt8]? { try inner.read(name) }
     package func readSecret(_ name: String) throws(ActivationError) -> SecureBytes? { try inner.readSecret(name) }
     package func remove(_ name: String) throws(ActivationError) { try inner.remove(name) }
+    package func tokenNames(instanceId: String) throws(ActivationError) -> [String] {
+        try inner.tokenNames(instanceId: instanceId)
+    }
     package func withExclusiveAccess<R>(_ body: () throws(ActivationError) -> R) throws(ActivationError) -> R {
         try inner.withExclusiveAccess(body)
     }

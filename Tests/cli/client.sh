@@ -127,6 +127,40 @@ check "client status without an activation -> 2" 2 $?
 "$B" client status --config "$config" --state "$work/device" >/dev/null 2>&1
 check "client status without --url -> 2" 2 $?
 
+# Removed on the server while this device still holds the activation (the back office removed
+# it): status says so and exits 1, activate says what to do, remove --local forgets it and its
+# tokens without the server, and a new activation works.
+R=(--url "$url" --config "$config" --state "$work/removed" --store files)
+init=$(admin init '{"userId":"removed-user"}')
+rid=$(jq -r .responseObject.activationId <<<"$init")
+rqr="$(jq -r .responseObject.activationCode <<<"$init")#$(jq -r .responseObject.activationSignature <<<"$init")"
+"$B" client activate "${R[@]}" --code "$rqr" --pin-fd 3 3<"$work/pin" >/dev/null 2>&1
+admin commit "{\"activationId\":\"$rid\"}" >/dev/null
+"$B" client token-create "${R[@]}" --pin-fd 3 3<"$work/pin" --json >"$work/rtok.json"
+check "a token for the activation about to be removed" 0 $?
+admin remove "{\"activationId\":\"$rid\"}" >/dev/null
+"$B" client status "${R[@]}" --json >"$work/st.json" 2>"$work/err"
+check "client status of an activation REMOVED on the server -> 1" 1 $? \
+    "$([[ $(field state "$work/st.json") == REMOVED ]] && grep -q "the server has REMOVED this activation" "$work/err" &&
+        grep -q "client remove --local" "$work/err"; echo $?)"
+init2=$(admin init '{"userId":"removed-user"}')
+rqr2="$(jq -r .responseObject.activationCode <<<"$init2")#$(jq -r .responseObject.activationSignature <<<"$init2")"
+"$B" client activate "${R[@]}" --code "$rqr2" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "client activate over a removed activation -> 1, saying to remove it locally first" 1 $? \
+    "$(grep -q "was REMOVED on the server: forget it here first ('securepin client remove --local')" "$work/err"; echo $?)"
+[[ -n $(find "$work/removed" -name 'securepin-client.token-*') ]]
+check "the token is still kept before remove --local" 0 0 $?
+"$B" client remove "${R[@]}" --local --json >"$work/rm.json" 2>"$work/err"
+check "client remove --local (no PIN, no server)" 0 $? \
+    "$([[ $(field removedLocally "$work/rm.json") == true && $(field activationId "$work/rm.json") == "$rid" ]]; echo $?)"
+[[ ! -e $work/removed/securepin-client.activation && -z $(find "$work/removed" -name 'securepin-client.*') ]]
+check "remove --local: the state, keys and tokens are gone" 0 0 $?
+"$B" client activate "${R[@]}" --code "$rqr2" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "then a new activation works" 0 $? 0
+"$B" client remove --url "http://127.0.0.1:1" --config "$config" --state "$work/removed" --store files --local \
+    >/dev/null 2>"$work/err"
+check "remove --local needs no server (nothing listens at the URL)" 0 $?
+
 # The PIN vault bound to this server: the record's identifier, the back office, and destroy
 # with the PIN removing the record (a wrong PIN destroys nothing and is counted).
 vadmin() { curl -s -XPOST "$url/admin/vault/$1" -H @"$work/admin.header" -d "{\"requestObject\":$2}"; }

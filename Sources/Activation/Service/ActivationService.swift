@@ -160,6 +160,7 @@ public actor ActivationService {
         try storage.remove(configuration.storageNames.keys)
         try storage.remove(configuration.storageNames.upgradeState)
         try storage.remove(configuration.storageNames.upgradeKeys)
+        for name in try storage.tokenNames(instanceId: configuration.instanceId) { try storage.remove(name) }
         authenticator?.deleteKey(account: configuration.biometryKeyAccount)
         authenticator?.deleteKey(account: configuration.upgradeBiometryKeyAccount)
     }
@@ -209,7 +210,8 @@ public actor ActivationService {
     }
 
     /// Forgets the activation on this device: the state and key files are
-    /// overwritten and deleted, the biometry key removed. The server is not told.
+    /// overwritten and deleted, the biometry key removed, and the activation's tokens
+    /// (``storeToken(_:)``) deleted with it. The server is not told.
     /// - Throws: ``ActivationError/storage(operation:errno:)``.
     public func removeActivationLocal() throws(ActivationError) {
         let names = configuration.storageNames
@@ -228,6 +230,8 @@ public actor ActivationService {
         upgrade = nil
         try storage.remove(names.upgradeState)
         try storage.remove(names.upgradeKeys)
+        // The activation's tokens sign nothing without it; they go with it.
+        for name in try storage.tokenNames(instanceId: configuration.instanceId) { try storage.remove(name) }
     }
 
     // MARK: - Activation

@@ -33,6 +33,12 @@ public protocol DeviceActivationStorage: Sendable {
     /// - Parameter name: the blob's name.
     /// - Throws: ``ActivationError/storage(operation:errno:)``.
     func remove(_ name: String) throws(ActivationError)
+
+    /// The names of the tokens kept for an instance (`<instanceId>.token-<tokenId>`), so that
+    /// forgetting an activation forgets its tokens too.
+    /// - Parameter instanceId: the activation's instance.
+    /// - Returns: the blob names, in no particular order.
+    func tokenNames(instanceId: String) throws(ActivationError) -> [String]
     /// Runs `body` holding an exclusive lock on the storage, so services in
     /// several processes (an application and its extension) serialise their
     /// read-modify-write of the counter. `body` does not call back into the lock.

@@ -2,6 +2,12 @@ import DurableStorage
 import PowerAuthProtocol
 import SecureCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// ``DeviceActivationStorage`` in a directory: mode 0700, files 0600; every write
 /// goes to a temporary file that is fsynced, renamed over the old one, and
 /// followed by an fsync of the directory. Secret blobs are read into and
@@ -31,6 +37,23 @@ public struct FileActivationStorage: DeviceActivationStorage {
     }
 
     private func path(_ name: String) -> String { directory + "/" + name }
+
+    /// The `<instanceId>.token-*` files of the directory.
+    public func tokenNames(instanceId: String) throws(ActivationError) -> [String] {
+        guard let handle = opendir(directory) else { throw .storage(operation: "opendir", errno: errno) }
+        defer { closedir(handle) }
+        let prefix = instanceId + ".token-"
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            // A temporary file of an interrupted write ends in ".tmp" or similar: its name still
+            // starts with the prefix, and it goes too.
+            if name.hasPrefix(prefix) { names.append(name) }
+        }
+        return names
+    }
 
     /// Reads a public blob.
     public func read(_ name: String) throws(ActivationError) -> [UInt8]? {
