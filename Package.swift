@@ -157,7 +157,7 @@ let powerAuth: [Target] = [
     // The client: the activation service, its flows, local storage and configuration.
     .target(
         name: "Activation",
-        dependencies: ["PowerAuthProtocol", "PostQuantum", "SecureCore", "Biometry", "DurableStorage"]),
+        dependencies: ["PowerAuthProtocol", "PostQuantum", "SecureCore", "Biometry", "DurableStorage", "PinStrength"]),
     // The server's protocol logic; it never sees the client or the vault.
     .target(
         name: "ActivationServer",
@@ -311,7 +311,7 @@ let testing: [Target] = [
     .testTarget(
         name: "ActivationServiceTests",
         dependencies: [
-            "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore",
+            "PowerAuthProtocol", "Activation", "ActivationServer", "PinVault", "SecureCore", "PinStrength",
             "ActivationTestSupport",
         ]),
     .testTarget(

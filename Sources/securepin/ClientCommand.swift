@@ -130,6 +130,8 @@ enum ClientCommand {
             newInput = VaultCommand.pinInput(&args, option: "--new-pin-fd", prompt: "new PIN")
         }
         let local = sub == "remove" && args.flag("--local")
+        // A new PIN is checked as vault init checks one: a warning, or with --reject-weak a refusal.
+        let rejectWeak = ["activate", "change-pin"].contains(sub) && args.flag("--reject-weak")
         if sub == "activate" {
             code = args.value("--code")
             name = args.value("--name")
@@ -243,6 +245,7 @@ enum ClientCommand {
                 }
                 let pin = readPIN(input, format: format, command: command, needed: true)!
                 defer { pin.destroy() }
+                PinInput.checkStrength(pin, format: format, reject: rejectWeak, command: command)
                 let result = try await service.createActivation(
                     activationCode: code ?? "", name: name ?? "securepin client", password: pin)
                 let status = try? await service.fetchActivationStatus()
@@ -305,10 +308,13 @@ enum ClientCommand {
                 out.emit([("tokenId", .text(token.tokenId)), ("factors", .text(token.factorSet.rawValue))])
             case "change-pin":
                 guard let current = pin, let newInput else { args.fail("change-pin needs the current and the new PIN") }
-                let mutable = try coreCopy(current)
-                let data = try await service.beginPasswordChange(currentPassword: mutable)
+                // The new PIN is read and checked before the current one goes to the server: a
+                // refused new PIN sends nothing and counts nothing.
                 let newPIN = newInput.read(format: format, command: command)
                 defer { newPIN.destroy() }
+                PinInput.checkStrength(newPIN, format: format, reject: rejectWeak, command: command)
+                let mutable = try coreCopy(current)
+                let data = try await service.beginPasswordChange(currentPassword: mutable)
                 try await service.finishPasswordChange(newPassword: newPIN, data: data)
                 out.emit([("changed", .bool(true))])
             case "biometry-add":

@@ -457,7 +457,7 @@ enum Help {
               securepin doctor
             """,
             "client activate": """
-            usage: securepin client activate --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] --code CODE [--name NAME] [--pin-fd N]
+            usage: securepin client activate --url BASE --config STRING --state DIR [--store S] [--access-group G] [--keychain-* NAME] --code CODE [--name NAME] [--pin-fd N] [--reject-weak]
 
             Checks the code (CRC-16, and the master key's signature in the QR form CODE#SIGNATURE),
             creates the device key, sends activation/create in two ECIES layers under a 3.3
@@ -480,6 +480,7 @@ enum Help {
               --name NAME      the device's name on the server
               --pin-fd N       read the PIN from descriptor N (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+              --reject-weak    refuse a weak PIN, as vault init does (default: warn and go on)
 
             example:
               securepin client activate --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --code "$QR" --pin-fd 3 3<pin
@@ -609,7 +610,7 @@ enum Help {
               securepin client confirm --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --algorithm EC_P384 --pin-fd 3 3<pin
             """,
             "client change-pin": """
-            usage: securepin client change-pin --url BASE --config STRING --state DIR [--pin-fd N] [--new-pin-fd M]
+            usage: securepin client change-pin --url BASE --config STRING --state DIR [--pin-fd N] [--new-pin-fd M] [--reject-weak]
 
             Changes the PIN. The current PIN is checked by the server first (a wrong one is
             counted). V3.3 then re-wraps the knowledge key under the new PIN on the device; V4
@@ -631,6 +632,7 @@ enum Help {
               --pin-fd N       read the current PIN from descriptor N (else the terminal pad)
               --new-pin-fd M   read the new PIN from descriptor M (else the terminal pad)
               --complexity C   digits-4, digits-6, digits-4-8 (default) or alphanumeric
+              --reject-weak    refuse a weak new PIN, as vault init does (default: warn and go on)
 
             example:
               securepin client change-pin --url http://127.0.0.1:8080 --config "$CONFIG" --state dev --pin-fd 3 --new-pin-fd 4 3<pin 4<newpin

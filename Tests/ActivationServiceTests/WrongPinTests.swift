@@ -2,6 +2,7 @@ import Activation
 import ActivationServer
 import ActivationTestSupport
 import Foundation
+import PinStrength
 import PowerAuthProtocol
 import SecureCore
 import Testing
@@ -190,6 +191,41 @@ struct WrongPinTests {
         await #expect(throws: ActivationError.invalidActivationState(reason: "the change data was cleared")) {
             try await service.finishPasswordChange(newPassword: again, data: data)
         }
+    }
+
+    @Test(
+        "PIN change with the strength check: a rejected new PIN sends nothing; a weak one under warn goes on",
+        arguments: ProtocolAlgorithm.allCases)
+    func pinChangeStrength(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
+        let service = try h.makeService()
+        let id = try await h.activate(service)
+        // Rejected before anything is sent: even a wrong current PIN is not counted.
+        await #expect {
+            _ = try await service.beginPasswordChange(
+                currentPassword: try mutablePin("7777"), newPassword: try pin("1111"),
+                strength: PinWarningPolicy(action: .reject))
+        } throws: { error in
+            guard case ActivationError.weakPassword(let weaknesses) = error else { return false }
+            return weaknesses.contains("frequently-used")
+        }
+        #expect(try h.server.activationDetail(id).failedAttempts == 0)
+        // A strong one passes the same policy.
+        let strong = try await service.beginPasswordChange(
+            currentPassword: try mutablePin("1234"), newPassword: try pin("86420"),
+            strength: PinWarningPolicy(action: .reject))
+        #expect(strong.strength == .acceptable)
+        strong.data.secureClear()
+        // Under warn, a weak PIN is reported and the change goes on.
+        let (data, found) = try await service.beginPasswordChange(
+            currentPassword: try mutablePin("1234"), newPassword: try pin("1111"))
+        guard case .weak(let names) = found else {
+            Issue.record("a weak PIN was not reported: \(found)")
+            return
+        }
+        #expect(names.contains("frequently-used"))
+        try await service.finishPasswordChange(newPassword: try pin("1111"), data: data)
+        try await service.validatePassword(try pin("1111"))
     }
 
     @Test(

@@ -161,6 +161,34 @@ check "then a new activation works" 0 $? 0
     >/dev/null 2>"$work/err"
 check "remove --local needs no server (nothing listens at the URL)" 0 $?
 
+# A new PIN is checked as vault init checks one: a warning, or with --reject-weak a refusal
+# before anything is sent.
+W=(--url "$url" --config "$config" --state "$work/weak" --store files)
+init=$(admin init '{"userId":"weak-user"}')
+wid=$(jq -r .responseObject.activationId <<<"$init")
+wqr="$(jq -r .responseObject.activationCode <<<"$init")#$(jq -r .responseObject.activationSignature <<<"$init")"
+"$B" client activate "${W[@]}" --code "$wqr" --reject-weak --pin-fd 3 3<"$work/wrong" >/dev/null 2>"$work/err"
+check "client activate --reject-weak with a weak PIN -> 1, nothing stored" 1 $? \
+    "$(grep -q "refused: this PIN is weak (.*frequently-used" "$work/err" && [[ ! -e $work/weak/securepin-client.activation ]]
+        echo $?)"
+"$B" client activate "${W[@]}" --code "$wqr" --pin-fd 3 3<"$work/wrong" >/dev/null 2>"$work/err"
+check "client activate with a weak PIN: activated, with a warning" 0 $? \
+    "$(grep -q "warning: this PIN is weak (.*frequently-used.*); --reject-weak refuses such PINs" "$work/err"; echo $?)"
+admin commit "{\"activationId\":\"$wid\"}" >/dev/null
+printf '86420' >"$work/strong"
+"$B" client change-pin "${W[@]}" --reject-weak --pin-fd 3 --new-pin-fd 4 3<"$work/strong" 4<"$work/pin" \
+    >/dev/null 2>"$work/err"
+check "client change-pin --reject-weak to a weak PIN -> 1" 1 $? "$(grep -q "refused: this PIN is weak" "$work/err"; echo $?)"
+"$B" client status "${W[@]}" --json >"$work/st.json"
+[[ $(field failedAttempts "$work/st.json") == 0 ]]
+check "... refused before the current PIN was sent: nothing counted (the current PIN was wrong)" 0 0 $?
+"$B" client change-pin "${W[@]}" --reject-weak --pin-fd 3 --new-pin-fd 4 3<"$work/wrong" 4<"$work/strong" \
+    >/dev/null 2>"$work/err"
+check "client change-pin --reject-weak to a strong PIN: changed, no warning" 0 $? \
+    "$(! grep -q "weak" "$work/err"; echo $?)"
+"$B" client validate "${W[@]}" --pin-fd 3 3<"$work/strong" >/dev/null 2>&1
+check "the new PIN signs" 0 $?
+
 # The PIN vault bound to this server: the record's identifier, the back office, and destroy
 # with the PIN removing the record (a wrong PIN destroys nothing and is counted).
 vadmin() { curl -s -XPOST "$url/admin/vault/$1" -H @"$work/admin.header" -d "{\"requestObject\":$2}"; }

@@ -41,6 +41,9 @@ public enum ActivationError: Error, Equatable, Sendable {
     /// The operation does not fit the activation's local or server state;
     /// `reason` says which (for example "an activation already exists").
     case invalidActivationState(reason: String)
+    /// The new PIN is weak in the ways named, and the strength policy rejects such PINs. Nothing
+    /// was sent or changed; ask the user for another.
+    case weakPassword(weaknesses: [String])
     /// The storage refused an operation (`errno`), with the step that failed.
     case storage(operation: String, errno: Int32)
     /// The secret store is locked (a Secret Service collection locked with the session):
