@@ -57,6 +57,8 @@ enum Help {
             ("status", "failures, throttle and PIN format, without a PIN"),
             ("destroy", "wipe and remove the vault"),
             ("migrate-store", "put the vault's pepper in the keyring (the files stay; crash-safe)"),
+            ("biometry-add", "add a biometric slot: its key in the login keyring (no sensor)"),
+            ("biometry-remove", "remove the biometric slot and its keyring item"),
         ],
         "kdf": [
             ("hash", "Argon2id of standard input (like Debian's argon2 tool)"),
@@ -234,11 +236,39 @@ enum Help {
               printf 'my-token' | securepin vault init --vault ~/.myvault --complexity digits-6
             """,
             "vault unlock": """
-            usage: securepin vault unlock --vault DIR [--pin-fd N]   (the secret to standard output)
+            usage: securepin vault unlock --vault DIR [--pin-fd N | --biometry]   (the secret to standard output)
 
             Asks for the PIN in the vault's own format and prints the secret. A locked or
             throttled vault is reported before the PIN is asked for; a PIN that does not fit
-            the vault's format is refused (exit 2) without being counted.
+            the vault's format is refused (exit 2) without being counted. With --biometry the
+            biometric slot opens it instead (vault biometry-add): its key comes from the login
+            keyring while that is unlocked; no PIN is asked for.
+
+            options:
+              --vault DIR       the vault directory
+              --store S         auto (default): where the vault keeps its pepper (the
+                                Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                                (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
+              --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
+              --biometry        open with the biometric slot (the login keyring), no PIN
+              --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
+              --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
+            \(TLSOptions.help)
+
+            example:
+              securepin vault unlock --vault ~/.myvault --pin-fd 3 3<<<"2468"
+            """,
+            "vault biometry-add": """
+            usage: securepin vault biometry-add --vault DIR [--pin-fd N]
+
+            Adds (or replaces) the vault's biometric slot: a random key wraps the vault's data
+            key, and that key goes to the Secret Service (the login keyring), the authenticator
+            'client biometry-add' uses. There is no sensor: the keyring's unlock is the gate, so
+            the slot proves "this user's unlocked session", weaker than a phone's biometry. The
+            PIN proves the user and is counted like an unlock. Without a keyring on the session
+            bus it is refused (exit 1) and nothing changes.
 
             options:
               --vault DIR       the vault directory
@@ -253,7 +283,27 @@ enum Help {
             \(TLSOptions.help)
 
             example:
-              securepin vault unlock --vault ~/.myvault --pin-fd 3 3<<<"2468"
+              securepin vault biometry-add --vault ~/.myvault --pin-fd 3 3<<<"2468"
+            """,
+            "vault biometry-remove": """
+            usage: securepin vault biometry-remove --vault DIR
+
+            Removes the vault's biometric slot and its key in the login keyring; the PIN keeps
+            working. A vault without one is refused (exit 1).
+
+            options:
+              --vault DIR       the vault directory
+              --store S         auto (default): where the vault keeps its pepper (the
+                                Secret Service, or none); keyring or files: insist on one
+              --keychain-vault NAME  the pepper item's service attribute
+                                (default io.securepin.VaultPepper)
+              --access-group G  the pepper item's access-group attribute (default: private)
+              --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
+              --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
+            \(TLSOptions.help)
+
+            example:
+              securepin vault biometry-remove --vault ~/.myvault
             """,
             "vault change-pin": """
             usage: securepin vault change-pin --vault DIR [--pin-fd N --new-pin-fd N]

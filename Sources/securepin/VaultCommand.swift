@@ -13,7 +13,7 @@ import SecureCore
 /// asked; a locked or throttled vault is reported before the PIN is asked
 /// for; the PIN is read in the format the vault records.
 enum VaultCommand {
-    static func run(_ arguments: [String]) -> Int32 {
+    static func run(_ arguments: [String]) async -> Int32 {
         guard let sub = arguments.first else { CLI.fail("vault: missing command", usage: Help.briefGroup("vault")) }
         if ["-h", "--help", "help"].contains(sub) {
             print(Help.group("vault"))
@@ -29,7 +29,9 @@ enum VaultCommand {
         do {
             switch sub {
             case "init": return try initialize(&args, directory: &directory, store: store)
-            case "unlock": return try unlock(&args, directory: &directory, store: store)
+            case "unlock": return try await unlock(&args, directory: &directory, store: store)
+            case "biometry-add": return try biometryAdd(&args, directory: &directory, store: store)
+            case "biometry-remove": return try biometryRemove(&args, directory: &directory, store: store)
             case "change-pin": return try changePIN(&args, directory: &directory, store: store)
             case "status": return try status(&args, directory: &directory, store: store)
             case "migrate-store": return try migrateStore(&args, directory: &directory, store: store)
@@ -491,21 +493,31 @@ enum VaultCommand {
         }
     }
 
-    static func unlock(_ args: inout Arguments, directory: inout String, store: StoreOptions) throws -> Int32 {
+    static func unlock(_ args: inout Arguments, directory: inout String, store: StoreOptions) async throws -> Int32 {
         let input = pinInput(&args, option: "--pin-fd", prompt: "PIN")
+        let biometry = args.flag("--biometry")
         var (bind, options) = binding(&args)
         directory = requireVault(&args)
-        input.checkAvailable(command: "vault unlock")
+        if !biometry { input.checkAvailable(command: "vault unlock") }
         let peppered = try attachPepper(directory, &options, store: store, args: args)
         defer { options.pepper?.destroy() }
+        if biometry { options.authenticator = try keyringAuthenticator() }
         let vault = PinVault(directory: directory, options: options)
         // A missing, damaged, locked or throttled vault fails before the PIN.
         let state = try checkedStatus(vault, bind: bind, args: args)
         try preflight(state, command: "vault unlock")
-        let pin = input.read(format: PinFormat(state.pinFormat), command: "vault unlock")
-        defer { pin.destroy() }
         do throws(VaultUnlockError<SecureIO.Failure>) {
-            try vault.unlock(pin: pin) { (secret) throws(SecureIO.Failure) in try SecureIO.writeRaw(secret, to: 1) }
+            if biometry {
+                try await vault.unlockWithBiometry(prompt: "unlock the vault at \(directory)") {
+                    (secret) throws(SecureIO.Failure) in try SecureIO.writeRaw(secret, to: 1)
+                }
+            } else {
+                let pin = input.read(format: PinFormat(state.pinFormat), command: "vault unlock")
+                defer { pin.destroy() }
+                try await vault.unlock(pin: pin) { (secret) throws(SecureIO.Failure) in
+                    try SecureIO.writeRaw(secret, to: 1)
+                }
+            }
         } catch .vault(let error) {
             // A wipe policy erased the files: the pepper goes with them.
             if error == .wiped, let peppered { try? peppered.keyring.remove(vaultId: peppered.id) }
@@ -519,6 +531,53 @@ enum VaultCommand {
             var newline: UInt8 = 0x0A
             _ = write(1, &newline, 1)
         }
+        return ExitCode.ok
+    }
+
+    /// The Secret Service authenticator the client's biometry uses (`client biometry-add`): the
+    /// key of the vault's biometric slot in the login keyring, released while it is unlocked.
+    static func keyringAuthenticator() throws -> KeyringBiometricAuthenticator {
+        do throws(ActivationError) {
+            return try KeyringBiometricAuthenticator(keychain: KeychainConfiguration(), instanceId: "securepin-vault")
+        } catch {
+            throw KeyringFailure(
+                error: error, note: "the biometric slot needs the login keyring (Secret Service); nothing was changed")
+        }
+    }
+
+    /// `vault biometry-add`: a biometric slot whose key is in the login keyring; the PIN proves
+    /// the user and is counted like an unlock.
+    static func biometryAdd(_ args: inout Arguments, directory: inout String, store: StoreOptions) throws -> Int32 {
+        let input = pinInput(&args, option: "--pin-fd", prompt: "PIN")
+        var (bind, options) = binding(&args)
+        directory = requireVault(&args)
+        input.checkAvailable(command: "vault biometry-add")
+        _ = try attachPepper(directory, &options, store: store, args: args)
+        defer { options.pepper?.destroy() }
+        options.authenticator = try keyringAuthenticator()
+        let vault = PinVault(directory: directory, options: options)
+        let state = try checkedStatus(vault, bind: bind, args: args)
+        try preflight(state, command: "vault biometry-add")
+        let pin = input.read(format: PinFormat(state.pinFormat), command: "vault biometry-add")
+        defer { pin.destroy() }
+        try vault.addBiometricSlot(pin: pin)
+        print("biometric slot: added (its key is in the login keyring, released while the keyring is unlocked)")
+        return ExitCode.ok
+    }
+
+    /// `vault biometry-remove`: the biometric slot and its keyring item go; the PIN keeps working.
+    static func biometryRemove(_ args: inout Arguments, directory: inout String, store: StoreOptions) throws
+        -> Int32
+    {
+        var (bind, options) = binding(&args)
+        directory = requireVault(&args)
+        _ = try attachPepper(directory, &options, store: store, args: args)
+        defer { options.pepper?.destroy() }
+        options.authenticator = try keyringAuthenticator()
+        let vault = PinVault(directory: directory, options: options)
+        _ = try checkedStatus(vault, bind: bind, args: args)
+        try vault.removeBiometricSlot()
+        print("biometric slot: removed; the PIN keeps working")
         return ExitCode.ok
     }
 
@@ -728,8 +787,19 @@ enum VaultCommand {
             case .cancelled: ("cancelled; nothing was entered", ExitCode.cancelled)
             case .secureCore:
                 ("secure memory or cryptography failed (securepin doctor tells more)", ExitCode.refused)
-            case .biometryNotConfigured, .biometryInvalidated, .biometryFailed:
-                ("biometry is not available to securepin", ExitCode.refused)
+            case .biometryNotConfigured:
+                ("the vault at \(directory) has no biometric slot (vault biometry-add adds one)", ExitCode.refused)
+            case .biometryInvalidated:
+                (
+                    "the vault's biometric slot was invalidated by a change of the enrolled biometry: unlock with "
+                        + "the PIN and add it again", ExitCode.refused
+                )
+            case .biometryFailed(.lockout):
+                (
+                    "the login keyring is locked: unlock it (log in, or unlock the keyring) and try again",
+                    ExitCode.locked
+                )
+            case .biometryFailed(let status): ("biometry is not available (\(status.rawValue))", ExitCode.refused)
             case .tpmRequired: ("the vault at \(directory) is bound to a TPM and none was given", ExitCode.usage)
             case .tpmUnavailable(let reason):
                 ("the vault at \(directory) needs its TPM: \(reason); nothing was counted", ExitCode.refused)

@@ -31,7 +31,7 @@ case "doctor":
 case "kdf":
     status = KDFCommand.run(arguments)
 case "vault":
-    status = VaultCommand.run(arguments)
+    status = await VaultCommand.run(arguments)
 case "pin":
     status = PinCommand.run(arguments)
 case "pq":

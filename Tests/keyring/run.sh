@@ -367,6 +367,33 @@ check "a vault whose pepper the keyring lacks (an interrupted init) is still des
 grep -q "^no pepper in the keyring for this vault" "$work/vdestroy.out" && [[ ! -e $work/vk-copy ]] &&
     [[ -n $(search service "$P" key "$vid") ]]
 check "vault destroy without the item: the files gone, the original's item untouched" 0 $?
+# The vault's biometric slot: its key in the login keyring, the authenticator client biometry-add
+# uses; unlock --biometry needs no PIN; without a keyring a typed refusal; remove drops the item.
+printf 'bio-secret' | "$B" vault init --vault "$work/vb" --store files "${KDF[@]}" --pin-fd 3 3<"$work/pin" \
+    >/dev/null 2>&1
+nobus "$B" vault biometry-add --vault "$work/vb" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "vault biometry-add without a keyring -> 1, saying why" 1 $? \
+    "$(grep -q "the biometric slot needs the login keyring (Secret Service); nothing was changed" "$work/err"; echo $?)"
+"$B" vault unlock --vault "$work/vb" --biometry >/dev/null 2>"$work/err"
+check "vault unlock --biometry before a slot exists -> refused, saying so" 1 $? \
+    "$(grep -q "has no biometric slot (vault biometry-add adds one)" "$work/err"; echo $?)"
+"$B" vault biometry-add --vault "$work/vb" --pin-fd 3 3<"$work/pin" >"$work/out" 2>"$work/err"
+check "vault biometry-add with the PIN" 0 $? "$(grep -q "^biometric slot: added" "$work/out"; echo $?)"
+[[ -n $(search service io.getlime.PowerAuthKeychain.BiometryKeychain instance securepin-vault) ]]
+check "the slot's key is an item of the login keyring" 0 0 $?
+[[ $("$B" vault unlock --vault "$work/vb" --biometry </dev/null) == bio-secret ]]
+check "vault unlock --biometry: the secret, no PIN asked" 0 $?
+"$B" vault biometry-add --vault "$work/vb" --pin-fd 3 3<"$work/wrong" >/dev/null 2>&1
+check "vault biometry-add with a wrong PIN -> 1 (counted like an unlock)" 1 $?
+"$B" vault biometry-remove --vault "$work/vb" >"$work/out" 2>"$work/err"
+check "vault biometry-remove" 0 $? "$(grep -q "^biometric slot: removed" "$work/out"; echo $?)"
+[[ -z $(search service io.getlime.PowerAuthKeychain.BiometryKeychain instance securepin-vault) ]]
+check "... and its keyring item is gone" 0 0 $?
+"$B" vault unlock --vault "$work/vb" --biometry >/dev/null 2>&1
+check "vault unlock --biometry after the removal -> refused" 1 $?
+[[ $("$B" vault unlock --vault "$work/vb" --pin-fd 3 3<"$work/pin") == bio-secret ]]
+check "the PIN keeps working" 0 $?
+
 printf '8642' >"$work/newpin"
 "$B" vault change-pin --vault "$work/vk" --pin-fd 3 --new-pin-fd 4 3<"$work/pin" 4<"$work/newpin" >/dev/null
 check "vault change-pin of a keyring vault" 0 $?
