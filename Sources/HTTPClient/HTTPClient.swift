@@ -165,8 +165,11 @@ public final class HTTPClient: Sendable {
         return request
     }
 
-    /// `localhost`, `127.0.0.0/8` or `::1` (with or without brackets).
-    static func isLoopback(_ host: String) -> Bool {
+    /// Whether `host` is a loopback host, the only kind plain http goes to without
+    /// ``Configuration/allowInsecureHTTP``.
+    /// - Parameter host: a URL's host.
+    /// - Returns: true for `localhost`, `127.0.0.0/8` or `::1` (with or without brackets).
+    public static func isLoopback(_ host: String) -> Bool {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if bare.lowercased() == "localhost" || bare == "::1" { return true }
         let parts = bare.split(separator: ".", omittingEmptySubsequences: false)

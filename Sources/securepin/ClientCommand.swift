@@ -144,6 +144,13 @@ enum ClientCommand {
         }
         args.finish()
         guard let url, !url.isEmpty else { args.usageError("--url BASE is required") }
+        if let parsed = URL(string: url), parsed.scheme?.lowercased() == "http", let host = parsed.host,
+            !HTTPClient.isLoopback(host), !tls.allowInsecureHTTP
+        {
+            args.fail(
+                "--url \(url) is plain http to \(host), which is not loopback: use https, or "
+                    + "--allow-insecure-http for a network you control")
+        }
         guard let config, !config.isEmpty else { args.usageError("--config STRING is required") }
         var option: ProtocolAlgorithm?
         if let algorithmOption {

@@ -496,6 +496,9 @@ enum VaultCommand {
     static func unlock(_ args: inout Arguments, directory: inout String, store: StoreOptions) async throws -> Int32 {
         let input = pinInput(&args, option: "--pin-fd", prompt: "PIN")
         let biometry = args.flag("--biometry")
+        if biometry, case .descriptor = input {
+            args.usageError("--biometry opens the vault without a PIN: leave --pin-fd out")
+        }
         var (bind, options) = binding(&args)
         directory = requireVault(&args)
         if !biometry { input.checkAvailable(command: "vault unlock") }

@@ -491,6 +491,9 @@ grep -q "did you mean vault?" "$work/err"
 check "valut: did you mean vault?" 0 0 $?
 printf 's' | "$B" vault init --vault="$work/eq" --pin-fd=3 -t 2 -k 19456 3<<<"2468" >/dev/null
 check "--opt=value accepted" 0 $?
+"$B" vault unlock --vault "$work/eq" --biometry --pin-fd 3 3<<<"2468" >/dev/null 2>"$work/err"
+check "vault unlock --biometry with --pin-fd -> 2 (no PIN is used)" 2 $? \
+    "$(grep -q -- "--biometry opens the vault without a PIN: leave --pin-fd out" "$work/err"; echo $?)"
 "$B" --version >"$work/out"
 check "--version" 0 $?
 grep -q "^securepin [0-9]" "$work/out" && grep -q "^libsodium [0-9]" "$work/out" && grep -q "^libargon2" "$work/out" \

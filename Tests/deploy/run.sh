@@ -175,7 +175,8 @@ check "an expired certificate: refused -> 1" 1 $? "$(grep -q "certificate has ex
     "$work/err"
 "$B" client status --url "http://192.0.2.1:8080" "${S[@]}" >/dev/null 2>"$work/err"
 check "plain http to a non-loopback host: refused before any request -> 2" 2 $? \
-    "$(grep -q "plain http to 192.0.2.1, which is not loopback, is refused" "$work/err"; echo $?)" "$work/err"
+    "$(grep -q "is plain http to 192.0.2.1, which is not loopback: use https, or --allow-insecure-http" "$work/err"
+        echo $?)" "$work/err"
 "$B" client status --url "$url" "${S[@]}" --pin-sha256 "not-base64" >/dev/null 2>"$work/err"
 check "a malformed pin: refused -> 2" 2 $? "$(grep -q -- "--pin-sha256 must be the Base64" "$work/err"; echo $?)"
 "$B" client status --url "$url" "${S[@]}" --ca-file "$work/wrong.pin" >/dev/null 2>"$work/err"

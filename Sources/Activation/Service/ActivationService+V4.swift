@@ -357,7 +357,6 @@ extension ActivationService {
         id: String, secret: SecureBytes
     ) {
         let sdk = configuration.sdkConfiguration
-        let now = clock.now()
         let suite = activation?.state.suite ?? configuration.algorithm
         let (kem, shared) = try protocolStep { () throws(ProtocolError) in
             try V4SharedSecret.makeRequest(algorithm: suite)
