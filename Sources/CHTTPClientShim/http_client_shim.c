@@ -1,4 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* explicit_bzero */
 
 #include "http_client_shim.h"
 
@@ -174,6 +175,10 @@ refused:
     strncpy(response->message, "libcurl refused an option", sizeof response->message - 1);
 done:
     free(sink.bytes);
+    /* libcurl's copies of the header lines: one may carry a credential (an admin token). */
+    for (struct curl_slist *item = headers; item != NULL; item = item->next) {
+        if (item->data != NULL) explicit_bzero(item->data, strlen(item->data));
+    }
     curl_slist_free_all(headers);
     curl_easy_cleanup(handle);
     return result;

@@ -246,7 +246,13 @@ private struct Exchange: Sendable {
 
     func perform(cancel: CancelFlag?) -> Result<(Int, Data), HTTPClientError> {
         let lines = headers.map { strdup($0) }
-        defer { lines.forEach { free($0) } }
+        // A header may carry a credential (the back office's admin token): the copies are wiped.
+        defer {
+            for line in lines {
+                if let line { explicit_bzero(line, strlen(line)) }
+                free(line)
+            }
+        }
         guard lines.allSatisfy({ $0 != nil }) else { return .failure(.other("out of memory")) }
         var response = spc_curl_response()
         defer { spc_curl_response_free(&response) }

@@ -177,6 +177,15 @@ enum Help {
         \(keychainNameOptions)
         """
 
+    /// Where a vault keeps its pepper: the lines every vault command that opens one shares.
+    static let vaultStoreOptions = """
+          --store S         auto (default): where the vault keeps its pepper (the
+                            Secret Service, or none); keyring or files: insist on one
+          --keychain-vault NAME  the pepper item's service attribute
+                            (default io.securepin.VaultPepper)
+          --access-group G  the pepper item's access-group attribute (default: private)
+        """
+
     static var leaf: [String: String] {
         [
             "vault init": """
@@ -246,11 +255,7 @@ enum Help {
 
             options:
               --vault DIR       the vault directory
-              --store S         auto (default): where the vault keeps its pepper (the
-                                Secret Service, or none); keyring or files: insist on one
-              --keychain-vault NAME  the pepper item's service attribute
-                                (default io.securepin.VaultPepper)
-              --access-group G  the pepper item's access-group attribute (default: private)
+            \(Self.vaultStoreOptions)
               --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
               --biometry        open with the biometric slot (the login keyring), no PIN
               --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
@@ -272,11 +277,7 @@ enum Help {
 
             options:
               --vault DIR       the vault directory
-              --store S         auto (default): where the vault keeps its pepper (the
-                                Secret Service, or none); keyring or files: insist on one
-              --keychain-vault NAME  the pepper item's service attribute
-                                (default io.securepin.VaultPepper)
-              --access-group G  the pepper item's access-group attribute (default: private)
+            \(Self.vaultStoreOptions)
               --pin-fd N        read the PIN from descriptor N (one line) instead of the terminal
               --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
@@ -293,11 +294,7 @@ enum Help {
 
             options:
               --vault DIR       the vault directory
-              --store S         auto (default): where the vault keeps its pepper (the
-                                Secret Service, or none); keyring or files: insist on one
-              --keychain-vault NAME  the pepper item's service attribute
-                                (default io.securepin.VaultPepper)
-              --access-group G  the pepper item's access-group attribute (default: private)
+            \(Self.vaultStoreOptions)
               --bind B          software, tpm or server: refuse (exit 2) a vault bound otherwise
               --tcti STRING     the TPM of a TPM-bound vault: else $TSS2_TCTI, else /dev/tpmrm0
             \(TLSOptions.help)
