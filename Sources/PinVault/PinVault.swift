@@ -105,7 +105,8 @@ public struct PinVault: Sendable {
     ///     stricter, and empty — its mode is never changed.
     ///   - secret: 1 byte to ``maximumSecretByteCount``.
     ///   - pin: revealed only during the key derivation.
-    ///   - policy: what failures lead to (default ``ThrottlePolicy/soft(maxFailures:)``).
+    ///   - policy: what failures lead to (default ``ThrottlePolicy/soft(maxFailures:)``; a
+    ///     ``ThrottlePolicy/softSchedule(_:maxFailures:)`` is written as format version 6).
     ///   - pinFormat: the PIN format recorded in the vault; every later PIN must fit it
     ///     (default ``VaultPinFormat/unrecorded``: 1 to 256 printable characters).
     ///   - parameters: Argon2id cost, for example from `SecureCore.KDFCalibrator`.
@@ -120,7 +121,7 @@ public struct PinVault: Sendable {
     ///   - options: reader and writer settings.
     /// - Returns: the vault.
     /// - Throws: ``VaultError/alreadyExists``, ``VaultError/unsuitableDirectory(reason:)``,
-    ///   ``VaultError/invalidSecretSize(_:)``,
+    ///   ``VaultError/invalidSecretSize(_:)``, ``VaultError/invalidPolicy(reason:)``,
     ///   ``VaultError/parametersBelowFloor``, ``VaultError/parametersAboveCeiling``, ``VaultError/io(operation:errno:)``,
     ///   ``VaultError/pinOutsideFormat(_:)``; for a TPM binding ``VaultError/tpmRequired``,
     ///   ``VaultError/tpmUnavailable(reason:)`` and ``VaultError/tpmFailed(_:)`` (nothing is written);
@@ -146,9 +147,7 @@ public struct PinVault: Sendable {
                 vaultId: [UInt8](repeating: 0, count: VaultFile.serverVaultIdSize), address: address)
         }
         guard (1...maximumSecretByteCount).contains(secret.count) else { throw .invalidSecretSize(secret.count) }
-        guard (1...UInt16.max).contains(UInt16(clamping: policy.maxFailures)), policy.maxFailures <= 0xFFFF else {
-            throw .damaged(reason: "policy limit out of range")
-        }
+        try policy.validate()
         try VaultFile.checkBounds(parameters, floor: options.floor, limits: options.limits)
         guard pinFormat.admits(pin) else { throw .pinOutsideFormat(pinFormat) }
         guard !vault.directory.exists else { throw .alreadyExists }
@@ -210,6 +209,8 @@ public struct PinVault: Sendable {
                 file.version = VaultFile.serverBindingVersion
                 file.server = serverRecord
             }
+            // A server-bound vault records the server's hard limit instead (below).
+            if policy.schedule != nil, serverRecord == nil { file.version = VaultFile.scheduleVersion }
             let slot = try vault.makePINSlot(
                 pin: pin, dataKey: dataKey, parameters: parameters, file: &file, half: half)
             file.slots = [slot]

@@ -33,6 +33,10 @@ public enum VaultError: Error, Equatable, Sendable {
     case unsuitableDirectory(reason: String)
     /// The file is damaged, truncated or was edited; `reason` says where.
     case damaged(reason: String)
+    /// A throttle policy or lockout schedule that no vault can record (a limit out of range,
+    /// a malformed or empty schedule, a delay out of range); `reason` says which. Refused before
+    /// anything is read, written or derived.
+    case invalidPolicy(reason: String)
     /// The file's key-derivation parameters are below the floor this reader
     /// accepts (a downgrade).
     case parametersBelowFloor

@@ -1,12 +1,13 @@
 import SecureCore
 
-/// The vault file, version 2 (software), 3 (bound to a TPM) or 4 (bound to a server), as `docs/vault-format.md` specifies it. Every
+/// The vault file, version 2 (software), 3 (bound to a TPM), 4 (bound to a server), 5 (TPM under
+/// a PCR policy) or 6 (a soft policy with its own schedule), as `docs/vault-format.md` specifies it. Every
 /// constant of the format lives here; ``decode(_:floor:limits:)`` checks each
 /// MUST of the specification in its order and returns a typed error.
 struct VaultFile: Equatable {
     static let magic: [UInt8] = Array("SPCVAULT".utf8)
     /// The newest version this library reads.
-    static let version: UInt16 = 5
+    static let version: UInt16 = 6
     /// What a vault without a binding is written as: readers of version 2 keep reading it.
     static let softwareVersion: UInt16 = 2
     /// The first version that records a binding (a TPM's sealed object) in the bound header.
@@ -15,6 +16,10 @@ struct VaultFile: Equatable {
     static let serverBindingVersion: UInt16 = 4
     /// The first version whose binding may be a TPM object under a PCR policy (binding type 3).
     static let pcrBindingVersion: UInt16 = 5
+    /// The first version whose policy may carry its own lockout schedule (policy kind 4).
+    static let scheduleVersion: UInt16 = 6
+    /// Policy kind of a soft policy with a recorded schedule (version 6).
+    static let policySoftSchedule: UInt8 = 4
     /// Versions before this one are recognised and refused (``VaultError/unsupportedFormat(version:)``).
     static let oldestReadableVersion: UInt16 = 2
     /// The first version that records the PIN format in the bound header.
@@ -142,6 +147,11 @@ struct VaultFile: Equatable {
                 w.u8(VaultFile.bindingSoftware)
             }
         }
+        if version >= VaultFile.scheduleVersion, let schedule = policy.schedule {
+            w.u16(UInt16(schedule.freeFailures))
+            w.u8(UInt8(schedule.delays.count))
+            for delay in schedule.delays { w.u32(delay) }
+        }
         return w.out
     }
 
@@ -211,11 +221,11 @@ struct VaultFile: Equatable {
         // 3. Fixed header.
         guard r.u16() == 0 else { throw .damaged(reason: "unknown flags") }
         let vaultID = r.bytes(16)!
-        let kind = r.u8()!
+        let policyKind = r.u8()!
         let maxFailures = Int(r.u16()!)
-        guard let policy = ThrottlePolicy(kind: kind, maxFailures: maxFailures) else {
-            throw .damaged(reason: "unknown throttle policy")
-        }
+        guard (1...3).contains(policyKind) || (policyKind == policySoftSchedule && version >= scheduleVersion),
+            maxFailures >= 1
+        else { throw .damaged(reason: "unknown throttle policy") }
         guard let keyHalf = r.u8(), keyHalf <= 1 else { throw .damaged(reason: "key-file half is not 0 or 1") }
         var pinFormat = VaultPinFormat.unrecorded
         if version >= pinFormatVersion {
@@ -276,6 +286,24 @@ struct VaultFile: Equatable {
                     vaultId: vaultId, address: VaultServerAddress(url: texts[0], configuration: texts[1]))
             default: throw .damaged(reason: "unknown binding")
             }
+        }
+        var schedule: LockoutSchedule? = nil
+        if policyKind == policySoftSchedule {
+            guard let free = r.u16(), let count = r.u8() else { throw .damaged(reason: "truncated lockout schedule") }
+            guard (1...LockoutSchedule.maximumDelayCount).contains(Int(count)) else {
+                throw .damaged(reason: "lockout schedule delay count out of range")
+            }
+            var delays: [UInt32] = []
+            for _ in 0..<count {
+                guard let delay = r.u32() else { throw .damaged(reason: "truncated lockout schedule") }
+                delays.append(delay)
+            }
+            do { schedule = try LockoutSchedule(freeFailures: Int(free), delays: delays) } catch {
+                throw .damaged(reason: "lockout schedule out of range")
+            }
+        }
+        guard let policy = ThrottlePolicy(kind: policyKind, maxFailures: maxFailures, schedule: schedule) else {
+            throw .damaged(reason: "throttle policy out of range")
         }
         guard let countByte = r.u8() else { throw .damaged(reason: "truncated header") }
         let count = Int(countByte)

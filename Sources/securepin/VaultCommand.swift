@@ -489,7 +489,8 @@ enum VaultCommand {
         guard status.remainingAttempts == 1 else { return }
         switch status.policy {
         case .wipe: CLI.printError("securepin: \(command): warning: the next wrong PIN erases the vault")
-        case .hard, .soft: CLI.printError("securepin: \(command): warning: the next wrong PIN locks the vault")
+        case .hard, .soft, .softSchedule:
+            CLI.printError("securepin: \(command): warning: the next wrong PIN locks the vault")
         }
     }
 
@@ -702,20 +703,45 @@ enum VaultCommand {
 
     static func parsePolicy(_ text: String?, _ args: inout Arguments) -> ThrottlePolicy {
         guard let text else { return .soft() }
-        let parts = text.split(separator: ":")
+        let usage =
+            "--policy must be soft, soft:N, soft:F:DELAYS[:N] (such as soft:5:30s,5m,30m), hard:N or wipe:N"
+            + " (N from 1 to 1000), not '\(text)'"
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.first == "soft", parts.count == 3 || parts.count == 4 {
+            // soft:F:D1,D2,…[:N]: the vault's own schedule, locked after N (default 20).
+            var limit = 20
+            if parts.count == 4 {
+                guard let n = Int(parts[3]), (1...1000).contains(n) else { args.fail(usage) }
+                limit = n
+            }
+            do throws(VaultError) {
+                let policy = ThrottlePolicy.softSchedule(
+                    try LockoutSchedule(parsing: "\(parts[1]):\(parts[2])"), maxFailures: limit)
+                try policy.validate()
+                return policy
+            } catch {
+                guard case .invalidPolicy(let reason) = error else { args.fail(usage) }
+                args.fail("--policy \(text): \(reason)")
+            }
+        }
         let limit = parts.count == 2 ? Int(parts[1]) : nil
         switch (parts.first, limit) {
         case ("soft", nil) where parts.count == 1: return .soft()
         case ("soft", let n?) where (1...1000).contains(n): return .soft(maxFailures: n)
         case ("hard", let n?) where (1...1000).contains(n): return .hard(maxFailures: n)
         case ("wipe", let n?) where (1...1000).contains(n): return .wipe(maxFailures: n)
-        default: args.fail("--policy must be soft, soft:N, hard:N or wipe:N (N from 1 to 1000), not '\(text)'")
+        default: args.fail(usage)
         }
     }
 
     static func describe(_ policy: ThrottlePolicy) -> String {
         switch policy {
         case .soft(let n): "soft, locked after \(n)"
+        case .softSchedule(let schedule, let n):
+            "soft, from failure \(schedule.freeFailures) waits "
+                + schedule.delays.dropLast().map { LockoutSchedule.formatDelay($0) + ", " }.joined()
+                + (schedule.delays.count > 1 ? "then " : "") + LockoutSchedule.formatDelay(schedule.delays.last!)
+                + " each time, locked after \(n)"
         case .hard(let n): "hard, locked after \(n)"
         case .wipe(let n): "wipe after \(n)"
         }
@@ -725,6 +751,7 @@ enum VaultCommand {
     static func policyName(_ policy: ThrottlePolicy) -> String {
         switch policy {
         case .soft(let n): "soft:\(n)"
+        case .softSchedule(let schedule, let n): "soft:\(schedule):\(n)"
         case .hard(let n): "hard:\(n)"
         case .wipe(let n): "wipe:\(n)"
         }
@@ -764,6 +791,7 @@ enum VaultCommand {
             case .unsuitableDirectory(let reason):
                 ("cannot use \(directory) for a vault: \(reason)", ExitCode.usage)
             case .damaged(let reason): ("the vault at \(directory) is damaged: \(reason)", ExitCode.usage)
+            case .invalidPolicy(let reason): ("the throttle policy is not valid: \(reason)", ExitCode.usage)
             case .parametersBelowFloor:
                 (
                     "refused: the vault at \(directory) derives its key below the floor of \(Help.floorText); "

@@ -436,7 +436,8 @@ check "wipe:1: the warning came before the PIN, and the vault is gone" 0 0 $?
 
 # Invalid KDF settings are refused before anything is read or asked (standard input never ends here).
 for bad in "-t 1 -k 19456" "-t 2 -k 8192" "-k 65536" "-t 3" "-p 2" "--target-ms 100 -t 2 -k 65536" "--policy wipe" \
-    "--complexity digits-5" "--pin-fd 0"; do
+    "--complexity digits-5" "--pin-fd 0" "--policy soft:5:30s,5x" "--policy soft:0:30s" "--policy soft:5:30s:0" \
+    "--policy soft:20:30s" "--policy soft:5:30s,,5m" "--policy soft:5:31d" "--policy soft:5:"; do
     # shellcheck disable=SC2086
     timeout 10 "$B" vault init --vault "$work/kdf" --pin-fd 3 $bad 3< <(sleep 30) < <(sleep 30) >/dev/null 2>"$work/err"
     code=$?
@@ -444,6 +445,27 @@ for bad in "-t 1 -k 19456" "-t 2 -k 8192" "-k 65536" "-t 3" "-p 2" "--target-ms 
     check "vault init $bad -> a plain message" 0 0 $?
     check "vault init $bad -> exit 2 at once" 2 $code
 done
+[[ ! -e $work/kdf ]]
+check "no refused vault init left a directory" 0 0 $?
+timeout 10 "$B" vault init --vault "$work/kdf" --pin-fd 3 --policy soft:20:30s 3< <(sleep 30) < <(sleep 30) \
+    2>"$work/err"
+grep -q "the first delay comes after 20 failures, but the vault locks after 20" "$work/err"
+check "a schedule that never applies says why" 0 0 $?
+
+# The PIN-vault scheme's soft lockout (30 s, then 5 min, then 30 min), recorded in the vault header.
+v="$work/schedule"
+printf s | "$B" vault init --vault "$v" --pin-fd 3 -t 2 -k 19456 --policy soft:2:30s,5m,30m:10 3<<<"2468" >/dev/null 2>&1
+check "vault init --policy soft:2:30s,5m,30m:10" 0 $?
+"$B" vault status --vault "$v" --json | grep -q '"policy":"soft:2:30s,5m,30m:10"'
+check "status --json names the schedule" 0 0 $?
+for _ in 1 2; do "$B" vault unlock --vault "$v" --pin-fd 3 3<<<"1357" >/dev/null 2>&1; done
+"$B" vault unlock --vault "$v" --pin-fd 3 3<<<"2468" >/dev/null 2>"$work/err"
+check "two failures, then the schedule's first delay -> 3" 3 $?
+grep -Eq "try again in (30|29|28) s; nothing was counted" "$work/err"
+check "the first delay is the schedule's 30 s" 0 0 $?
+"$B" vault status --vault "$v" >"$work/status"
+grep -q "soft, from failure 2 waits 30s, 5m, then 30m each time, locked after 10" "$work/status"
+check "status describes the schedule" 0 0 $?
 timeout 10 "$B" vault init --vault "$work/kdf" --pin-fd 3 -t 1 -k 19456 3< <(sleep 30) < <(sleep 30) 2>"$work/err"
 grep -q "below the vault's floor of 19456 KiB (19 MiB) and t = 2" "$work/err"
 check "the floor is named in the message" 0 0 $?
