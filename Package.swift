@@ -337,6 +337,14 @@ let testing: [Target] = [
     .testTarget(
         name: "HTTPClientTests",
         dependencies: ["HTTPClient", "HTTPServer", "TestSupport"]),
+    // Every case of every public error type describes itself in a sentence, never a value dump.
+    .testTarget(
+        name: "ErrorDescriptionTests",
+        dependencies: [
+            "SecureCore", "Biometry", "PinStrength", "PinEntry", "PinEntryTerminal", "PostQuantum", "PowerAuthProtocol",
+            "Activation", "ActivationServer", "HTTPClient", "HTTPServer", "SQLiteStore", "PostgresStore",
+            "ReferenceServer", "VaultOPRFProtocol", "PinVault", "Spawn",
+        ]),
     // The code of the DocC articles: each article's snippets compile and run here.
     .testTarget(
         name: "DocSnippetTests",

@@ -62,6 +62,31 @@ public struct KeyringBiometricAuthenticator: BiometricAuthenticator {
     /// configuration that invalidates the factor "after a change" never sees one.
     public var enrolledSetFingerprint: [UInt8] { [UInt8](repeating: 0, count: 32) }
 
+    /// The one configuration this authenticator honours: all three settings false. There is no
+    /// enrolled set to watch (`invalidateBiometricFactorAfterChange`), no device passcode to fall
+    /// back to (`allowFallbackToDevicePasscode`: the keyring is unlocked or not, and is never
+    /// unlocked from here), and no evaluation context to spend after one use
+    /// (`invalidateLocalAuthenticationContextAfterUse`: an unlocked keyring releases the key to
+    /// every evaluation until it is locked). Pass it as the vault's or the activation's
+    /// `BiometricConfiguration`; the default configuration (PowerAuth's, with the last setting
+    /// true) is refused with `Biometry.BiometryError.unsupportedOption(_:)`.
+    public static let supportedConfiguration = BiometricConfiguration(
+        invalidateBiometricFactorAfterChange: false, allowFallbackToDevicePasscode: false,
+        invalidateLocalAuthenticationContextAfterUse: false)
+
+    /// Refuses each setting the keyring cannot honour (see ``supportedConfiguration``).
+    /// - Parameter configuration: the settings to check.
+    /// - Throws: `Biometry.BiometryError.unsupportedOption(_:)` naming the first such setting.
+    public func checkConfiguration(_ configuration: BiometricConfiguration) throws(BiometryError) {
+        if configuration.invalidateBiometricFactorAfterChange {
+            throw .unsupportedOption(.invalidateBiometricFactorAfterChange)
+        }
+        if configuration.allowFallbackToDevicePasscode { throw .unsupportedOption(.allowFallbackToDevicePasscode) }
+        if configuration.invalidateLocalAuthenticationContextAfterUse {
+            throw .unsupportedOption(.invalidateLocalAuthenticationContextAfterUse)
+        }
+    }
+
     /// Where the key of `account` lives.
     func address(account: String) -> SecretItemAddress {
         SecretItemAddress(
@@ -86,11 +111,13 @@ public struct KeyringBiometricAuthenticator: BiometricAuthenticator {
     }
 
     /// Returns the key when the collection is unlocked; no prompt is shown (`prompt` is unused).
-    /// - Throws: `Biometry.BiometryError.notConfigured` when no key is stored,
-    ///   `Biometry.BiometryError.failed(_:)` with `lockout` when the collection is locked.
+    /// - Throws: `Biometry.BiometryError.unsupportedOption(_:)` for a configuration other than
+    ///   ``supportedConfiguration`` (nothing read), `Biometry.BiometryError.notConfigured` when no
+    ///   key is stored, `Biometry.BiometryError.failed(_:)` with `lockout` when the collection is locked.
     public func evaluate(prompt: String, account: String, configuration: BiometricConfiguration)
         async throws(BiometryError) -> SecureBytes
     {
+        try checkConfiguration(configuration)
         let found: SecureBytes?
         do throws(ActivationError) {
             found = try connection.read(address(account: account))

@@ -61,3 +61,39 @@ func protocolStep<R>(_ body: () throws(ProtocolError) -> R) throws(ActivationSer
         throw .protocolFailure(error)
     }
 }
+
+extension ActivationServerError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names a key or a code.
+    public var description: String {
+        switch self {
+        case .activationNotFound: "no activation has that identifier or activation code"
+        case .invalidState(let state): "the operation is not allowed while the activation is \(Self.name(state))"
+        case .invalidActivationCode: "the activation code is unknown or already used"
+        case .authenticationFailed: "the authentication failed"
+        case .malformedRequest(let reason): "the request is malformed: \(reason)"
+        case .duplicate: "the identifier or activation code already exists"
+        case .storage(let reason): "the store failed: \(reason)"
+        case .unavailable(let reason):
+            "the store cannot be reached now: \(reason); a change in flight may or may not have taken effect"
+        case .invalidConfiguration(let reason): "the server configuration is not valid: \(reason)"
+        case .protocolFailure(let error): "a protocol computation failed: \(error)"
+        case .temporaryKeyFailure: "the temporary key cannot be issued or used"
+        case .requestExpired: "the encrypted request's timestamp lies outside the accepted window"
+        case .replayedRequest: "the encrypted request was accepted before: a replay"
+        case .encryptionFailed: "the encrypted request does not decrypt"
+        case .tokenInvalid: "the MAC token does not verify"
+        case .upgradeNotAvailable: "no protocol upgrade is available: every activation already speaks protocol 3"
+        }
+    }
+
+    /// The state as the back office names it.
+    private static func name(_ state: ProtocolActivationState) -> String {
+        switch state {
+        case .created: "CREATED"
+        case .pendingCommit: "PENDING_COMMIT"
+        case .active: "ACTIVE"
+        case .blocked: "BLOCKED"
+        case .removed: "REMOVED"
+        }
+    }
+}

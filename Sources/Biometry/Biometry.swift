@@ -49,6 +49,17 @@ public struct BiometricConfiguration: Sendable, Equatable {
     }
 }
 
+/// A setting of ``BiometricConfiguration``, named in
+/// ``BiometryError/unsupportedOption(_:)`` when an authenticator cannot honour its value.
+public enum BiometricOption: String, Sendable, Equatable, CaseIterable {
+    /// ``BiometricConfiguration/invalidateBiometricFactorAfterChange``.
+    case invalidateBiometricFactorAfterChange
+    /// ``BiometricConfiguration/allowFallbackToDevicePasscode``.
+    case allowFallbackToDevicePasscode
+    /// ``BiometricConfiguration/invalidateLocalAuthenticationContextAfterUse``.
+    case invalidateLocalAuthenticationContextAfterUse
+}
+
 /// The platform's biometric key store: a key is stored behind biometry and
 /// released only after a successful evaluation (Keychain with
 /// `.biometryCurrentSet`, Android Keystore with user authentication).
@@ -68,4 +79,12 @@ public protocol BiometricAuthenticator: Sendable {
         -> SecureBytes
     /// Deletes the key stored under `account` (no error when absent).
     func deleteKey(account: String)
+    /// Checks that this authenticator honours every setting of `configuration` as set, so that
+    /// none is silently ignored. The vault and the activation service call it before they
+    /// use the authenticator (the service when it is created), and ``evaluate(prompt:account:configuration:)``
+    /// refuses such a configuration too.
+    /// - Parameter configuration: the settings the caller will evaluate with.
+    /// - Throws: ``BiometryError/unsupportedOption(_:)`` naming the first setting whose value
+    ///   this authenticator cannot honour.
+    func checkConfiguration(_ configuration: BiometricConfiguration) throws(BiometryError)
 }

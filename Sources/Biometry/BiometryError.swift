@@ -12,4 +12,8 @@ public enum BiometryError: Error, Equatable, Sendable {
     case notConfigured
     /// Secure memory failed while copying the key.
     case secureCore(SecureCoreError)
+    /// This authenticator cannot honour the option's value in the configuration (for example
+    /// the login keyring has no enrolled set to watch and no passcode to fall back to); nothing
+    /// was evaluated, stored or changed. Choose a configuration it supports.
+    case unsupportedOption(BiometricOption)
 }

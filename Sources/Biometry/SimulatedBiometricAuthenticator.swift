@@ -65,7 +65,10 @@ public final class SimulatedBiometricAuthenticator: BiometricAuthenticator, @unc
         -> SecureBytes
     {
         let result: Result<SecureBytes, BiometryError> = state.withLock { s in
-            guard s.status == .available else { return .failure(.failed(s.status)) }
+            // A locked-out sensor with the passcode fallback allowed asks for the device
+            // passcode instead: the scripted outcome then stands for the passcode's.
+            let passcode = s.status == .lockout && configuration.allowFallbackToDevicePasscode
+            guard s.status == .available || passcode else { return .failure(.failed(s.status)) }
             guard let key = s.keys[account] else { return .failure(.notConfigured) }
             let reuse = !configuration.invalidateLocalAuthenticationContextAfterUse && s.cachedAccount == account
             if !reuse {
@@ -82,6 +85,13 @@ public final class SimulatedBiometricAuthenticator: BiometricAuthenticator, @unc
         }
         return try result.get()
     }
+
+    /// Every setting works here: the evaluation context is reused only when
+    /// `invalidateLocalAuthenticationContextAfterUse` is false, ``changeEnrolledSet()`` changes the
+    /// fingerprint the callers compare for `invalidateBiometricFactorAfterChange`, and a lockout
+    /// falls back to the (scripted) device passcode when `allowFallbackToDevicePasscode` is true.
+    /// - Parameter configuration: any configuration.
+    public func checkConfiguration(_ configuration: BiometricConfiguration) throws(BiometryError) {}
 
     /// Removes the key.
     public func deleteKey(account: String) {

@@ -38,14 +38,14 @@ extension HTTPClientError: CustomStringConvertible {
     /// A sentence a person can act on.
     public var description: String {
         switch self {
-        case .connectionRefused: "the server cannot be reached (connection refused or host unreachable)"
+        case .connectionRefused: "the server cannot be reached: the connection was refused or the host is unreachable"
         case .timeout: "the server did not answer in time"
-        case .serverError(let status): "the server failed (HTTP \(status))"
+        case .serverError(let status): "the server failed with HTTP \(status)"
         case .invalidResponse: "the answer was not a complete HTTP response"
         case .cancelled: "the request was cancelled"
         case .tls(let failure): "TLS: \(failure)"
         case .invalidConfiguration(let reason): "the HTTP client cannot be used as configured: \(reason)"
-        case .other(let reason): reason
+        case .other(let reason): reason.isEmpty ? "the request failed" : "the request failed: \(reason)"
         }
     }
 }
@@ -54,10 +54,10 @@ extension HTTPClientError.TLSFailure: CustomStringConvertible {
     /// A sentence a person can act on.
     public var description: String {
         switch self {
-        case .untrustedCertificate(let reason): "the server's certificate is not trusted (\(reason))"
+        case .untrustedCertificate(let reason): "the server's certificate is not trusted: \(reason)"
         case .pinnedKeyMismatch: "the server's public key is not one of the pinned keys"
         case .unusableCAFile(let file): "the CA file \(file) cannot be used"
-        case .handshakeFailed(let reason): "the TLS handshake failed (\(reason))"
+        case .handshakeFailed(let reason): "the TLS handshake failed: \(reason)"
         }
     }
 }

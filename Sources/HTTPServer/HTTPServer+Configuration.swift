@@ -101,7 +101,7 @@ extension HTTPServer {
             public let text: String
             /// A sentence saying what is wrong.
             public var description: String {
-                "\"\(text)\" is not a listen address: give IPV4:PORT or [IPV6]:PORT (127.0.0.1:8080, [::1]:8080)"
+                "\"\(text)\" is not a listen address: give IPV4:PORT or [IPV6]:PORT, such as 127.0.0.1:8080 or [::1]:8080"
             }
         }
 

@@ -24,7 +24,7 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         public let text: String
         /// A sentence saying what is wrong.
         public var description: String {
-            "\"\(text)\" is not an IP network: give an IPv4 or IPv6 address, optionally with /PREFIX (10.0.0.0/8, ::1/128)"
+            "\"\(text)\" is not an IP network: give an IPv4 or IPv6 address, optionally with /PREFIX, such as 10.0.0.0/8 or ::1/128"
         }
     }
 

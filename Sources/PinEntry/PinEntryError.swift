@@ -44,3 +44,18 @@ extension PinEntryError {
     /// Wraps a SecureCore error (the one place that mapping happens).
     init(_ error: SecureCoreError) { self = .secureMemory(error) }
 }
+
+extension PinEntryError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names the PIN.
+    public var description: String {
+        switch self {
+        case .secureMemory(let error): "secure memory failed: \(error)"
+        case .randomSourceFailed: "the system random source failed"
+        case .editOutOfRange(let location, let length, let passwordLength):
+            "an edit of \(length) characters at \(location) lies outside the password of \(passwordLength) characters"
+        case .invalidLengthPolicy(let minimum, let maximum):
+            "a length policy of \(minimum) to \(maximum) characters is not valid: the minimum must be at least 1 "
+                + "and at most the maximum, the maximum at most \(PinLengthPolicy.absoluteMaximum)"
+        }
+    }
+}

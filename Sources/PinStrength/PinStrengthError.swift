@@ -16,3 +16,14 @@ extension PinStrengthError {
     /// Wraps a SecureCore error (the one place that mapping happens).
     init(_ error: SecureCoreError) { self = .secureMemory(error) }
 }
+
+extension PinStrengthError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names the PIN.
+    public var description: String {
+        switch self {
+        case .secureMemory(let error): "secure memory failed: \(error)"
+        case .characterNotAllowed: "the PIN has a character other than the digits 0-9"
+        case .empty: "the PIN is empty"
+        }
+    }
+}

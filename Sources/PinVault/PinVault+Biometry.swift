@@ -6,9 +6,11 @@ extension PinVault {
     /// proves the user and is counted like an unlock.
     /// - Throws: ``VaultError/biometryFailed(_:)`` when the system cannot do
     ///   biometry, ``VaultError/biometryNotConfigured`` without an
-    ///   authenticator, and the errors of `unlock(pin:_:)`.
+    ///   authenticator, ``VaultError/biometryOptionNotSupported(_:)`` for a
+    ///   ``Options/biometricConfiguration`` the authenticator cannot honour (nothing counted
+    ///   or written), and the errors of `unlock(pin:_:)`.
     public func addBiometricSlot(pin: Password) throws(VaultError) {
-        guard let authenticator = options.authenticator else { throw .biometryNotConfigured }
+        let authenticator = try requireAuthenticator()
         guard authenticator.systemStatus == .available else { throw .biometryFailed(authenticator.systemStatus) }
         try directory.locked { () throws(VaultError) in
             let (file, dataKey, _) = try openDataKey(pin: pin)
@@ -22,6 +24,33 @@ extension PinVault {
             updated.slots = file.slots.filter { $0.type != .biometric } + [slot]
             try writeVault(updated, half: half)
         }
+    }
+
+    /// The authenticator, once it has accepted ``Options/biometricConfiguration``: a setting it
+    /// cannot honour is refused before anything is counted, evaluated or written, never ignored.
+    func requireAuthenticator() throws(VaultError) -> any BiometricAuthenticator {
+        guard let authenticator = options.authenticator else { throw .biometryNotConfigured }
+        do throws(BiometryError) { try authenticator.checkConfiguration(options.biometricConfiguration) } catch {
+            throw VaultError(error)
+        }
+        return authenticator
+    }
+
+    /// The authenticator when a biometric slot can be made now (a PIN change carries the slot
+    /// over only then): available, and honouring the configuration.
+    var usableAuthenticator: (any BiometricAuthenticator)? {
+        guard let authenticator = try? requireAuthenticator(), authenticator.systemStatus == .available else {
+            return nil
+        }
+        return authenticator
+    }
+
+    /// Whether the system's state lets an evaluation run: available, or locked out with the
+    /// device-passcode fallback allowed (the authenticator then asks for the passcode).
+    func canEvaluate(_ authenticator: any BiometricAuthenticator) -> Bool {
+        let status = authenticator.systemStatus
+        return status == .available
+            || (status == .lockout && options.biometricConfiguration.allowFallbackToDevicePasscode)
     }
 
     /// A biometric slot for `dataKey`: a new random key, stored by the
@@ -71,7 +100,8 @@ extension PinVault {
     /// - Returns: what `body` returns.
     /// - Throws: ``VaultError/biometryNotConfigured``, ``VaultError/biometryInvalidated``
     ///   (enrolled set changed and the configuration invalidates the factor),
-    ///   ``VaultError/biometryFailed(_:)``, ``VaultError/cancelled``, ``VaultError/locked``.
+    ///   ``VaultError/biometryFailed(_:)``, ``VaultError/cancelled``, ``VaultError/locked``,
+    ///   ``VaultError/biometryOptionNotSupported(_:)`` (nothing evaluated).
     public func unlockWithBiometry<R>(prompt: String, _ body: (SecureBytes) -> R) async throws(VaultError) -> R {
         let secret = try await openWithBiometry(prompt: prompt)
         defer { secret.destroy() }
@@ -93,13 +123,13 @@ extension PinVault {
 
     /// Whether a biometric unlock can be attempted now (system available and a slot present).
     public var canUnlockWithBiometry: Bool {
-        guard let authenticator = options.authenticator, authenticator.systemStatus == .available else { return false }
+        guard let authenticator = try? requireAuthenticator(), canEvaluate(authenticator) else { return false }
         return (try? status().hasBiometricSlot) == true
     }
 
     func openWithBiometry(prompt: String) async throws(VaultError) -> SecureBytes {
-        guard let authenticator = options.authenticator else { throw .biometryNotConfigured }
-        guard authenticator.systemStatus == .available else { throw .biometryFailed(authenticator.systemStatus) }
+        let authenticator = try requireAuthenticator()
+        guard canEvaluate(authenticator) else { throw .biometryFailed(authenticator.systemStatus) }
         let (file, slot) = try biometricSlot()
         let key: SecureBytes
         do throws(BiometryError) {
@@ -126,10 +156,14 @@ extension PinVault {
         }
     }
 
-    /// The biometric slot, after applying `invalidateBiometricFactorAfterChange`.
+    /// The biometric slot, after applying `invalidateBiometricFactorAfterChange`. As in
+    /// PowerAuth's SDKs, a factor that may fall back to the device passcode is not bound to the
+    /// enrolled set, so `allowFallbackToDevicePasscode` turns the invalidation off.
     func biometricSlot() throws(VaultError) -> (VaultFile, VaultFile.Slot) {
         let authenticator = options.authenticator
-        let invalidate = options.biometricConfiguration.invalidateBiometricFactorAfterChange
+        let configuration = options.biometricConfiguration
+        let invalidate =
+            configuration.invalidateBiometricFactorAfterChange && !configuration.allowFallbackToDevicePasscode
         return try directory.locked { () throws(VaultError) in
             var file = try loadFile()
             guard let slot = file.slots.first(where: { $0.type == .biometric }) else { throw .biometryNotConfigured }

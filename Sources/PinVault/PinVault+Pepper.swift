@@ -75,7 +75,7 @@ extension PinVault {
                 pin: pin, dataKey: dataKey, parameters: opened.parameters, file: &updated, half: half)
             updated.slots = [newSlot]
             if let biometric = file.slots.first(where: { $0.type == .biometric }),
-                let authenticator = options.authenticator, authenticator.systemStatus == .available
+                let authenticator = usableAuthenticator
             {
                 updated.slots.append(
                     try makeBiometricSlot(

@@ -318,7 +318,7 @@ public struct PinVault: Sendable {
                 pin: new, dataKey: dataKey, parameters: newParameters, file: &updated, half: half)
             updated.slots = [newSlot]
             if let biometric = file.slots.first(where: { $0.type == .biometric }),
-                let authenticator = options.authenticator, authenticator.systemStatus == .available
+                let authenticator = usableAuthenticator
             {
                 updated.slots.append(
                     try makeBiometricSlot(

@@ -61,6 +61,9 @@ public enum VaultError: Error, Equatable, Sendable {
     case biometryInvalidated
     /// Biometric evaluation failed or is not possible; see the status.
     case biometryFailed(BiometricSystemStatus)
+    /// The ``PinVault/Options/authenticator`` cannot honour this setting of
+    /// ``PinVault/Options/biometricConfiguration``; nothing was counted, evaluated or written.
+    case biometryOptionNotSupported(BiometricOption)
     /// The user cancelled (biometric prompt or PIN entry).
     case cancelled
     /// The file system refused an operation (`errno`), with the step that failed.
@@ -114,6 +117,7 @@ extension VaultError {
         case .failed(let status): self = .biometryFailed(status)
         case .notConfigured: self = .biometryNotConfigured
         case .secureCore(let core): self = .secureCore(core)
+        case .unsupportedOption(let option): self = .biometryOptionNotSupported(option)
         }
     }
 }

@@ -13,3 +13,15 @@ public enum PostQuantumError: Error, Equatable, Sendable {
     /// Secure memory could not be had (see `SecureCore.SecureCoreError`).
     case secureMemory(SecureCoreError)
 }
+
+extension PostQuantumError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names a key.
+    public var description: String {
+        switch self {
+        case .invalidSize(let expected, let actual): "the input has \(actual) bytes, not the \(expected) it needs"
+        case .invalidKey: "the key fails its FIPS 203 check"
+        case .malformedPublicKeyInfo: "the SubjectPublicKeyInfo is not the DER this parameter set's key travels in"
+        case .secureMemory(let error): "secure memory failed: \(error)"
+        }
+    }
+}

@@ -21,3 +21,21 @@ public enum PostgresError: Error, Equatable, Sendable {
     /// Thrown by a transaction body to roll the transaction back on purpose.
     case aborted(reason: String)
 }
+
+extension PostgresError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it names tables and columns, never values.
+    public var description: String {
+        switch self {
+        case .unavailable(let reason): "the database cannot be reached: \(reason)"
+        case .timeout: "the statement ran into the statement or lock timeout"
+        case .constraint(let message): "a constraint was violated: \(message)"
+        case .server(let sqlState, let message): "the database failed with SQLSTATE \(sqlState): \(message)"
+        case .schemaTooNew(let found, let supported):
+            "the database's schema version \(found) is newer than the \(supported) this program knows: "
+                + "a newer program wrote it, and it is left untouched"
+        case .typeMismatch(let column, let expected): "column \(column) does not hold \(expected)"
+        case .invalidConnectionString: "the connection string is empty or holds a NUL byte"
+        case .aborted(let reason): "the transaction was rolled back: \(reason)"
+        }
+    }
+}

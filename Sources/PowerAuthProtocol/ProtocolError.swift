@@ -99,3 +99,43 @@ package func lift<R>(keyField: String = "key", _ body: () throws(SecureCoreError
         throw ProtocolError(error, keyField: keyField)
     }
 }
+
+extension ProtocolError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it names a field, never a secret.
+    public var description: String {
+        switch self {
+        case .malformedBase64(let field): "the field \(field) is not canonical Base64"
+        case .invalidLength(let field, let expected, let actual):
+            "the field \(field) has \(actual) bytes, not \(expected)"
+        case .invalidKey(let field): "the key \(field) is not a valid P-256 key"
+        case .unknownFactorSet(let text): "the factor set \(text) is not one PowerAuth defines"
+        case .missingFactorKey(let factor): "the \(factor.rawValue) factor key is missing"
+        case .invalidComponentLength(let length): "a component length of \(length) digits is outside 4 ... 8"
+        case .malformedAuthenticationCode: "the authentication code does not match its format and factor set"
+        case .invalidLookAhead(let window): "a look-ahead window of \(window) is outside 1 ... 255"
+        case .malformedHeader(let reason): "the X-PowerAuth-Authorization header is malformed: \(reason)"
+        case .missingHeaderField(let name): "the authorization header lacks \(name)"
+        case .duplicateHeaderField(let name): "the authorization header has \(name) twice"
+        case .unknownHeaderField(let name): "the authorization header has the unknown parameter \(name)"
+        case .invalidActivationId:
+            "the activation identifier is empty, too long, or not made of letters, digits and dashes"
+        case .unsupportedProtocolVersion(let version): "protocol version \(version) is not supported: 3.0 ... 3.3 are"
+        case .invalidHTTPMethod(let method): "the HTTP method \(method) is not a token of letters"
+        case .unknownAlgorithm(let name): "the algorithm \(name) is not one PowerAuth defines"
+        case .unsupportedAlgorithm(let name, let missing):
+            "the algorithm \(name) needs \(missing), which this implementation lacks"
+        case .invalidStatusBlobMagic: "the status blob does not open: its magic is wrong, usually from a wrong key"
+        case .unknownActivationState(let state): "the status blob has the unknown activation state \(state)"
+        case .invalidKDFParameters(let memoryKiB, let iterations):
+            "the Argon2id parameters, \(memoryKiB) KiB and \(iterations) iterations, are outside the accepted "
+                + "bounds: memory 8 KiB ... 1 GiB, iterations 1 ... 32"
+        case .emptyPIN: "the PIN is empty"
+        case .invalidConfiguration(let error): "the configuration string is not valid: \(error)"
+        case .invalidActivationCode(let error): "the activation code is not valid: \(error)"
+        case .malformedMessage(let reason): "the message does not follow the API: \(reason)"
+        case .ecies(let error): "end-to-end encryption failed: \(error)"
+        case .jwt(let error): "the temporary key's JWT is not valid: \(error)"
+        case .core(let error): "secure memory or cryptography failed: \(error)"
+        }
+    }
+}

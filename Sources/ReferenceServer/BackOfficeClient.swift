@@ -162,3 +162,14 @@ public enum BackOfficeError: Error, Equatable, Sendable {
     /// The answer did not decode.
     case invalidResponse
 }
+
+extension BackOfficeError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names the admin token.
+    public var description: String {
+        switch self {
+        case .transport(let error): "the back office cannot be reached: \(error)"
+        case .refused(let status, let code): "the back office refused with HTTP \(status) \(code)"
+        case .invalidResponse: "the back office's answer does not decode"
+        }
+    }
+}

@@ -351,3 +351,33 @@ public final class OPRFVaultStore: Sendable {
         }
     }
 }
+
+extension OPRFVaultStore.Refusal: CustomStringConvertible {
+    /// What the stored vault does not allow, in a sentence fragment a person can act on.
+    public var description: String {
+        switch self {
+        case .unknownVault: "no such vault"
+        case .blocked(let counters): "the vault is blocked: \(Self.count(counters))"
+        case .wrongState(let counters):
+            "the operation needs another state of the vault, which is \(Self.name(counters.state)); "
+                + Self.count(counters)
+        case .proofRefused(let counters):
+            "the proof did not verify, or there was no challenge to prove; \(Self.count(counters))"
+        case .storage(let reason): "the vault store failed: \(reason)"
+        }
+    }
+
+    /// `3 of 10 failures`.
+    private static func count(_ counters: VaultOPRFAPI.Counters) -> String {
+        "\(counters.failures) of \(counters.maxFailures) failures"
+    }
+
+    /// The record's state in words.
+    private static func name(_ state: VaultOPRFAPI.State) -> String {
+        switch state {
+        case .pending: "pending enrolment"
+        case .active: "active"
+        case .blocked: "blocked"
+        }
+    }
+}

@@ -17,3 +17,17 @@ public enum ReferenceServerError: Error, Equatable, Sendable {
     /// An option is invalid; `reason` says which.
     case invalidConfiguration(reason: String)
 }
+
+extension ReferenceServerError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names a key, code or token.
+    public var description: String {
+        switch self {
+        case .keyFile(let reason): "the server key file cannot be used: \(reason)"
+        case .storage(let reason): "the database failed: \(reason)"
+        case .corruptRecord(let reason): "a stored value does not open with the key file: \(reason)"
+        case .activationServer(let error): "the activation server refused its configuration: \(error)"
+        case .http(let error): "\(error)"
+        case .invalidConfiguration(let reason): "an option is not valid: \(reason)"
+        }
+    }
+}

@@ -43,3 +43,24 @@ extension SQLiteError {
         }
     }
 }
+
+extension SQLiteError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it names tables and columns, never values.
+    public var description: String {
+        switch self {
+        case .busy: "the database stayed locked by another connection for longer than the busy timeout"
+        case .constraint(let message): "a constraint was violated: \(message)"
+        case .corrupt(let message): "the file is not a database or is damaged: \(message)"
+        case .sqlite(let code, let message): "SQLite failed with code \(code): \(message)"
+        case .walUnavailable(let journalMode):
+            "the database cannot use write-ahead logging; its journal mode is \(journalMode)"
+        case .schemaTooNew(let found, let supported):
+            "the database's schema version \(found) is newer than the \(supported) this program knows: "
+                + "a newer program wrote it, and it is left untouched"
+        case .typeMismatch(let column, let expected, let found): "column \(column) holds \(found), not \(expected)"
+        case .columnOutOfRange(let column): "column \(column) is outside the statement's result columns"
+        case .nestedTransaction: "a transaction was begun inside a transaction"
+        case .aborted(let reason): "the transaction was rolled back: \(reason)"
+        }
+    }
+}

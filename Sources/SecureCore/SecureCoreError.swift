@@ -51,3 +51,34 @@ public enum SecureCoreError: Error, Equatable, Sendable {
     /// A status the C core documents but this layer did not expect.
     case internalFailure(status: Int)
 }
+
+extension SecureCoreError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names a secret.
+    public var description: String {
+        switch self {
+        case .destroyed: "the object was destroyed; create a new one"
+        case .indexOutOfRange(let index, let length): "index \(index) is out of range for a length of \(length)"
+        case .invalidCodePoint: "the character is not a Unicode scalar: a UTF-16 surrogate or a value above U+10FFFF"
+        case .tooLong(let maximum): "the password would be longer than \(maximum) characters"
+        case .malformedUTF8: "the bytes are not well-formed UTF-8"
+        case .outOfMemory: "out of memory: the operating system refused memory"
+        case .invalidSize(let size): "a size of \(size) bytes is not accepted here"
+        case .sizeMismatch(let expected, let actual): "the sizes differ: \(expected) bytes expected, \(actual) given"
+        case .invalidIterations: "the Argon2 iterations must be at least 1 and at most the ceiling in force"
+        case .invalidMemory: "the Argon2 memory must be at least 8 KiB per lane"
+        case .invalidParallelism: "the Argon2 parallelism must be 1 ... 16777215"
+        case .saltTooShort(let minimum): "the salt must be at least \(minimum) bytes"
+        case .invalidOutputLength(let length): "a derived key of \(length) bytes is outside 16 ... 64 bytes"
+        case .memoryAboveCeiling: "the Argon2 memory is above the configured ceiling"
+        case .keyDerivationFailed: "the key derivation failed, typically because memory was refused"
+        case .authenticationFailed:
+            "authenticated decryption failed: a wrong key, nonce or associated data, or altered data"
+        case .invalidKeyOrNonceSize: "a key or nonce has the wrong size for the algorithm"
+        case .unsupported: "the operation is not available on this machine"
+        case .invalidKey: "the key is not a valid P-256 key"
+        case .initializationFailed: "the cryptographic library could not initialise: it found no entropy source"
+        case .inheritedAcrossFork: "the object was inherited across fork without exec: it can only be destroyed"
+        case .internalFailure(let status): "the secure core failed with the unexpected status \(status)"
+        }
+    }
+}

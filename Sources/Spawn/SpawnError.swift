@@ -42,8 +42,8 @@ public struct SpawnError: Error, Equatable, Sendable, CustomStringConvertible {
         self.executable = executable
     }
 
-    /// For example `spawn /usr/bin/missing: No such file or directory (errno 2)`.
+    /// For example `spawn /usr/bin/missing: No such file or directory, error number 2`.
     public var description: String {
-        "\(operation.rawValue) \(executable): \(String(cString: strerror(code))) (errno \(code))"
+        "\(operation.rawValue) \(executable): \(String(cString: strerror(code))), error number \(code)"
     }
 }

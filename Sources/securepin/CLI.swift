@@ -1,3 +1,4 @@
+import Foundation
 import HTTPClient
 import SecureCore
 
@@ -47,6 +48,12 @@ enum CLI {
             OpenSSL   \(CryptoLibrary.openSSLVersion)
             libcurl   \(HTTPClient.transportVersion)
             """
+    }
+
+    /// The sentence an error describes itself with: a library error's description, Foundation's
+    /// localized text for a Foundation error (whose description is a dump).
+    static func sentence(_ error: any Error) -> String {
+        type(of: error) is NSError.Type ? error.localizedDescription : String(describing: error)
     }
 
     /// Writes a line to standard error.

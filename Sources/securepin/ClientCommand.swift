@@ -1,6 +1,7 @@
 import Activation
 import ActivationHTTP
 import ActivationKeyring
+import Biometry
 import Foundation
 import HTTPClient
 import PinEntry
@@ -200,7 +201,12 @@ enum ClientCommand {
             settings.userAgent = HTTPClient.userAgent(application: "securepin", version: Help.version)
             let configuration = try ActivationConfiguration(
                 instanceId: instance, baseEndpointURL: url, configuration: config, algorithm: algorithm.rawValue,
-                biometryKeyAccount: keychain.biometryKey(instanceId: instance), clientConfiguration: settings)
+                biometryKeyAccount: keychain.biometryKey(instanceId: instance),
+                // The keyring's biometry honours only this configuration (no enrolled set, no
+                // passcode fallback, no single-use context); files have no biometry at all.
+                biometricConfiguration: choice.kind == .keyring
+                    ? KeyringBiometricAuthenticator.supportedConfiguration : BiometricConfiguration(),
+                clientConfiguration: settings)
             place =
                 (choice.kind == .files ? state : "the keyring") + " (store: \(choice.kind.rawValue), \(choice.reason))"
             if choice.kind == .files, sub.hasPrefix("biometry-") || factors.factors.contains(.biometry) {
@@ -526,8 +532,8 @@ enum ClientCommand {
         case .algorithmMismatch(let activation, let configuration):
             "the activation uses \(activation.rawValue), the configuration asks for \(configuration.rawValue)"
                 + (configuration.isStronger(than: activation) ? ": upgrade available" : ": no downgrade exists")
-        case .protocolError(.invalidActivationCode(let why)): "the activation code is not valid (\(why))"
-        case .protocolError(.invalidConfiguration(let why)): "the configuration string is not valid (\(why))"
+        case .protocolError(.invalidActivationCode(let why)): "the activation code is not valid: \(why)"
+        case .protocolError(.invalidConfiguration(let why)): "the configuration string is not valid: \(why)"
         case .invalidActivationState(let reason): reason
         case .wrongParameter(let reason): reason
         case .invalidResponse(let reason): "the server's answer is not valid: \(reason)"
@@ -535,8 +541,13 @@ enum ClientCommand {
         case .biometryNotConfigured: "the biometry factor is not added on this device (client biometry-add)"
         case .biometryNotAvailable(.lockout):
             "the keyring is locked: unlock it (log in, or unlock the keyring) and try again"
-        case .biometryNotAvailable(let status): "the biometry factor is not available (\(status.rawValue))"
-        default: "\(error)"
+        case .biometryNotAvailable(let status): "the biometry factor is not available: \(status.phrase)"
+        // The library's own sentences, case by case: a new case does not compile until it is placed.
+        case .protocolError, .core, .invalidActivationData, .upgradeSDK, .weakPassword, .storage, .authentication,
+            .credentialsRejected, .credentialsExpired, .biometryInvalidated, .biometryFailed,
+            .biometryOptionNotSupported,
+            .cancelled:
+            error.description
         }
     }
 

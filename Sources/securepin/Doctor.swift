@@ -33,7 +33,7 @@ enum Doctor {
             }
             return 0
         } catch {
-            CLI.printError("securepin: doctor: could not read this machine's facts: \(error.localizedDescription)")
+            CLI.printError("securepin: doctor: could not read this machine's facts: \(CLI.sentence(error))")
             return ExitCode.refused
         }
     }

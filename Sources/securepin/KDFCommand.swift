@@ -65,7 +65,7 @@ enum KDFCommand {
         } catch SecureIO.Failure.readFailed(let code) {
             args.fail("could not read standard input: \(String(cString: strerror(code)))")
         } catch {
-            CLI.printError("securepin: kdf hash: failed: \(error.localizedDescription)")
+            CLI.printError("securepin: kdf hash: failed: \(CLI.sentence(error))")
             return ExitCode.refused
         }
     }
@@ -126,7 +126,7 @@ enum KDFCommand {
         } catch let error as SecureCoreError {
             args.fail(describe(error))
         } catch {
-            CLI.printError("securepin: kdf tune: failed: \(error.localizedDescription)")
+            CLI.printError("securepin: kdf tune: failed: \(CLI.sentence(error))")
             return ExitCode.refused
         }
     }
@@ -157,7 +157,12 @@ enum KDFCommand {
             "memory (-k) is above this machine's ceiling of \(Argon2id.Limits.default.maxMemoryKiB) KiB (half of RAM)"
         case .malformedUTF8: "the password on standard input is not UTF-8"
         case .outOfMemory: "out of memory: try less memory (-k) or securepin doctor"
-        default: "the cryptographic library refused the request (securepin doctor tells more)"
+        case .keyDerivationFailed, .unsupported, .initializationFailed, .internalFailure:
+            "\(error.description); securepin doctor tells more"
+        // The library's own sentences, case by case: a new case does not compile until it is placed.
+        case .destroyed, .indexOutOfRange, .invalidCodePoint, .tooLong, .invalidSize, .sizeMismatch,
+            .authenticationFailed, .invalidKeyOrNonceSize, .invalidKey, .inheritedAcrossFork:
+            error.description
         }
     }
 }

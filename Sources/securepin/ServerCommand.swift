@@ -167,7 +167,7 @@ enum ServerCommand {
         _ error: any Error, listeners: [HTTPServer.Listener], database: String, keyFile: String?
     ) -> String {
         guard let error = error as? ReferenceServerError else {
-            return "could not start: \(error.localizedDescription)"
+            return "could not start: \(CLI.sentence(error))"
         }
         // With one listener the line names it; with several, which one failed is not known here.
         let place =
@@ -184,8 +184,8 @@ enum ServerCommand {
             return "could not listen on \(place): \(String(cString: strerror(code)))"
         case .http(.invalidAddress(let host)):
             return "cannot listen on \(host): not an IPv4 or IPv6 address"
-        case .http:
-            return "could not start the HTTP server on \(place)"
+        case .http(.invalidConfiguration), .http(.alreadyRunning), .http(.outOfMemory):
+            return "could not start the HTTP server on \(place): \(error)"
         case .keyFile(let reason):
             return "key file \(keyFile ?? database + ".key"): \(reason)"
         case .storage(let reason):
@@ -194,8 +194,8 @@ enum ServerCommand {
             return "database \(database) does not open with its key file: \(reason)"
         case .invalidConfiguration(let reason):
             return reason
-        case .activationServer:
-            return "the activation server refused its configuration (--max-failures)"
+        case .activationServer(let refusal):
+            return "the activation server refused its configuration: \(refusal) (--max-failures)"
         }
     }
 

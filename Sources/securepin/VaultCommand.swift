@@ -51,7 +51,7 @@ enum VaultCommand {
         } catch let error as SecureCoreError {
             args.fail(KDFCommand.describe(error))
         } catch {
-            CLI.printError("securepin: \(command): failed: \(error.localizedDescription)")
+            CLI.printError("securepin: \(command): failed: \(CLI.sentence(error))")
             return ExitCode.refused
         }
     }
@@ -505,7 +505,7 @@ enum VaultCommand {
         if !biometry { input.checkAvailable(command: "vault unlock") }
         let peppered = try attachPepper(directory, &options, store: store, args: args)
         defer { options.pepper?.destroy() }
-        if biometry { options.authenticator = try keyringAuthenticator() }
+        if biometry { try useKeyringBiometry(&options) }
         let vault = PinVault(directory: directory, options: options)
         // A missing, damaged, locked or throttled vault fails before the PIN.
         let state = try checkedStatus(vault, bind: bind, args: args)
@@ -549,6 +549,13 @@ enum VaultCommand {
         }
     }
 
+    /// The keyring authenticator with the one biometric configuration it honours (all three
+    /// settings false: no enrolled set, no passcode fallback, no single-use context).
+    static func useKeyringBiometry(_ options: inout PinVault.Options) throws {
+        options.authenticator = try keyringAuthenticator()
+        options.biometricConfiguration = KeyringBiometricAuthenticator.supportedConfiguration
+    }
+
     /// `vault biometry-add`: a biometric slot whose key is in the login keyring; the PIN proves
     /// the user and is counted like an unlock.
     static func biometryAdd(_ args: inout Arguments, directory: inout String, store: StoreOptions) throws -> Int32 {
@@ -558,7 +565,7 @@ enum VaultCommand {
         input.checkAvailable(command: "vault biometry-add")
         _ = try attachPepper(directory, &options, store: store, args: args)
         defer { options.pepper?.destroy() }
-        options.authenticator = try keyringAuthenticator()
+        try useKeyringBiometry(&options)
         let vault = PinVault(directory: directory, options: options)
         let state = try checkedStatus(vault, bind: bind, args: args)
         try preflight(state, command: "vault biometry-add")
@@ -577,7 +584,7 @@ enum VaultCommand {
         directory = requireVault(&args)
         _ = try attachPepper(directory, &options, store: store, args: args)
         defer { options.pepper?.destroy() }
-        options.authenticator = try keyringAuthenticator()
+        try useKeyringBiometry(&options)
         let vault = PinVault(directory: directory, options: options)
         _ = try checkedStatus(vault, bind: bind, args: args)
         try vault.removeBiometricSlot()
@@ -830,7 +837,8 @@ enum VaultCommand {
                     "the login keyring is locked: unlock it (log in, or unlock the keyring) and try again",
                     ExitCode.locked
                 )
-            case .biometryFailed(let status): ("biometry is not available (\(status.rawValue))", ExitCode.refused)
+            case .biometryFailed(let status): ("biometry is not available: \(status.phrase)", ExitCode.refused)
+            case .biometryOptionNotSupported: ("\(error)", ExitCode.usage)
             case .tpmRequired: ("the vault at \(directory) is bound to a TPM and none was given", ExitCode.usage)
             case .tpmUnavailable(let reason):
                 ("the vault at \(directory) needs its TPM: \(reason); nothing was counted", ExitCode.refused)

@@ -14,7 +14,7 @@ struct KeyringBiometryTests {
     {
         do throws(BiometryError) {
             let key = try await authenticator.evaluate(
-                prompt: "unused", account: account, configuration: BiometricConfiguration())
+                prompt: "unused", account: account, configuration: KeyringBiometricAuthenticator.supportedConfiguration)
             key.destroy()
             return nil
         } catch {
@@ -47,7 +47,7 @@ struct KeyringBiometryTests {
         #expect(try authenticator.connection.contains(elsewhere) == false)
 
         let released = try await authenticator.evaluate(
-            prompt: "unused", account: account, configuration: BiometricConfiguration())
+            prompt: "unused", account: account, configuration: KeyringBiometricAuthenticator.supportedConfiguration)
         defer { released.destroy() }
         #expect(try released.isEqual(to: key))
 
@@ -90,5 +90,50 @@ struct KeyringBiometryTests {
         #expect(try authenticator.hasKey(account: account) == false)
         #expect(await reopened.biometricStatus().isBiometricFactorConfigured == false)
         try await reopened.removeActivationLocal()
+    }
+
+    /// Nothing is silently ignored: each setting the keyring cannot honour is refused by name,
+    /// by the authenticator, by the activation service when it is created, and by the vault
+    /// before anything is counted or written.
+    @Test("settings the keyring cannot honour are refused by name", .enabled(if: StoreUnderTest.keyringIsUp))
+    func unsupportedSettings() async throws {
+        let instance = freshInstance()
+        let authenticator = try KeyringBiometricAuthenticator(keychain: KeychainConfiguration(), instanceId: instance)
+        let cases: [(BiometricConfiguration, BiometricOption)] = [
+            (BiometricConfiguration(), .invalidateLocalAuthenticationContextAfterUse),
+            (
+                BiometricConfiguration(
+                    invalidateBiometricFactorAfterChange: true, invalidateLocalAuthenticationContextAfterUse: false),
+                .invalidateBiometricFactorAfterChange
+            ),
+            (
+                BiometricConfiguration(
+                    allowFallbackToDevicePasscode: true, invalidateLocalAuthenticationContextAfterUse: false),
+                .allowFallbackToDevicePasscode
+            ),
+        ]
+        try authenticator.checkConfiguration(KeyringBiometricAuthenticator.supportedConfiguration)
+        let key = try SecureBytes.random(count: 32)
+        defer { key.destroy() }
+        try authenticator.storeKey(key, account: instance)
+        defer { authenticator.deleteKey(account: instance) }
+        for (configuration, option) in cases {
+            #expect(throws: BiometryError.unsupportedOption(option)) {
+                try authenticator.checkConfiguration(configuration)
+            }
+            await #expect(throws: BiometryError.unsupportedOption(option)) {
+                _ = try await authenticator.evaluate(prompt: "unused", account: instance, configuration: configuration)
+            }
+            let setup = try ServerSetup(instanceId: instance, biometric: configuration)
+            let store = try StoreUnderTest.keyring.open(instanceId: instance)
+            #expect(throws: ActivationError.biometryOptionNotSupported(option)) {
+                _ = try ActivationService(
+                    configuration: setup.configuration, storage: store, transport: setup.transport,
+                    authenticator: authenticator, clock: setup.clock)
+            }
+            // Without an authenticator there is nothing to honour it: the service opens.
+            _ = try setup.service(store)
+            #expect(!"\(ActivationError.biometryOptionNotSupported(option))".contains("("))
+        }
     }
 }

@@ -1,5 +1,6 @@
 import ActivationKeyring
 import ActivationServer
+import Biometry
 import Foundation
 import PowerAuthProtocol
 import SecureCore
@@ -47,7 +48,10 @@ struct ServerSetup {
     let transport: TestTransport
     let configuration: ActivationConfiguration
 
-    init(instanceId: String) throws {
+    /// The keyring's authenticator honours only its ``KeyringBiometricAuthenticator/supportedConfiguration``.
+    init(instanceId: String, biometric: BiometricConfiguration = KeyringBiometricAuthenticator.supportedConfiguration)
+        throws
+    {
         let serverConfiguration = try ActivationServerConfiguration.generate(
             lookAhead: 20, maxFailedAttempts: 5, failureBlockDuration: nil)
         server = try ActivationServer(configuration: serverConfiguration, clock: clock)
@@ -55,7 +59,7 @@ struct ServerSetup {
         configuration = try ActivationConfiguration(
             instanceId: instanceId, baseEndpointURL: "https://bank.example/enrollment-server",
             configuration: try serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
-            knowledgeKeyParameters: .testing)
+            biometricConfiguration: biometric, knowledgeKeyParameters: .testing)
     }
 
     func service(_ storage: any DeviceActivationStorage) throws -> ActivationService {

@@ -70,6 +70,90 @@ struct BiometryTests {
         #expect(oneShot.promptsShown == ["first", "second"])
     }
 
+    /// An authenticator that honours everything but `allowFallbackToDevicePasscode`, as a
+    /// platform without a passcode would: the vault must ask it, and obey its refusal.
+    final class NoPasscodeAuthenticator: BiometricAuthenticator, @unchecked Sendable {
+        let inner = SimulatedBiometricAuthenticator()
+        var systemStatus: BiometricSystemStatus { inner.systemStatus }
+        var biometryType: BiometryType { inner.biometryType }
+        var enrolledSetFingerprint: [UInt8] { inner.enrolledSetFingerprint }
+        func storeKey(_ key: SecureBytes, account: String) throws(BiometryError) {
+            try inner.storeKey(key, account: account)
+        }
+        func evaluate(prompt: String, account: String, configuration: BiometricConfiguration)
+            async throws(BiometryError) -> SecureBytes
+        {
+            try checkConfiguration(configuration)
+            return try await inner.evaluate(prompt: prompt, account: account, configuration: configuration)
+        }
+        func deleteKey(account: String) { inner.deleteKey(account: account) }
+        func checkConfiguration(_ configuration: BiometricConfiguration) throws(BiometryError) {
+            if configuration.allowFallbackToDevicePasscode { throw .unsupportedOption(.allowFallbackToDevicePasscode) }
+        }
+    }
+
+    /// A setting the authenticator cannot honour is refused before the PIN is counted or
+    /// anything is written, and biometric unlock is not offered; nothing is silently ignored.
+    @Test func aSettingTheAuthenticatorCannotHonourIsRefused() async throws {
+        let sensor = NoPasscodeAuthenticator()
+        let fallback = BiometricConfiguration(allowFallbackToDevicePasscode: true)
+        let log = EventLog()
+        let vault = try makeVault(options: options(log: log, authenticator: sensor, biometric: fallback))
+        let before = fileBytes(vault, "vault")
+        log.clear()
+        #expect(throws: VaultError.biometryOptionNotSupported(.allowFallbackToDevicePasscode)) {
+            try vault.addBiometricSlot(pin: pin("1234"))
+        }
+        #expect(log.all.isEmpty, "nothing counted, no key derivation")
+        #expect(fileBytes(vault, "vault") == before)
+        #expect(try vault.status().failures == 0)
+        #expect(!vault.canUnlockWithBiometry)
+        await #expect(throws: VaultError.biometryOptionNotSupported(.allowFallbackToDevicePasscode)) {
+            try await vault.unlockWithBiometry(prompt: "p") { _ in }
+        }
+        #expect(sensor.inner.promptsShown.isEmpty)
+        // With a setting it honours, the same authenticator works.
+        let plain = try makeVault(options: options(authenticator: sensor))
+        try plain.addBiometricSlot(pin: pin("1234"))
+        #expect(try await plain.unlockWithBiometry(prompt: "p") { try text($0) } == "refresh-token-42")
+    }
+
+    /// `allowFallbackToDevicePasscode` works with the simulated sensor: a locked-out sensor asks
+    /// for the device passcode instead, and (as in PowerAuth's SDKs) a factor that may fall back
+    /// is not bound to the enrolled set, so a change does not invalidate it.
+    @Test func passcodeFallback() async throws {
+        let sensor = SimulatedBiometricAuthenticator()
+        let configuration = BiometricConfiguration(
+            invalidateBiometricFactorAfterChange: true, allowFallbackToDevicePasscode: true)
+        let vault = try makeVault(options: options(authenticator: sensor, biometric: configuration))
+        try vault.addBiometricSlot(pin: pin("1234"))
+        sensor.setStatus(.lockout)
+        #expect(vault.canUnlockWithBiometry)
+        #expect(try await vault.unlockWithBiometry(prompt: "passcode") { try text($0) } == "refresh-token-42")
+        sensor.setStatus(.available)
+        sensor.changeEnrolledSet()
+        #expect(try await vault.unlockWithBiometry(prompt: "p") { try text($0) } == "refresh-token-42")
+        #expect(try vault.status().hasBiometricSlot)
+        // Without the fallback, a lockout refuses and a change invalidates.
+        let strictSensor = SimulatedBiometricAuthenticator()
+        let strict = try makeVault(
+            options: options(
+                authenticator: strictSensor,
+                biometric: BiometricConfiguration(invalidateBiometricFactorAfterChange: true)
+            ))
+        try strict.addBiometricSlot(pin: pin("1234"))
+        strictSensor.setStatus(.lockout)
+        #expect(!strict.canUnlockWithBiometry)
+        await #expect(throws: VaultError.biometryFailed(.lockout)) {
+            try await strict.unlockWithBiometry(prompt: "p") { _ in }
+        }
+        strictSensor.setStatus(.available)
+        strictSensor.changeEnrolledSet()
+        await #expect(throws: VaultError.biometryInvalidated) {
+            try await strict.unlockWithBiometry(prompt: "p") { _ in }
+        }
+    }
+
     @Test func localAuthServiceFallsBackToThePIN() async throws {
         let sensor = SimulatedBiometricAuthenticator()
         let vault = try makeVault(options: options(authenticator: sensor))

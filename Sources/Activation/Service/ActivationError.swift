@@ -2,6 +2,12 @@ import Biometry
 import PowerAuthProtocol
 import SecureCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Errors of the activation client (``ActivationService``, ``ActivationFlows``, the
 /// storage and the configuration). A failure of the protocol layer below arrives
 /// wrapped in ``protocolError(_:)``; a failure of the transport is mapped to
@@ -92,6 +98,9 @@ public enum ActivationError: Error, Equatable, Sendable {
     case biometryInvalidated
     /// The biometric match failed.
     case biometryFailed
+    /// The biometric authenticator cannot honour this setting of the configuration's
+    /// `biometricConfiguration` (found when the service is created, before anything is read).
+    case biometryOptionNotSupported(BiometricOption)
 
     // MARK: Flow
 
@@ -119,6 +128,7 @@ extension ActivationError {
         case .failed(let status): self = status == .available ? .biometryFailed : .biometryNotAvailable(status)
         case .notConfigured: self = .biometryNotConfigured
         case .secureCore(let core): self = .core(core)
+        case .unsupportedOption(let option): self = .biometryOptionNotSupported(option)
         }
     }
 }
@@ -150,5 +160,52 @@ func mapBiometry<R>(_ body: () throws(BiometryError) -> R) throws(ActivationErro
         return try body()
     } catch {
         throw ActivationError(biometry: error)
+    }
+}
+
+extension ActivationError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names a PIN, key or token.
+    public var description: String {
+        switch self {
+        case .protocolError(let error): "\(error)"
+        case .core(let error): "secure memory or cryptography failed: \(error)"
+        case .wrongParameter(let reason): reason
+        case .invalidActivationData(let reason):
+            "the stored activation data is damaged: \(reason); remove it to create a new activation"
+        case .upgradeSDK(let version):
+            "the stored activation has format \(version), newer than this library reads: upgrade; nothing was changed"
+        case .missingActivation: "there is no activation on this device"
+        case .algorithmMismatch(let activation, let configuration):
+            "the activation uses \(activation.rawValue), the configuration asks for \(configuration.rawValue)"
+                + (configuration.isStronger(than: activation)
+                    ? ": upgrade available" : ": no downgrade exists; open it with a configuration of its own suite")
+        case .invalidActivationState(let reason): reason
+        case .weakPassword(let weaknesses):
+            weaknesses.isEmpty
+                ? "the new PIN is weak; choose another"
+                : "the new PIN is weak: \(weaknesses.joined(separator: ", ")); choose another"
+        case .storage(let operation, let code):
+            "the storage refused \(operation): \(String(cString: strerror(code)))"
+        case .storageLocked(let store):
+            "the keyring \(store) is locked: unlock it by logging in or unlocking the keyring, and try again"
+        case .storageUnavailable(let reason): "the secret store cannot be used: \(reason); nothing was changed"
+        case .network(let reason): "the server cannot be reached: \(reason)"
+        case .tls(let reason): "the server is not trusted: \(reason); nothing was sent that counts"
+        case .authentication:
+            "the server rejected the authentication: a wrong PIN, a changed activation state or a counter out "
+                + "of step; fetch the status to tell which"
+        case .server(let statusCode, let code): "the server answered HTTP \(statusCode) \(code)"
+        case .invalidResponse(let reason): "the server's answer is not valid: \(reason)"
+        case .credentialsRejected:
+            "the server already rejected these credentials, and another request with them could block the "
+                + "activation: ask the user again"
+        case .credentialsExpired: "the biometry credentials are past their lifetime or were destroyed"
+        case .biometryNotAvailable(let status): "the biometry factor is not available: \(status.phrase)"
+        case .biometryNotConfigured: "the activation has no biometry factor"
+        case .biometryInvalidated: "the enrolled biometry changed, so the biometry factor was removed on this device"
+        case .biometryFailed: "the biometric match failed"
+        case .biometryOptionNotSupported(let option): option.unsupportedPhrase
+        case .cancelled: "cancelled by the user or the caller"
+        }
     }
 }

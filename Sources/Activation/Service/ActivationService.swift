@@ -50,7 +50,9 @@ public actor ActivationService {
     ///   ``cleanupInstanceData(configuration:storage:authenticator:)``),
     ///   ``ActivationError/upgradeSDK(foundVersion:)``, ``ActivationError/storage(operation:errno:)``,
     ///   ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)`` for an algorithm
-    ///   the configuration names but the protocol layer cannot run.
+    ///   the configuration names but the protocol layer cannot run,
+    ///   ``ActivationError/biometryOptionNotSupported(_:)`` for a `biometricConfiguration` setting
+    ///   `authenticator` cannot honour.
     public init(
         configuration: ActivationConfiguration, storage: any DeviceActivationStorage,
         transport: any ActivationTransport,
@@ -59,6 +61,14 @@ public actor ActivationService {
         self.configuration = configuration
         self.storage = storage
         self.transport = transport
+        // A biometry setting the authenticator cannot honour is refused now, never ignored later.
+        if let authenticator {
+            do throws(BiometryError) {
+                try authenticator.checkConfiguration(configuration.biometricConfiguration)
+            } catch {
+                throw ActivationError(biometry: error)
+            }
+        }
         self.authenticator = authenticator
         self.clock = clock
         // The V3.3 crypto also wraps the V4 knowledge key's halves (Argon2id, no MAC).

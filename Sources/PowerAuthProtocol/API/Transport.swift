@@ -81,6 +81,18 @@ public enum TransportError: Error, Equatable, Sendable {
     case invalidConfiguration(reason: String)
 }
 
+extension TransportError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names a secret.
+    public var description: String {
+        switch self {
+        case .network(let reason): "the server cannot be reached: \(reason)"
+        case .cancelled: "the request was cancelled"
+        case .tls(let reason): "the server is not trusted: \(reason)"
+        case .invalidConfiguration(let reason): "the transport cannot be used as configured: \(reason)"
+        }
+    }
+}
+
 /// How the client reaches the server. An in-process implementation calls
 /// the server logic directly; an HTTP one sends the same bytes over the
 /// network. Implementations report a failure to deliver as

@@ -16,3 +16,17 @@ public enum ActivationCodeError: Error, Equatable, Sendable {
     /// The signature does not verify under the master server public key.
     case signatureMismatch
 }
+
+extension ActivationCodeError: CustomStringConvertible {
+    /// What is wrong with the code, in a sentence fragment a person can act on.
+    public var description: String {
+        switch self {
+        case .malformed: "the code is not 23 characters in four groups of five separated by dashes"
+        case .invalidCharacter: "the code has a character outside the Base32 alphabet A-Z and 2-7"
+        case .nonCanonical: "the code's last character is not canonical: a second spelling of the same bytes"
+        case .checksumMismatch: "the code's checksum does not match: it is probably mistyped"
+        case .malformedSignature: "the signature after # is empty or not canonical Base64"
+        case .signatureMismatch: "the signature does not verify under the master server public key"
+        }
+    }
+}

@@ -21,3 +21,21 @@ public enum ConfigurationError: Error, Equatable, Sendable {
     /// Bytes after the last key (upstream ignores them; we refuse).
     case trailingBytes
 }
+
+extension ConfigurationError: CustomStringConvertible {
+    /// What is wrong with the configuration string, in a sentence fragment a person can act on.
+    public var description: String {
+        switch self {
+        case .tooLong: "the configuration string is longer than \(SDKConfiguration.maximumTextLength) characters"
+        case .malformedBase64: "the configuration string is not canonical Base64"
+        case .unsupportedVersion(let version): "configuration version \(version) is not supported: only 1 is"
+        case .truncated(let field): "the configuration ends inside \(field)"
+        case .invalidLength(let field, let expected, let actual):
+            "the field \(field) has \(actual) bytes, not \(expected)"
+        case .duplicateKey(let id): "key \(id) appears twice"
+        case .missingMasterKey: "the master public key, key 1, is missing"
+        case .invalidMasterKey: "the master public key, key 1, is not a P-256 public key on the curve"
+        case .trailingBytes: "bytes follow the last key"
+        }
+    }
+}

@@ -46,3 +46,20 @@ func eciesLift<R>(keyField: String, _ body: () throws(SecureCoreError) -> R) thr
         }
     }
 }
+
+extension ECIESError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names a key.
+    public var description: String {
+        switch self {
+        case .authenticationFailed:
+            "the encrypted message does not verify: a wrong key or parameter, or altered data; nothing was decrypted"
+        case .invalidKey(let field): "the key \(field) is not a valid P-256 key"
+        case .missingParameter(let name): "the encryption configuration lacks \(name)"
+        case .malformedCryptogram(let field):
+            "the cryptogram's \(field) is missing, not allowed in this version, or of the wrong size"
+        case .temporaryKeyMismatch: "the request names another temporary key than the one configured"
+        case .envelopeUsed: "the envelope key has served its one response already"
+        case .core(let error): "secure memory or cryptography failed: \(error)"
+        }
+    }
+}

@@ -35,3 +35,17 @@ func jwtLift<R>(_ body: () throws(SecureCoreError) -> R) throws(JWTError) -> R {
         throw .core(error)
     }
 }
+
+extension JWTError: CustomStringConvertible {
+    /// What went wrong, in a sentence fragment a person can act on; it never names a key or a signature.
+    public var description: String {
+        switch self {
+        case .malformed(let reason): "the JWT is malformed: \(reason)"
+        case .unsupportedAlgorithm(let name): "the JWT names the algorithm or type \(name), not the one expected"
+        case .signatureInvalid: "the JWT's signature does not verify"
+        case .claimMismatch(let claim): "the JWT's claim \(claim) does not match the request"
+        case .expired: "the temporary key has expired"
+        case .core(let error): "secure memory or cryptography failed: \(error)"
+        }
+    }
+}
