@@ -212,7 +212,7 @@ enum Help {
                                    unlock and PIN change: digits-4, digits-6, digits-4-8 (default)
                                    or alphanumeric (8 to 64 characters)
               --policy P           soft (default: growing delays, locked after 20), soft:N,
-                                   soft:F:D,D,…[:N] (F failures free, then delays such as
+                                   soft:F:D,D,...[:N] (F failures free, then delays such as
                                    30s,5m,30m, the last repeating; locked after N, default 20),
                                    hard:N (locked after N) or wipe:N (destroyed after N)
               --reject-weak        refuse a weak PIN (default: warn and go on)

@@ -77,7 +77,7 @@ for path in "${paths[@]}"; do
         grep -F -- "$condition" "$work/fish" | grep -F -- " $flag " >/dev/null
         ok "$path $opt: in the fish completion" test $? = 0
         awk -v ss=".SS $(roff "$path")" '$0 == ss { f = 1; next } /^\.SS / { f = 0 } f' "$work/securepin.1" |
-            grep -Fq "\\fB$(roff "$opt")\\fR"
+            grep -F -- "\\fB$(roff "$opt")\\fR" >/dev/null
         ok "$path $opt: in the man page" test $? = 0
     done
 done
