@@ -43,7 +43,10 @@ final class SecretServiceConnection: @unchecked Sendable {
     static let schemaName = "io.securepin.Keychain"
     private let schema: UnsafeMutablePointer<SecretSchema>
 
-    /// Connects, opening a transfer session and loading the collections.
+    /// Connects and opens a transfer session. The collections and their items are not loaded:
+    /// every operation finds its own items by attributes, and loading every item of the keyring
+    /// would cost time for a user with many and race a process that deletes one meanwhile
+    /// ("No such secret item at path").
     /// - Throws: `ActivationError.storageUnavailable(reason:)` when there is no session bus
     ///   (no address, so no autolaunch is tried) or no Secret Service on it.
     init() throws(ActivationError) {
@@ -54,8 +57,7 @@ final class SecretServiceConnection: @unchecked Sendable {
             throw .storageUnavailable(reason: "no session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
         }
         var error: UnsafeMutablePointer<GError>?
-        let flags = SecretServiceFlags(
-            rawValue: SECRET_SERVICE_OPEN_SESSION.rawValue | SECRET_SERVICE_LOAD_COLLECTIONS.rawValue)
+        let flags = SecretServiceFlags(rawValue: SECRET_SERVICE_OPEN_SESSION.rawValue)
         guard let service = secret_service_get_sync(flags, nil, &error) else {
             throw .storageUnavailable(reason: "no Secret Service: \(Self.consume(error))")
         }
