@@ -38,6 +38,7 @@ enum Help {
     static let commands: [(name: String, summary: String)] = [
         ("demo", "the end-to-end story, one line per step"),
         ("server", "the reference activation server over HTTP"),
+        ("storage-key", "the server's storage key: rotate it, re-sealing the database"),
         ("client", "a PowerAuth client (V3.3, or V4 incl. the hybrid suites): activate, status, validate, ..."),
         ("doctor", "what protection this machine gives to secrets"),
         ("kdf", "Argon2id: hash standard input, calibrate the cost"),
@@ -65,6 +66,7 @@ enum Help {
             ("tune", "find Argon2id parameters for a target time on this machine"),
         ],
         "pin": [("check", "strength flags and the warn/reject verdict for a PIN")],
+        "storage-key": [("rotate", "re-seal every key in the server database under a new key file")],
         "client": [
             ("activate", "activate this device with an activation code and a new PIN"),
             ("confirm", "V4: confirm the committed activation with the PIN (activation/confirm)"),
@@ -114,6 +116,7 @@ enum Help {
         "vault": "  printf 'my-token' | securepin vault init --vault ~/.myvault",
         "kdf": "  securepin kdf tune --target-ms 250",
         "pin": "  securepin pin check",
+        "storage-key": "  securepin storage-key rotate --db server.sqlite --new-key-file server.sqlite.key.new",
         "client": "  securepin client status --url http://127.0.0.1:8080 --config \"$CONFIG\" --state ~/.pa-client",
     ]
 
@@ -493,6 +496,29 @@ enum Help {
 
             example:
               securepin server --port 0 --db server.sqlite
+            """,
+            "storage-key rotate": """
+            usage: securepin storage-key rotate (--db PATH [--key-file OLD] | --store postgres --dsn-file F --key-file OLD) --new-key-file NEW
+
+            Re-seals every value the server database holds under its storage key (the master
+            private keys, each activation's server key and V4 state, the ML-DSA master seeds,
+            the vault OPRF master secret and verifiers) under a new key, in one transaction:
+            a failure leaves the database as it was. The new key file is created first (0600,
+            fsync'd); one that exists is used, so a second run finishes what a failed one began
+            and leaves values already under it alone. Stop every server instance first, start
+            them with --key-file NEW after, then destroy the old key file.
+
+            options:
+              --db PATH            the SQLite database (it must exist)
+              --store S            sqlite (default) or postgres
+              --dsn-file PATH      with --store postgres: the libpq connection string, read
+                                   from a 0600 file into secure memory (never an argument)
+              --key-file PATH      the key in force (default PATH.key next to the database);
+                                   required with --store postgres
+              --new-key-file PATH  the new key file: created when missing, used when present
+
+            example:
+              securepin storage-key rotate --db server.sqlite --new-key-file server.sqlite.key.new
             """,
             "doctor": """
             usage: securepin doctor [--json]
@@ -892,7 +918,7 @@ enum Help {
         return d[x.count][y.count]
     }
 
-    private static func pad(_ text: String, _ width: Int) -> String {
+    static func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? text + "  " : text + String(repeating: " ", count: width - text.count)
     }
 }

@@ -24,6 +24,8 @@ case "demo":
     status = await DemoCommand.run(arguments)
 case "server":
     status = await ServerCommand.run(arguments)
+case "storage-key":
+    status = StorageKeyCommand.run(arguments)
 case "client":
     status = await ClientCommand.run(arguments)
 case "doctor":

@@ -40,8 +40,11 @@ struct Device {
     let flows: ActivationFlows
     let transport: HTTPActivationTransport
     let configuration: ActivationConfiguration
+    /// The state directory (a second `Device` on it, at another address, is the same device).
+    let directory: String
 
     init(baseURL: String, configurationString: String, directory: String, algorithm: String = "LEGACY_P256") throws {
+        self.directory = directory
         configuration = try ActivationConfiguration(
             instanceId: "com.example.http", baseEndpointURL: baseURL, configuration: configurationString,
             algorithm: algorithm,

@@ -589,6 +589,56 @@ printf '\x1b' | "$B" pin check --pin-fd 0 2>"$work/err" >/dev/null
 plain "$work/err"
 check "pin check: a control character is a plain message" 0 0 $?
 
+# storage-key rotate: a server database re-sealed under a new key; the server starts with it and
+# gives the same configuration; the old key no longer opens the database; bad input changes nothing.
+"$B" server --port 0 --db "$work/rot.sqlite" >"$work/rot.out" 2>/dev/null &
+srv=$!
+for _ in $(seq 1 50); do grep -q "^back office" "$work/rot.out" 2>/dev/null && break; sleep 0.2; done
+kill -TERM "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+config=$(sed -n 's/^configuration: //p' "$work/rot.out")
+"$B" storage-key rotate --db "$work/rot.sqlite" >/dev/null 2>"$work/err"
+check "storage-key rotate without --new-key-file -> 2" 2 $?
+"$B" storage-key rotate --store postgres --key-file "$work/rot.sqlite.key" --new-key-file "$work/n.key" \
+    >/dev/null 2>"$work/err"
+code=$?
+grep -q "needs --dsn-file" "$work/err" && [[ ! -e $work/n.key ]]
+check "storage-key rotate --store postgres without --dsn-file -> 2, no key file made" 2 $code $?
+"$B" storage-key rotate --db "$work/rot.sqlite" --new-key-file "$work/rot.sqlite.key" >/dev/null 2>"$work/err"
+check "storage-key rotate onto the key in force -> 2" 2 $?
+"$B" storage-key rotate --db "$work/absent.sqlite" --new-key-file "$work/n.key" >/dev/null 2>"$work/err"
+code=$?
+grep -q "there is no database at $work/absent.sqlite; the database is unchanged" "$work/err" && plain "$work/err" &&
+    [[ ! -e $work/absent.sqlite && ! -e $work/n.key ]]
+check "storage-key rotate on a missing database -> 1, nothing created" 1 $code $?
+cp -p "$work/rot.sqlite.key" "$work/copy.key"
+cp "$work/rot.sqlite" "$work/rot.before"
+"$B" storage-key rotate --db "$work/rot.sqlite" --new-key-file "$work/copy.key" >/dev/null 2>"$work/err"
+code=$?
+grep -q "holds the key in force" "$work/err" && plain "$work/err" && cmp -s "$work/rot.sqlite" "$work/rot.before"
+check "storage-key rotate onto a copy of the key in force -> 1, database unchanged" 1 $code $?
+"$B" storage-key rotate --db "$work/rot.sqlite" --new-key-file "$work/rot.new" >"$work/out" 2>"$work/err"
+code=$?
+grep -q "^storage key rotated: 2 value(s) re-sealed, 0 already under the new key$" "$work/out" &&
+    grep -q "^  vault OPRF master secrets:  1$" "$work/out" &&
+    grep -q "^new key file: $work/rot.new (created, 0600)$" "$work/out" && [[ $(stat -c %a "$work/rot.new") == 600 ]]
+check "storage-key rotate re-seals the master keys and the OPRF secret, the new file 0600" 0 $code $?
+"$B" storage-key rotate --db "$work/rot.sqlite" --new-key-file "$work/rot.new" >"$work/out" 2>"$work/err"
+code=$?
+grep -q "^storage key rotated: 0 value(s) re-sealed, 2 already under the new key$" "$work/out"
+check "storage-key rotate again: everything already under the new key" 0 $code $?
+"$B" server --port 0 --db "$work/rot.sqlite" >"$work/rot.out" 2>"$work/err"
+code=$?
+grep -q "does not open with its key file" "$work/err" && plain "$work/err"
+check "server with the old key after a rotation -> 1, says the key does not open" 1 $code $?
+"$B" server --port 0 --db "$work/rot.sqlite" --key-file "$work/rot.new" >"$work/rot.out" 2>/dev/null &
+srv=$!
+for _ in $(seq 1 50); do grep -q "^back office" "$work/rot.out" 2>/dev/null && break; sleep 0.2; done
+kill -TERM "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+[[ -n $config && $(sed -n 's/^configuration: //p' "$work/rot.out") == "$config" ]]
+check "server with the new key file: the same configuration" 0 0 $?
+
 # JSON keys in one style: lower snake_case, no one-letter pieces such as memory_mi_b.
 printf 's' | "$B" vault init --vault "$work/js" --pin-fd 3 -t 2 -k 19456 3<<<"2468" >/dev/null 2>&1
 {
