@@ -285,7 +285,8 @@ test-interop: deps pyenv
 ## test-deploy: the deployment of docs/deployment.md, end to end (Tests/deploy/run.sh): nginx from
 ## Debian terminating TLS with a certificate from a throw-away CA, two `securepin server` instances on
 ## one PostgreSQL behind it, the client story over https with one instance killed mid-run, and the
-## client's TLS strategies (CA file, pins, an expired certificate, no validation, plain http refused).
+## client's TLS strategies (CA file, pins, an expired certificate, no validation, plain http refused),
+## then a storage key rotation with the instances stopped.
 ## Everything it starts is stopped.
 test-deploy: deps pyenv
 	@mkdir -p $(BUILD_DIR)/test-logs

@@ -6,6 +6,7 @@
 # killed mid-run and the story going on through the other. Then the client's TLS strategies
 # against the same nginx: the CA via --ca-file and refused without it, a right and a wrong pin,
 # an expired certificate, --insecure-skip-tls-verify, and plain http to a non-loopback host.
+# Then the storage key is rotated with the instances stopped, and the story goes on.
 # Everything is started here and always stopped.
 # Usage: Tests/deploy/run.sh PATH/TO/securepin PYTHON   (PYTHON with the `cryptography` package)
 set -uo pipefail
@@ -51,11 +52,11 @@ head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/admin.token"
 chmod 600 "$work/admin.token"
 printf 'X-SecurePIN-Admin-Token: %s\n' "$(cat "$work/admin.token")" >"$work/admin.header"
 
-start_instance() { # n
+start_instance() { # n [port: nginx's upstream, when it restarts]
     local n=$1
     rm -f "$work/ready$n"
     "$B" server --store postgres --dsn-file "$work/pg/dsn" --key-file "$work/storage.key" \
-        --admin-token-file "$work/admin.token" --port 0 --trusted-proxy 127.0.0.1 \
+        --admin-token-file "$work/admin.token" --port "${2:-0}" --trusted-proxy 127.0.0.1 \
         --ready-file "$work/ready$n" --log-file "$work/access$n.log" >"$work/server$n.out" 2>"$work/server$n.err" &
     server_pid[$n]=$!
     for _ in $(seq 300); do [[ -s $work/ready$n ]] && break; sleep 0.1; done
@@ -137,8 +138,8 @@ V=(--vault "$work/vault" --ca-file "$work/ca.pem")
 printf 'refresh-token' | "$B" vault init "${V[@]}" --bind server --url "$url" --config "$config" -t 2 -k 19456 \
     --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
 check "vault init --bind server over https" 0 $? 0 "$work/err"
-start_instance 1
-check "instance 1 restarts on the same database" 0 0 "$([[ -n ${port[1]} ]]; echo $?)"
+start_instance 1 "${port[1]}"
+check "instance 1 restarts on the same database and port" 0 0 "$([[ -n ${port[1]} ]]; echo $?)"
 "$B" vault unlock "${V[@]}" --pin-fd 3 3<"$work/pin" >"$work/unlocked" 2>"$work/err"
 check "the server-bound vault unlocks over https" 0 $? "$([[ $(cat "$work/unlocked") == refresh-token ]]; echo $?)" \
     "$work/err"
@@ -193,6 +194,31 @@ check "no TLS failure or refusal removed or changed the activation (beyond the s
 "$B" client status --url "$url" "${S[@]}" --json --ca-file "$work/ca.pem" >"$work/st.json" 2>/dev/null
 [[ $(field failedAttempts "$work/st.json") == 0 ]]
 check "no TLS failure counted as a wrong PIN (the wrong PIN behind a wrong pin was never sent)" 0 0 $? "$work/st.json"
+
+# The storage key rotated as docs/deployment.md says: every instance stopped, the database
+# re-sealed under a new key file, the file put in place, the instances started again; the
+# activation, its counter and the server-bound vault carry on.
+for n in "${!server_pid[@]}"; do kill -TERM "${server_pid[$n]}" && wait "${server_pid[$n]}" 2>/dev/null; done
+server_pid=()
+"$B" storage-key rotate --store postgres --dsn-file "$work/pg/dsn" --key-file "$work/storage.key" \
+    --new-key-file "$work/storage.key.new" >"$work/rotate.out" 2>"$work/err"
+check "storage-key rotate on the stopped deployment's PostgreSQL" 0 $? \
+    "$(grep -q "^  vault verifiers: *1$" "$work/rotate.out" && grep -q "^  activation server keys: *[1-9]" "$work/rotate.out"
+        echo $?)" "$work/err"
+"$B" server --store postgres --dsn-file "$work/pg/dsn" --key-file "$work/storage.key" --port 0 \
+    >/dev/null 2>"$work/err"
+check "an instance started with the old key after the rotation refuses to start -> 1" 1 $? \
+    "$(grep -q "does not open with its key file" "$work/err"; echo $?)" "$work/err"
+install -m 600 "$work/storage.key.new" "$work/storage.key"
+start_instance 1 "${port[1]}"
+start_instance 2 "${port[2]}"
+[[ -n ${port[1]} && -n ${port[2]} && $(sed -n 's/^configuration: //p' "$work/server2.out") == "$config" ]]
+check "both instances start with the new key file, the configuration unchanged" 0 0 $? "$work/server1.err"
+"$B" client validate "${C[@]}" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
+check "after the rotation: the right PIN is accepted" 0 $? 0 "$work/err"
+"$B" vault unlock "${V[@]}" --pin-fd 3 3<"$work/pin" >"$work/unlocked" 2>"$work/err"
+check "after the rotation: the server-bound vault unlocks" 0 $? "$([[ $(cat "$work/unlocked") == refresh-token ]]; echo $?)" \
+    "$work/err"
 
 # Removal, over https through the instance that came back.
 "$B" client remove "${C[@]}" --pin-fd 3 3<"$work/pin" >/dev/null 2>"$work/err"
