@@ -126,9 +126,11 @@ extension ActivationServer {
         // created with), the application's in application scope.
         let suite: ProtocolAlgorithm
         if let activationId = claims.activationId {
-            // Also while the commit is pending: the device reads its status with such a key.
+            // Also while the commit is pending, blocked or removed: the device reads its status
+            // with such a key, and a status is the only way a V4 device learns that its
+            // activation was removed (every other endpoint checks the state and refuses).
             guard let record = try store.fetch(activationId: activationId),
-                [.pendingCommit, .active, .blocked].contains(record.state), let state = record.v4,
+                [.pendingCommit, .active, .blocked, .removed].contains(record.state), let state = record.v4,
                 let secret = state.activationSecret
             else { throw .temporaryKeyFailure }
             let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
@@ -498,15 +500,8 @@ extension ActivationServer {
     }
 
     /// Verifies a V4 `X-PowerAuth-Authorization` of an application request and counts the
-    /// attempt (the V4 twin of ``verifyAuthorization(header:method:uriIdentifier:body:)``).
-    /// - Parameters:
-    ///   - header: the header value.
-    ///   - method: the request method.
-    ///   - uriIdentifier: the resource identifier the code covers.
-    ///   - body: the body bytes.
-    /// - Returns: who was authenticated, with which factors.
-    /// - Throws: ``ActivationServerError/authenticationFailed``.
-    public func verifyV4Authorization(header: String, method: String, uriIdentifier: String, body: [UInt8])
+    /// attempt: the V4 half of ``verifyAuthorization(header:method:uriIdentifier:body:)``.
+    func verifyV4Authorization(header: String, method: String, uriIdentifier: String, body: [UInt8])
         throws(ActivationServerError) -> VerifiedAuthorization
     {
         let request = TransportRequest(

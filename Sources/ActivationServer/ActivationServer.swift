@@ -187,7 +187,9 @@ public final class ActivationServer: Sendable {
     // MARK: - Verification for application servers
 
     /// Verifies the authorization header of an application request, counting
-    /// the attempt (what an application server asks the PowerAuth server).
+    /// the attempt (what an application server asks the PowerAuth server). The header's
+    /// generation picks the check: `pa_version="4.0"` (`pa_auth_code_type`, `pa_auth_code`) is
+    /// verified as a V4 code, `3.x` as a V3 code; either way against the activation's own keys.
     /// - Parameters:
     ///   - header: the `X-PowerAuth-Authorization` value.
     ///   - method: the request method.
@@ -198,6 +200,9 @@ public final class ActivationServer: Sendable {
     public func verifyAuthorization(header: String, method: String, uriIdentifier: String, body: [UInt8])
         throws(ActivationServerError) -> VerifiedAuthorization
     {
+        if (try? V4AuthorizationHeader.parse(header)) != nil {
+            return try verifyV4Authorization(header: header, method: method, uriIdentifier: uriIdentifier, body: body)
+        }
         let (record, keys, factors) = try verify(
             headerValue: header, method: method, uriIdentifier: uriIdentifier, body: body, allowed: nil)
         keys.destroy()

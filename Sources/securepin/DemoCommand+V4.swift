@@ -76,7 +76,7 @@ extension DemoCommand {
         }
         try await story.step("a request signed with \(pins.label(.first)) is accepted") {
             let body = Array("{}".utf8)
-            let header = try await service.signRequestV4(
+            let header = try await service.signRequest(
                 method: "POST", uriIdentifier: V4API.validate.uriIdentifier ?? "", body: body,
                 authentication: .possessionWithPassword(try pins.password(.first)))
             let response = try await transport.send(

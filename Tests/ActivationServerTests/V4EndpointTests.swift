@@ -133,11 +133,11 @@ struct V4EndpointTests {
         let payment = V4API.Endpoint(path: "/pay", uriIdentifier: "/pa/payment", sharedInfo1: nil)
         let body = Array(#"{"amount":100}"#.utf8)
         let signed = try device.authorization(payment, body: body, factorSet: .possessionKnowledge)
-        let verified = try server.verifyV4Authorization(
+        let verified = try server.verifyAuthorization(
             header: signed, method: "POST", uriIdentifier: "/pa/payment", body: body)
         #expect(verified.userId == "alice" && verified.factorSet == .possessionKnowledge)
         let replayed = #expect(throws: ActivationServerError.self) {
-            try server.verifyV4Authorization(header: signed, method: "POST", uriIdentifier: "/pa/payment", body: body)
+            try server.verifyAuthorization(header: signed, method: "POST", uriIdentifier: "/pa/payment", body: body)
         }
         #expect(replayed == .authenticationFailed)
 

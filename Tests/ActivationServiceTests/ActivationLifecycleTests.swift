@@ -11,9 +11,9 @@ import Testing
 
 @Suite("Activation lifecycle against the in-process server")
 struct ActivationLifecycleTests {
-    @Test("create, pending commit with a fingerprint, commit, active")
-    func activationAndCommit() async throws {
-        let h = try Harness()
+    @Test("create, pending commit with a fingerprint, commit, active", arguments: ProtocolAlgorithm.allCases)
+    func activationAndCommit(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         #expect(await service.hasValidActivation() == false)
         let id = try await h.activate(service, commit: false)
@@ -75,9 +75,9 @@ struct ActivationLifecycleTests {
         #expect(requests[2].header(EncryptionHeader.name) == nil)
     }
 
-    @Test("a second activation is refused while one exists, and nothing changes")
-    func secondActivationRefused() async throws {
-        let h = try Harness()
+    @Test("a second activation is refused while one exists, and nothing changes", arguments: ProtocolAlgorithm.allCases)
+    func secondActivationRefused(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         let prepared = try h.server.initActivation(userId: "bob")
@@ -88,9 +88,9 @@ struct ActivationLifecycleTests {
         #expect(await service.activationIdentifier() == id)
     }
 
-    @Test("an empty PIN is the protocol's emptyPIN, before anything is sent")
-    func emptyPINRefused() async throws {
-        let h = try Harness()
+    @Test("an empty PIN is the protocol's emptyPIN, before anything is sent", arguments: ProtocolAlgorithm.allCases)
+    func emptyPINRefused(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let prepared = try h.server.initActivation(userId: "carol")
         let empty = try pin("")
@@ -101,9 +101,11 @@ struct ActivationLifecycleTests {
         #expect(await !service.hasValidActivation())
     }
 
-    @Test("an unknown or used activation code is a server error and stores nothing")
-    func badActivationCode() async throws {
-        let h = try Harness()
+    @Test(
+        "an unknown or used activation code is a server error and stores nothing", arguments: ProtocolAlgorithm.allCases
+    )
+    func badActivationCode(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let p = try pin("1234")
         await #expect(throws: ActivationError.server(statusCode: 400, code: "ERR_ACTIVATION")) {
@@ -114,9 +116,9 @@ struct ActivationLifecycleTests {
         #expect(try h.storage.readSecret(h.configuration.storageNames.keys) == nil)
     }
 
-    @Test("a mistyped code is refused on the client, before anything is sent")
-    func mistypedCodeRefusedLocally() async throws {
-        let h = try Harness()
+    @Test("a mistyped code is refused on the client, before anything is sent", arguments: ProtocolAlgorithm.allCases)
+    func mistypedCodeRefusedLocally(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let prepared = try h.server.initActivation(userId: "dave")
         let p = try pin("1234")
@@ -131,9 +133,11 @@ struct ActivationLifecycleTests {
         #expect(h.transport.sent.isEmpty)
     }
 
-    @Test("the QR form CODE#SIGNATURE activates; a signature by another master key is refused before sending")
-    func signedCode() async throws {
-        let h = try Harness()
+    @Test(
+        "the QR form CODE#SIGNATURE activates; a signature by another master key is refused before sending",
+        arguments: ProtocolAlgorithm.allCases)
+    func signedCode(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let prepared = try h.server.initActivation(userId: "erin")
         let p = try pin("1234")
@@ -150,20 +154,29 @@ struct ActivationLifecycleTests {
         // device key in the clear; the code went without its signature (the server found
         // it), the device key compressed (33 bytes).
         let paths = h.transport.sent.map(\.path)
-        #expect(paths == [TemporaryKeyAPI.createKey.path, ActivationAPI.createActivation.path])
         let create = try #require(h.transport.sent.last)
-        #expect(create.header(EncryptionHeader.name)?.hasPrefix("PowerAuth version=\"3.3\"") == true)
-        let wire = try WireCoding.decode(EncryptedRequestBody.self, create.body)
-        #expect(wire.temporaryKeyId != nil && wire.nonce != nil && wire.timestamp != nil)
         #expect(!String(decoding: create.body, as: UTF8.self).contains(prepared.activationCode))
         let id = try #require(await service.activationIdentifier())
         #expect(try h.server.activationDetail(id).state == .pendingCommit)
-        #expect(try h.server.store.fetch(activationId: id)?.devicePublicKey?.count == 33)
+        if algorithm.isV4 {
+            // V4: the same two steps under /pa/v4, AEAD envelopes, an uncompressed P-384 key (97 bytes).
+            #expect(paths == [V4API.keystoreCreate.path, V4API.activationCreate.path])
+            #expect(create.header(V4EncryptionHeader.name)?.contains("version=\"4.0\"") == true)
+            let wire = try WireCoding.decode(V4EncryptedRequest.self, create.body)
+            #expect(!wire.temporaryKeyId.isEmpty && !wire.nonce.isEmpty)
+            #expect(try h.server.store.fetch(activationId: id)?.v4?.devicePublicKey?.count == 97)
+        } else {
+            #expect(paths == [TemporaryKeyAPI.createKey.path, ActivationAPI.createActivation.path])
+            #expect(create.header(EncryptionHeader.name)?.hasPrefix("PowerAuth version=\"3.3\"") == true)
+            let wire = try WireCoding.decode(EncryptedRequestBody.self, create.body)
+            #expect(wire.temporaryKeyId != nil && wire.nonce != nil && wire.timestamp != nil)
+            #expect(try h.server.store.fetch(activationId: id)?.devicePublicKey?.count == 33)
+        }
     }
 
-    @Test("removed on the server: the router removes the activation locally")
-    func removedOnServer() async throws {
-        let h = try Harness()
+    @Test("removed on the server: the router removes the activation locally", arguments: ProtocolAlgorithm.allCases)
+    func removedOnServer(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         try h.server.removeActivation(id)
@@ -175,9 +188,9 @@ struct ActivationLifecycleTests {
         #expect(await flows.refresh(trigger: .applicationStart) == .enrollment)
     }
 
-    @Test("an activation used after removal fails with a typed error")
-    func usedAfterRemoval() async throws {
-        let h = try Harness()
+    @Test("an activation used after removal fails with a typed error", arguments: ProtocolAlgorithm.allCases)
+    func usedAfterRemoval(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         // Removed on the server, still on the device: the server refuses.
@@ -195,9 +208,9 @@ struct ActivationLifecycleTests {
         await #expect(throws: ActivationError.missingActivation) { try await service.activationFingerprint() }
     }
 
-    @Test("removing on the server with the PIN removes locally too")
-    func removeWithServer() async throws {
-        let h = try Harness()
+    @Test("removing on the server with the PIN removes locally too", arguments: ProtocolAlgorithm.allCases)
+    func removeWithServer(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         try await service.removeActivation(authentication: .possessionWithPassword(try pin("1234")))
@@ -205,9 +218,9 @@ struct ActivationLifecycleTests {
         #expect(try h.server.activationDetail(id).state == .removed)
     }
 
-    @Test("a network failure during the status fetch keeps the activation")
-    func networkFailureKeepsActivation() async throws {
-        let h = try Harness()
+    @Test("a network failure during the status fetch keeps the activation", arguments: ProtocolAlgorithm.allCases)
+    func networkFailureKeepsActivation(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         h.transport.setOffline(true)
@@ -226,9 +239,9 @@ struct ActivationLifecycleTests {
         #expect(try await service.fetchActivationStatus().state == .active)
     }
 
-    @Test("a server error (not a 401) never removes the activation")
-    func serverErrorKeepsActivation() async throws {
-        let h = try Harness()
+    @Test("a server error (not a 401) never removes the activation", arguments: ProtocolAlgorithm.allCases)
+    func serverErrorKeepsActivation(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         try await h.activate(service)
         /// Answers every status request with 400 ERR_ACTIVATION.
@@ -237,7 +250,8 @@ struct ActivationLifecycleTests {
             func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError)
                 -> TransportResponse
             {
-                guard request.path == ActivationAPI.activationStatus.path else {
+                guard request.path == ActivationAPI.activationStatus.path || request.path == V4API.activationStatus.path
+                else {
                     return try await inner.send(request, timeout: timeout)
                 }
                 return ActivationServer.error(400, "ERR_ACTIVATION", "POWER_AUTH_ACTIVATION_INVALID")
@@ -255,9 +269,11 @@ struct ActivationLifecycleTests {
         #expect(await service.hasValidActivation())
     }
 
-    @Test("pending commit: poll every 5 s until committed; errors keep the poll going")
-    func pendingCommitPoll() async throws {
-        let h = try Harness()
+    @Test(
+        "pending commit: poll every 5 s until committed; errors keep the poll going",
+        arguments: ProtocolAlgorithm.allCases)
+    func pendingCommitPoll(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service, commit: false)
         h.transport.failNext(1)
@@ -270,9 +286,9 @@ struct ActivationLifecycleTests {
         #expect(h.clock.sleeps == [.seconds(5), .seconds(5), .seconds(5)])
     }
 
-    @Test("pending commit: the poll stops when its task is cancelled")
-    func pendingCommitCancelled() async throws {
-        let h = try Harness()
+    @Test("pending commit: the poll stops when its task is cancelled", arguments: ProtocolAlgorithm.allCases)
+    func pendingCommitCancelled(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         try await h.activate(service, commit: false)
         let flows = ActivationFlows(service: service, clock: h.clock)
@@ -294,7 +310,7 @@ final class ReplayingTransport: ActivationTransport, @unchecked Sendable {
     init(inner: any ActivationTransport) { self.inner = inner }
 
     func send(_ request: TransportRequest, timeout: Duration) async throws(TransportError) -> TransportResponse {
-        guard request.path == ActivationAPI.activationStatus.path else {
+        guard request.path == ActivationAPI.activationStatus.path || request.path == V4API.activationStatus.path else {
             return try await inner.send(request, timeout: timeout)
         }
         if let old = saved.withLock({ $0 }) { return old }
@@ -306,24 +322,30 @@ final class ReplayingTransport: ActivationTransport, @unchecked Sendable {
 
 @Suite("Replayed answers")
 struct ReplayedAnswerTests {
-    @Test("a replayed status answer does not open under a new challenge; the activation stays")
-    func replayedStatus() async throws {
-        let h = try Harness()
+    @Test(
+        "a replayed status answer does not open under a new challenge; the activation stays",
+        arguments: ProtocolAlgorithm.allCases)
+    func replayedStatus(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         try await h.activate(try h.makeService())
         let service = try ActivationService(
             configuration: h.configuration, storage: h.storage, transport: ReplayingTransport(inner: h.transport),
             clock: h.clock)
         #expect(try await service.fetchActivationStatus().state == .active)
-        await #expect(
-            throws: ActivationError.invalidResponse(reason: "activation/status: the status blob does not open")
-        ) {
-            try await service.fetchActivationStatus()
+        // V3.3: the blob is encrypted under the request's challenge; V4: the whole answer is
+        // sealed to the request's own key and nonce. Either way the old answer does not open.
+        let error = try #require(
+            await #expect(throws: ActivationError.self) { try await service.fetchActivationStatus() })
+        guard case .invalidResponse = error else {
+            Issue.record("expected invalidResponse, got \(error)")
+            return
+        }
+        if !algorithm.isV4 {
+            #expect(error == .invalidResponse(reason: "activation/status: the status blob does not open"))
         }
         #expect(await service.hasValidActivation())
         let flows = ActivationFlows(service: service, clock: h.clock)
-        #expect(
-            await flows.refresh(trigger: .applicationStart)
-                == .connectionError(.invalidResponse(reason: "activation/status: the status blob does not open")))
+        #expect(await flows.refresh(trigger: .applicationStart) == .connectionError(error))
         #expect(await service.hasValidActivation())
     }
 }

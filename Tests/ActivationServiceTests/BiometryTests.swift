@@ -9,9 +9,9 @@ import Testing
 
 @Suite("The biometry factor")
 struct BiometryFactorTests {
-    @Test("add with the PIN, sign with biometry, remove")
-    func addSignRemove() async throws {
-        let h = try Harness()
+    @Test("add with the PIN, sign with biometry, remove", arguments: ProtocolAlgorithm.allCases)
+    func addSignRemove(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let sensor = SimulatedBiometricAuthenticator()
         let service = try h.makeService(authenticator: sensor)
         let id = try await h.activate(service)
@@ -38,27 +38,41 @@ struct BiometryFactorTests {
         }
     }
 
-    @Test("biometry at activation; removal is local, as in PowerAuth V3 (the server has no biometry switch)")
-    func biometryAtActivation() async throws {
-        let h = try Harness()
+    @Test(
+        "biometry at activation; removal is local on V3.3 (no server switch), on the server too on V4 (biometry/remove)",
+        arguments: ProtocolAlgorithm.allCases)
+    func biometryAtActivation(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let sensor = SimulatedBiometricAuthenticator()
         let service = try h.makeService(authenticator: sensor)
         let id = try await h.activate(service, biometry: true)
         #expect(await service.hasBiometryFactor())
+        // V4's activation/confirm turns biometry on at the server; V3.3 has no server switch.
+        #expect(try h.server.activationDetail(id).biometryEnabled == algorithm.isV4)
         let header = try await service.signRequest(
             method: "POST", uriIdentifier: "/a", body: [], authentication: .possessionWithBiometry(prompt: "p"))
-        try await service.removeBiometryFactor()
-        #expect(await service.hasBiometryFactor() == false)
-        // A code computed before the removal still verifies: only the device forgot the key.
-        let verified = try h.server.verifyAuthorization(
-            header: header.value, method: "POST", uriIdentifier: "/a", body: [])
-        #expect(verified.factorSet == .possessionBiometry)
+        if algorithm.isV4 {
+            // V4: the code verifies while the server holds the key; removal reaches the server.
+            let verified = try h.server.verifyAuthorization(
+                header: header.value, method: "POST", uriIdentifier: "/a", body: [])
+            #expect(verified.factorSet == .possessionBiometry)
+            try await service.removeBiometryFactor()
+            #expect(await service.hasBiometryFactor() == false)
+            #expect(try h.server.activationDetail(id).biometryEnabled == false)
+        } else {
+            try await service.removeBiometryFactor()
+            #expect(await service.hasBiometryFactor() == false)
+            // A code computed before the removal still verifies: only the device forgot the key.
+            let verified = try h.server.verifyAuthorization(
+                header: header.value, method: "POST", uriIdentifier: "/a", body: [])
+            #expect(verified.factorSet == .possessionBiometry)
+        }
         #expect(try h.server.activationDetail(id).failedAttempts == 0)
     }
 
-    @Test("credentials fetched in advance sign several codes, then expire")
-    func prefetchedCredentials() async throws {
-        let h = try Harness()
+    @Test("credentials fetched in advance sign several codes, then expire", arguments: ProtocolAlgorithm.allCases)
+    func prefetchedCredentials(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let sensor = SimulatedBiometricAuthenticator()
         let service = try h.makeService(authenticator: sensor)
         try await h.activate(service, biometry: true)
@@ -78,9 +92,9 @@ struct BiometryFactorTests {
         }
     }
 
-    @Test("adding biometry with a wrong PIN counts a failure and adds nothing")
-    func addWithWrongPin() async throws {
-        let h = try Harness()
+    @Test("adding biometry with a wrong PIN counts a failure and adds nothing", arguments: ProtocolAlgorithm.allCases)
+    func addWithWrongPin(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let sensor = SimulatedBiometricAuthenticator()
         let service = try h.makeService(authenticator: sensor)
         let id = try await h.activate(service)
@@ -91,9 +105,9 @@ struct BiometryFactorTests {
         #expect(try h.server.activationDetail(id).biometryEnabled == false)
     }
 
-    @Test("a cancelled prompt and an unavailable sensor are typed errors")
-    func promptFailures() async throws {
-        let h = try Harness()
+    @Test("a cancelled prompt and an unavailable sensor are typed errors", arguments: ProtocolAlgorithm.allCases)
+    func promptFailures(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let sensor = SimulatedBiometricAuthenticator()
         let service = try h.makeService(authenticator: sensor)
         try await h.activate(service, biometry: true)
@@ -110,13 +124,16 @@ struct BiometryFactorTests {
         await #expect(throws: ActivationError.biometryNotAvailable(.lockout)) {
             try await service.addBiometryFactor(password: p)
         }
-        let noSensor = try Harness().makeService()
+        let noSensor = try Harness(algorithm: algorithm).makeService()
         #expect(await noSensor.biometricStatus().systemStatus == .notSupported)
     }
 
-    @Test("a change of enrolled biometry invalidates the factor when configured to")
-    func invalidatedAfterChange() async throws {
-        let h = try Harness(biometric: BiometricConfiguration(invalidateBiometricFactorAfterChange: true))
+    @Test(
+        "a change of enrolled biometry invalidates the factor when configured to", arguments: ProtocolAlgorithm.allCases
+    )
+    func invalidatedAfterChange(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(
+            algorithm: algorithm, biometric: BiometricConfiguration(invalidateBiometricFactorAfterChange: true))
         let sensor = SimulatedBiometricAuthenticator()
         let service = try h.makeService(authenticator: sensor)
         try await h.activate(service, biometry: true)
@@ -132,13 +149,14 @@ struct BiometryFactorTests {
 
 @Suite("Offline authentication codes")
 struct OfflineCodeTests {
-    @Test("an offline code has the configured component length and verifies once")
-    func offlineCode() async throws {
-        let base = try Harness()
+    @Test(
+        "an offline code has the configured component length and verifies once", arguments: ProtocolAlgorithm.allCases)
+    func offlineCode(algorithm: ProtocolAlgorithm) async throws {
+        let base = try Harness(algorithm: algorithm)
         for length in [4, 6, 8] {
             let configuration = try ActivationConfiguration(
                 instanceId: "offline-\(length)", baseEndpointURL: "https://bank.example/s",
-                configuration: try base.serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
+                configuration: try base.serverConfiguration.configurationString(), algorithm: algorithm.rawValue,
                 offlineAuthenticationCodeComponentLength: length, knowledgeKeyParameters: .testing)
             let service = try ActivationService(
                 configuration: configuration, storage: base.storage, transport: base.transport, clock: base.clock)
@@ -164,9 +182,9 @@ struct OfflineCodeTests {
         }
     }
 
-    @Test("possession alone cannot make an offline code")
-    func possessionRefused() async throws {
-        let h = try Harness()
+    @Test("possession alone cannot make an offline code", arguments: ProtocolAlgorithm.allCases)
+    func possessionRefused(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         try await h.activate(service)
         await #expect(throws: ActivationError.invalidActivationState(reason: "an offline code needs a second factor")) {

@@ -150,9 +150,11 @@ struct ConfigurationAndStorageTests {
         }
     }
 
-    @Test("a corrupt state file is invalidActivationData; cleanupInstanceData recovers")
-    func corruptStateFile() async throws {
-        let h = try Harness()
+    @Test(
+        "a corrupt state file is invalidActivationData; cleanupInstanceData recovers",
+        arguments: ProtocolAlgorithm.allCases)
+    func corruptStateFile(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         try await h.activate(try h.makeService())
         let names = h.configuration.storageNames
         var bytes = try #require(try h.storage.read(names.state))
@@ -171,9 +173,11 @@ struct ConfigurationAndStorageTests {
         try await fresh.validatePassword(try pin("1234"))
     }
 
-    @Test("removeActivationLocal and cleanupInstanceData delete the activation's tokens, not another instance's")
-    func forgettingRemovesTokens() async throws {
-        let h = try Harness()
+    @Test(
+        "removeActivationLocal and cleanupInstanceData delete the activation's tokens, not another instance's",
+        arguments: ProtocolAlgorithm.allCases)
+    func forgettingRemovesTokens(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         try await h.activate(service)
         for _ in 0..<2 { try await service.storeToken(try await service.createToken(authentication: .possession())) }
@@ -194,9 +198,11 @@ struct ConfigurationAndStorageTests {
         #expect(try h.storage.tokenNames(instanceId: "other-instance").count == 1)
     }
 
-    @Test("a key file that does not match, is truncated or missing is invalidActivationData")
-    func corruptKeyFile() async throws {
-        let h = try Harness()
+    @Test(
+        "a key file that does not match, is truncated or missing is invalidActivationData",
+        arguments: ProtocolAlgorithm.allCases)
+    func corruptKeyFile(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         try await h.activate(try h.makeService())
         let names = h.configuration.storageNames
         let original = try #require(try h.storage.readSecret(names.keys))
@@ -237,14 +243,14 @@ struct ConfigurationAndStorageTests {
         #expect(try h.storage.read(names.state) == newer)
     }
 
-    @Test("two instance ids keep separate activations in one directory")
-    func instancesAreSeparate() async throws {
-        let h = try Harness()
+    @Test("two instance ids keep separate activations in one directory", arguments: ProtocolAlgorithm.allCases)
+    func instancesAreSeparate(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let first = try h.makeService()
         try await h.activate(first)
         let other = try ActivationConfiguration(
             instanceId: "com.example.other", baseEndpointURL: "https://bank.example/s",
-            configuration: try h.serverConfiguration.configurationString(), algorithm: "LEGACY_P256",
+            configuration: try h.serverConfiguration.configurationString(), algorithm: algorithm.rawValue,
             knowledgeKeyParameters: .testing)
         let second = try ActivationService(
             configuration: other, storage: h.storage, transport: h.transport, clock: h.clock)
@@ -254,13 +260,22 @@ struct ConfigurationAndStorageTests {
         try await second.validatePassword(try pin("9876"))
     }
 
-    @Test("the state file holds no secret key material")
-    func stateFileIsPublic() async throws {
-        let h = try Harness()
+    @Test("the state file holds no secret key material", arguments: ProtocolAlgorithm.allCases)
+    func stateFileIsPublic(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         try await h.activate(try h.makeService(), pin: "13579")
         let text = String(decoding: try #require(try h.storage.read(h.configuration.storageNames.state)), as: UTF8.self)
         #expect(!text.contains("13579"))
-        for field in ["possession", "transport", "vault"] { #expect(!text.contains("\"\(field)")) }
+        // No key field of either generation's key tree; `keyCheck` and `vaultCheck` are public
+        // check values (a hash of the key, not the key).
+        for field in ["possession", "transport", "vault", "statusMAC", "counterDataMAC", "sharedInfo2"] {
+            #expect(!text.contains("\"\(field)\""))
+        }
+        for field in ["keyCheck", "vaultCheck"] where text.contains("\"\(field)\"") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            let check = try #require(object[field] as? String)
+            #expect((Data(base64Encoded: check)?.count ?? 0) <= 32)
+        }
     }
 
     @Test("a request interceptor sees every request")
@@ -319,9 +334,11 @@ struct FileStorageTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: path).isEmpty)
     }
 
-    @Test("a key file left without a state file (an interrupted create) is removed on open")
-    func strayKeyFile() async throws {
-        let h = try Harness()
+    @Test(
+        "a key file left without a state file (an interrupted create) is removed on open",
+        arguments: ProtocolAlgorithm.allCases)
+    func strayKeyFile(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         try await h.activate(try h.makeService())
         try h.storage.remove(h.configuration.storageNames.state)
         #expect(try h.storage.readSecret(h.configuration.storageNames.keys) != nil)
@@ -333,11 +350,18 @@ struct FileStorageTests {
 
 @Suite("Shared storage")
 struct SharedStorageTests {
-    @Test("two services over one storage (an app and its extension) never reuse a counter")
-    func twoServicesShareTheCounter() async throws {
-        let h = try Harness()
+    @Test(
+        "two services over one storage (an app and its extension) never reuse a counter",
+        arguments: ProtocolAlgorithm.allCases)
+    func twoServicesShareTheCounter(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let app = try h.makeService()
         let id = try await h.activate(app)
+        // V4's activation/confirm took one counter already; V3.3 starts at 0.
+        let start = try JSONDecoder().decode(
+            CounterView.self, from: Data(try #require(try h.storage.read(h.configuration.storageNames.state)))
+        )
+        .counterIndex
         let extensionService = try h.makeService()
         var headers: [String] = []
         for round in 0..<6 {
@@ -351,19 +375,19 @@ struct SharedStorageTests {
         for header in headers {
             _ = try h.server.verifyAuthorization(header: header, method: "POST", uriIdentifier: "/r", body: [])
         }
-        // Concurrently, too: the two codes take counters 6 and 7 (one each).
+        // Concurrently, too: the two codes take the next two counters (one each).
         async let a = app.signRequest(method: "POST", uriIdentifier: "/r", body: [], authentication: .possession())
         async let b = extensionService.signRequest(
             method: "POST", uriIdentifier: "/r", body: [], authentication: .possession())
         _ = try await (a, b)
         let stored = try JSONDecoder().decode(
             CounterView.self, from: Data(try #require(try h.storage.read(h.configuration.storageNames.state))))
-        #expect(stored.counterIndex == 8)
+        #expect(stored.counterIndex == start + 8)
         let next = try await app.signRequest(
             method: "POST", uriIdentifier: "/r", body: [], authentication: .possession())
         _ = try h.server.verifyAuthorization(header: next.value, method: "POST", uriIdentifier: "/r", body: [])
         #expect(try h.server.activationDetail(id).failedAttempts == 0)
-        #expect(try h.server.activationDetail(id).counterIndex == 9)
+        #expect(try h.server.activationDetail(id).counterIndex == start + 9)
     }
 
     struct CounterView: Decodable { let counterIndex: UInt64 }

@@ -72,13 +72,13 @@ struct V4ServiceTests {
 
         // A header the application sends to its own server, checked there.
         let body = Array(#"{"amount":5}"#.utf8)
-        let header = try await service.signRequestV4(
+        let header = try await service.signRequest(
             method: "POST", uriIdentifier: "/pa/payment", body: body, authentication: .possessionWithPassword(pinCode))
-        let verified = try setup.server.verifyV4Authorization(
+        let verified = try setup.server.verifyAuthorization(
             header: header.value, method: "POST", uriIdentifier: "/pa/payment", body: body)
         #expect(verified.userId == "ivan")
         // A code computed and never sent: the server is behind, still within the window.
-        _ = try await service.signRequestV4(
+        _ = try await service.signRequest(
             method: "POST", uriIdentifier: "/x", body: [], authentication: .possession())
         #expect(try await service.fetchActivationStatus().state == .active)
 
@@ -141,10 +141,10 @@ struct V4ServiceTests {
         #expect(await service.hasBiometryFactor())
         #expect(try setup.server.activationDetail(prepared.activationId).biometryEnabled)
         let body = Array(#"{"amount":7}"#.utf8)
-        let header = try await service.signRequestV4(
+        let header = try await service.signRequest(
             method: "POST", uriIdentifier: "/pa/payment", body: body,
             authentication: .possessionWithBiometry(prompt: "Approve"))
-        let verified = try setup.server.verifyV4Authorization(
+        let verified = try setup.server.verifyAuthorization(
             header: header.value, method: "POST", uriIdentifier: "/pa/payment", body: body)
         #expect(verified.factorSet == .possessionBiometry)
         #expect(sensor.promptsShown == ["Approve"])

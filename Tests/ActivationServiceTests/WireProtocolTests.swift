@@ -98,8 +98,10 @@ struct WireProtocolTests {
         #expect(try s.h.server.activationDetail(id).failedAttempts == 0)
     }
 
-    @Test("activation/remove takes two factors: possession alone is refused, uncounted, and nothing is removed")
-    func removeNeedsTwoFactors() async throws {
+    @Test(
+        "activation/remove takes two factors: possession alone is refused, uncounted, and nothing is removed",
+        arguments: ProtocolAlgorithm.allCases)
+    func removeNeedsTwoFactors(algorithm: ProtocolAlgorithm) async throws {
         let (s, id) = try await setup()
         await #expect(throws: ActivationError.authentication) {
             try await s.service.removeActivation(authentication: .possession())
@@ -126,8 +128,8 @@ struct WireProtocolTests {
         }
     }
 
-    @Test("a token cannot be created with a wrong PIN, and the attempt counts")
-    func tokenWrongPin() async throws {
+    @Test("a token cannot be created with a wrong PIN, and the attempt counts", arguments: ProtocolAlgorithm.allCases)
+    func tokenWrongPin(algorithm: ProtocolAlgorithm) async throws {
         let (s, id) = try await setup()
         await #expect(throws: ActivationError.authentication) {
             try await s.service.createToken(authentication: .possessionWithPassword(try pin("9999")))

@@ -275,28 +275,18 @@ struct LocalStateView: Decodable {
 }
 
 extension Harness {
-    /// Signs an application request on the activation's own generation and returns the header value.
+    /// Signs an application request (on the activation's own generation) and returns the header value.
     func sign(
         _ service: ActivationService, method: String, uriIdentifier: String, body: [UInt8],
         authentication: ActivationAuthentication
     ) async throws(ActivationError) -> String {
-        if algorithm.isV4 {
-            return try await service.signRequestV4(
-                method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication
-            ).value
-        }
         return try await service.signRequest(
             method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication
         ).value
     }
 
-    /// The server's check of such a header, on the same generation.
+    /// The server's check of such a header (the header names its generation).
     func verify(header: String, method: String, uriIdentifier: String, body: [UInt8]) throws(ActivationServerError) {
-        if algorithm.isV4 {
-            _ = try server.verifyV4Authorization(
-                header: header, method: method, uriIdentifier: uriIdentifier, body: body)
-        } else {
-            _ = try server.verifyAuthorization(header: header, method: method, uriIdentifier: uriIdentifier, body: body)
-        }
+        _ = try server.verifyAuthorization(header: header, method: method, uriIdentifier: uriIdentifier, body: body)
     }
 }

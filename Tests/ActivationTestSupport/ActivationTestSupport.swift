@@ -158,7 +158,7 @@ package struct Harness {
     }
 
     /// Prepares an activation on the server, creates it on the device and
-    /// (by default) commits it.
+    /// (by default) commits it, then confirms it where the generation has the step (V4).
     @discardableResult
     package func activate(
         _ service: ActivationService, pin text: String = "1234", commit: Bool = true, biometry: Bool = false
@@ -169,7 +169,12 @@ package struct Harness {
         let result = try await service.createActivation(
             activationCode: prepared.activationCode, name: "test phone", password: try pin(text),
             enableBiometry: biometry)
-        if commit { try server.commitActivation(result.activationId) }
+        if commit {
+            try server.commitActivation(result.activationId)
+            // A V4 activation is confirmed as an app does after the commit (activation/confirm
+            // also turns on biometry requested at activation); V3.3 has no such step.
+            if await service.needsConfirmation() { try await service.confirmActivation(password: try pin(text)) }
+        }
         return result.activationId
     }
 }

@@ -5,7 +5,9 @@ import SecureCore
 
 extension ActivationService {
     /// Signs a request of your own: computes the authentication code, moves
-    /// and stores the counter, and returns the `X-PowerAuth-Authorization` header.
+    /// and stores the counter, and returns the `X-PowerAuth-Authorization` header in the
+    /// activation's generation (a V3.3 header for `LEGACY_P256`, a V4 header with KMAC-256
+    /// codes for the `EC_P384` suites).
     ///
     /// If your server answers the request with HTTP 401, call
     /// ``ActivationAuthentication/markRejected()`` and fetch the status; never
@@ -15,38 +17,21 @@ extension ActivationService {
     ///   - uriIdentifier: the resource identifier the server expects.
     ///   - body: the exact body bytes that will be sent.
     ///   - authentication: the factors.
-    /// - Returns: the header.
+    /// - Returns: the header; send its `value` under ``SignedRequestHeader/name``.
     /// - Throws: ``ActivationError/missingActivation``, ``ActivationError/credentialsRejected``,
     ///   ``ActivationError/credentialsExpired``, the biometry errors, ``ActivationError/storage(operation:errno:)``,
     ///   ``ActivationError/protocolError(_:)`` for a method or body the protocol refuses (for example
     ///   `PowerAuthProtocol.ProtocolError.invalidHTTPMethod(_:)`) or a wrong PIN that does not unwrap.
     public func signRequest(
         method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication
-    ) async throws(ActivationError) -> AuthorizationHeader {
-        if isV4 { throw v4Unsupported("V3.3 headers (use signRequestV4)") }
-        return try await sign(method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
-    }
-
-    /// The V4 (`EC_P384`) `X-PowerAuth-Authorization` header of an application request: a V4
-    /// code (possession, or possession and knowledge) over the exact body; the counter moves and
-    /// is stored first.
-    /// - Parameters:
-    ///   - method: the HTTP method.
-    ///   - uriIdentifier: the resource identifier the server expects.
-    ///   - body: the exact body bytes that will be sent.
-    ///   - authentication: possession, or possession with the password.
-    /// - Returns: the header.
-    /// - Throws: ``ActivationError/missingActivation``, ``ActivationError/protocolError(_:)`` (biometry, or
-    ///   a V3.3 configuration), the storage errors.
-    public func signRequestV4(
-        method: String, uriIdentifier: String, body: [UInt8], authentication: ActivationAuthentication
-    ) async throws(ActivationError) -> V4AuthorizationHeader {
-        guard isV4 else {
-            throw .protocolError(
-                .unsupportedAlgorithm(name: configuration.algorithm.rawValue, missing: "V4 codes need EC_P384"))
+    ) async throws(ActivationError) -> SignedRequestHeader {
+        if isV4 {
+            return .v4(
+                try await v4Sign(
+                    method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication))
         }
-        return try await v4Sign(
-            method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication)
+        return .v3(
+            try await sign(method: method, uriIdentifier: uriIdentifier, body: body, authentication: authentication))
     }
 
     /// Checks a PIN with the server (`signature/validate`, possession and

@@ -242,7 +242,7 @@ extension ActivationService {
         let headerValue: String
         switch current {
         case .v3:
-            headerValue = try await signRequest(
+            headerValue = try await sign(
                 method: "POST", uriIdentifier: uriIdentifier, body: body, authentication: authentication
             ).value
         case .v4:
