@@ -19,9 +19,9 @@ struct RegistryAndEndpointTests {
         try WireCoding.decode(ResponseEnvelope<ErrorResponse>.self, response.body).responseObject?.code ?? ""
     }
 
-    @Test("state transitions are checked")
-    func transitions() throws {
-        let h = try Harness()
+    @Test("state transitions are checked", arguments: ProtocolAlgorithm.allCases)
+    func transitions(algorithm: ProtocolAlgorithm) throws {
+        let h = try Harness(algorithm: algorithm)
         let prepared = try h.server.initActivation(userId: "u")
         #expect(prepared.activationCode.count == 23)
         #expect(try h.server.activationDetail(prepared.activationId).state == .created)
@@ -39,9 +39,10 @@ struct RegistryAndEndpointTests {
         #expect(try h.server.activationDetail(prepared.activationId).state == .removed)
     }
 
-    @Test("a temporary block ends with the injected clock and resets the failures")
-    func temporaryBlock() async throws {
-        let h = try Harness()
+    @Test(
+        "a temporary block ends with the injected clock and resets the failures", arguments: ProtocolAlgorithm.allCases)
+    func temporaryBlock(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         try h.server.blockActivation(id, until: h.clock.now().addingTimeInterval(60))
@@ -54,9 +55,9 @@ struct RegistryAndEndpointTests {
         #expect(detail.blockedUntil == nil)
     }
 
-    @Test("an activation code works once")
-    func codeWorksOnce() async throws {
-        let h = try Harness()
+    @Test("an activation code works once", arguments: ProtocolAlgorithm.allCases)
+    func codeWorksOnce(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let prepared = try h.server.initActivation(userId: "u")
         let first = try h.makeService()
         let p = try pin("1234")
@@ -73,9 +74,11 @@ struct RegistryAndEndpointTests {
         #expect(await other.hasValidActivation() == false)
     }
 
-    @Test("a client with another server's configuration refuses its temporary key, and sends nothing else")
-    func masterKeySignatureChecked() async throws {
-        let h = try Harness()
+    @Test(
+        "a client with another server's configuration refuses its temporary key, and sends nothing else",
+        arguments: ProtocolAlgorithm.allCases)
+    func masterKeySignatureChecked(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let impostor = try ActivationServerConfiguration.generate()
         let mixed = try ActivationConfiguration(
             instanceId: "mixed", baseEndpointURL: "https://x.example",
@@ -160,9 +163,10 @@ struct RegistryAndEndpointTests {
         #expect(blobs.count == 3)
     }
 
-    @Test("the status endpoint answers for every state, and the client reads each")
-    func statusForEveryState() async throws {
-        let h = try Harness()
+    @Test(
+        "the status endpoint answers for every state, and the client reads each", arguments: ProtocolAlgorithm.allCases)
+    func statusForEveryState(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service, commit: false)
         #expect(try await service.fetchActivationStatus().state == .pendingCommit)

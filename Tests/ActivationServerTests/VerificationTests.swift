@@ -51,9 +51,9 @@ struct VerificationTests {
         #expect(try h.server.activationDetail(id).failedAttempts == 1)
     }
 
-    @Test("concurrent wrong codes are counted exactly")
-    func concurrentFailuresCountExactly() async throws {
-        let h = try Harness(maxFailedAttempts: 50)
+    @Test("concurrent wrong codes are counted exactly", arguments: ProtocolAlgorithm.allCases)
+    func concurrentFailuresCountExactly(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm, maxFailedAttempts: 50)
         let service = try h.makeService()
         let id = try await h.activate(service)
         let wrong = try await headers(service, count: 16, authentication: .possessionWithPassword(try pin("0000")))
@@ -72,9 +72,9 @@ struct VerificationTests {
         #expect(try h.server.activationDetail(id).state == .active)
     }
 
-    @Test("concurrent wrong codes past the limit block at exactly the limit")
-    func concurrentFailuresBlock() async throws {
-        let h = try Harness(maxFailedAttempts: 5)
+    @Test("concurrent wrong codes past the limit block at exactly the limit", arguments: ProtocolAlgorithm.allCases)
+    func concurrentFailuresBlock(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm, maxFailedAttempts: 5)
         let service = try h.makeService()
         let id = try await h.activate(service)
         let wrong = try await headers(service, count: 12, authentication: .possessionWithPassword(try pin("0000")))
@@ -91,9 +91,11 @@ struct VerificationTests {
         #expect(detail.failedAttempts == 5)
     }
 
-    @Test("knowledge resets the count, possession alone does not; possession failures are not counted (V3)")
-    func resetRules() async throws {
-        let h = try Harness()
+    @Test(
+        "knowledge resets the count, possession alone does not; possession failures are not counted (V3.3 and V4)",
+        arguments: ProtocolAlgorithm.allCases)
+    func resetRules(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         for header in try await headers(service, count: 2, authentication: .possessionWithPassword(try pin("0000"))) {
@@ -115,9 +117,9 @@ struct VerificationTests {
         #expect(try h.server.activationDetail(id).failedAttempts == 0)
     }
 
-    @Test("a replayed request fails; it counts when it claims a second factor")
-    func replay() async throws {
-        let h = try Harness()
+    @Test("a replayed request fails; it counts when it claims a second factor", arguments: ProtocolAlgorithm.allCases)
+    func replay(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         let header = try await headers(service, count: 1, authentication: .possession())[0]
@@ -144,9 +146,11 @@ struct VerificationTests {
         #expect(try h.server.activationDetail(id).failedAttempts == 1)
     }
 
-    @Test("requests delivered out of order: the later one wins, the earlier one fails")
-    func reordered() async throws {
-        let h = try Harness()
+    @Test(
+        "requests delivered out of order: the later one wins, the earlier one fails",
+        arguments: ProtocolAlgorithm.allCases)
+    func reordered(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         try await h.activate(service)
         let pair = try await headers(service, count: 2, authentication: .possession())
@@ -154,27 +158,29 @@ struct VerificationTests {
         #expect(!verify(h, pair[0]))
     }
 
-    @Test("the look-ahead window is [counter, counter + 20)")
-    func lookAheadWindow() async throws {
-        let h = try Harness()
+    @Test("the look-ahead window is [counter, counter + 20)", arguments: ProtocolAlgorithm.allCases)
+    func lookAheadWindow(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
+        // V4's activation/confirm used one counter already (the server is at 1); V3.3 is at 0.
+        let start = try h.server.activationDetail(id).counterIndex
         let within = try await headers(service, count: 20, authentication: .possession())
         #expect(verify(h, within[19]))
-        #expect(try h.server.activationDetail(id).counterIndex == 20)
+        #expect(try h.server.activationDetail(id).counterIndex == start + 20)
         let beyond = try await headers(service, count: 21, authentication: .possession())
-        // The server expects index 20: index 40 is outside the window, 39 inside.
+        // The server expects start + 20: start + 40 is outside the window, start + 39 inside.
         #expect(!verify(h, beyond[20]))
         #expect(verify(h, beyond[19]))
-        // 38 is behind the counter now: consumed.
+        // start + 38 is behind the counter now: consumed.
         #expect(!verify(h, beyond[18]))
-        // Possession-only failures are not counted (V3).
+        // Possession-only failures are not counted (V3 and V4).
         #expect(try h.server.activationDetail(id).failedAttempts == 0)
     }
 
-    @Test("only an active activation verifies, and refusing it does not count")
-    func inactiveStates() async throws {
-        let h = try Harness()
+    @Test("only an active activation verifies, and refusing it does not count", arguments: ProtocolAlgorithm.allCases)
+    func inactiveStates(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service, commit: false)
         let header = try await headers(service, count: 1, authentication: .possession())[0]
@@ -189,9 +195,11 @@ struct VerificationTests {
         #expect(verify(h, blocked))
     }
 
-    @Test("malformed headers and foreign applications are refused without counting")
-    func malformedHeaders() async throws {
-        let h = try Harness()
+    @Test(
+        "malformed headers and foreign applications are refused without counting", arguments: ProtocolAlgorithm.allCases
+    )
+    func malformedHeaders(algorithm: ProtocolAlgorithm) async throws {
+        let h = try Harness(algorithm: algorithm)
         let service = try h.makeService()
         let id = try await h.activate(service)
         let good = try await headers(service, count: 1, authentication: .possession())[0]

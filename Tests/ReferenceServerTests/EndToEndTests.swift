@@ -11,9 +11,9 @@ import Testing
 struct EndToEndTests {
     @Test(
         "activation, fingerprint, commit, signed request, wrong PIN counting, blocking, unblocking",
-        arguments: StoreBackend.available)
-    func lifecycle(_ backend: StoreBackend) async throws {
-        let s = try InProcessServer(backend: backend)
+        arguments: StoreBackend.available, ProtocolAlgorithm.allCases)
+    func lifecycle(_ backend: StoreBackend, _ algorithm: ProtocolAlgorithm) async throws {
+        let s = try InProcessServer(backend: backend, algorithm: algorithm)
         defer { s.server.stop() }
         let device = try s.device()
         let prepared = try await s.backOffice.initActivation(userId: "alice")
@@ -54,9 +54,9 @@ struct EndToEndTests {
 
     @Test(
         "the back office blocks until a time, and removal sends the device to re-enrollment",
-        arguments: StoreBackend.available)
-    func temporaryBlockAndRemoval(_ backend: StoreBackend) async throws {
-        let s = try InProcessServer(backend: backend)
+        arguments: StoreBackend.available, ProtocolAlgorithm.allCases)
+    func temporaryBlockAndRemoval(_ backend: StoreBackend, _ algorithm: ProtocolAlgorithm) async throws {
+        let s = try InProcessServer(backend: backend, algorithm: algorithm)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         let until = Date().addingTimeInterval(3600)
@@ -75,20 +75,29 @@ struct EndToEndTests {
     }
 
     @Test(
-        "biometry: enable with the PIN over HTTP, then a biometry code verifies", arguments: StoreBackend.available)
-    func biometry(_ backend: StoreBackend) async throws {
-        let s = try InProcessServer(backend: backend)
+        "biometry: enable with the PIN over HTTP, then a biometry code verifies",
+        arguments: StoreBackend.available, ProtocolAlgorithm.allCases)
+    func biometry(_ backend: StoreBackend, _ algorithm: ProtocolAlgorithm) async throws {
+        let s = try InProcessServer(backend: backend, algorithm: algorithm)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         try await device.service.addBiometryFactor(password: try pin("1234"))
         #expect(try await s.backOffice.detail(id).biometryEnabled)
-        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "TEST")))
+        // Each generation's validate endpoint, with the body its SDK sends.
+        let (path, uriIdentifier) =
+            algorithm.isV4
+            ? (V4API.validate.path, V4API.validate.uriIdentifier)
+            : (ActivationAPI.validateSignature.path, ActivationAPI.validateSignature.uriIdentifier)
+        let body =
+            algorithm.isV4
+            ? Array("{}".utf8)
+            : try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "TEST")))
         let header = try await device.service.signRequest(
-            method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+            method: "POST", uriIdentifier: try #require(uriIdentifier), body: body,
             authentication: .possessionWithBiometry(prompt: "p"))
         let response = try await device.transport.send(
             TransportRequest(
-                path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header.value],
+                path: path, headers: [SignedRequestHeader.name: header.value, "Content-Type": "application/json"],
                 body: body), timeout: .seconds(30))
         #expect(response.statusCode == 200)
     }
@@ -107,14 +116,16 @@ struct EndToEndTests {
         #expect(await device.service.hasValidActivation())
     }
 
-    @Test("state survives a graceful restart on the same database", arguments: StoreBackend.available)
-    func restart(_ backend: StoreBackend) async throws {
-        let s = try InProcessServer(backend: backend)
+    @Test(
+        "state survives a graceful restart on the same database",
+        arguments: StoreBackend.available, ProtocolAlgorithm.allCases)
+    func restart(_ backend: StoreBackend, _ algorithm: ProtocolAlgorithm) async throws {
+        let s = try InProcessServer(backend: backend, algorithm: algorithm)
         let (device, id) = try await s.activeDevice()
         #expect(await failure { try await device.service.validatePassword(try pin("0000")) } == .authentication)
         let configuration = try s.server.configurationString()
         s.server.stop()
-        let again = try InProcessServer(store: s.store)
+        let again = try InProcessServer(store: s.store, algorithm: algorithm)
         defer { again.server.stop() }
         #expect(try again.server.configurationString() == configuration)
         let detail = try await again.backOffice.detail(id)

@@ -208,12 +208,16 @@ struct InProcessServer {
             algorithm: server.activationServer.configuration.algorithm.rawValue)
     }
 
-    /// A device activated, committed and ready.
+    /// A device activated, committed (and on V4 confirmed) and ready.
     func activeDevice(pin text: String = "1234") async throws -> (Device, String) {
         let device = try device()
         let prepared = try await backOffice.initActivation(userId: "alice")
         let id = try await device.activate(code: prepared.activationCode, pin: text)
         try await backOffice.commit(id)
+        // A V4 activation is confirmed after the commit, as an app does; V3.3 has no such step.
+        if await device.service.needsConfirmation() {
+            try await device.service.confirmActivation(password: try pin(text))
+        }
         return (device, id)
     }
 
