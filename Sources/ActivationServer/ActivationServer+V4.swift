@@ -472,10 +472,8 @@ extension ActivationServer {
     /// server asks): the token, its active V4 activation, the digest (constant time), the
     /// timestamp within ±60 s of the server clock (the replay cache's window; upstream allows ±5
     /// minutes, `docs/protocol-v4.md`) and the nonce used once.
-    /// - Parameter value: the header value.
-    /// - Returns: the activation and the factors the token was created with.
-    /// - Throws: ``ActivationServerError/tokenInvalid``.
-    public func verifyV4Token(header value: String) throws(ActivationServerError) -> VerifiedAuthorization {
+    /// The V4 half of ``verifyToken(header:)``.
+    func verifyV4Token(header value: String) throws(ActivationServerError) -> VerifiedAuthorization {
         guard let header = try? V4TokenHeader.parse(value), let token = try store.token(tokenId: header.tokenId),
             let record = try store.fetch(activationId: token.activationId), record.state == .active,
             let secret = record.v4?.activationSecret

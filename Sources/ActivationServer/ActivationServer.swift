@@ -209,6 +209,25 @@ public final class ActivationServer: Sendable {
         return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factors)
     }
 
+    /// Verifies an `X-PowerAuth-Token` for an application request (what an application server
+    /// asks), in the token's generation: the token, its active activation, the digest (constant
+    /// time), the timestamp within the replay window of the server clock and the nonce used once.
+    /// A `version="4.0"` header is checked as a V4 token (KMAC-256 digest), `3.x` as a V3 token.
+    /// - Parameter header: the header value.
+    /// - Returns: the activation and the factors the token was created with.
+    /// - Throws: ``ActivationServerError/tokenInvalid``; the store's errors when it is unavailable.
+    public func verifyToken(header: String) throws(ActivationServerError) -> VerifiedAuthorization {
+        if (try? V4TokenHeader.parse(header)) != nil { return try verifyV4Token(header: header) }
+        let request = TransportRequest(path: "", headers: [TokenHeader.name: header], body: [])
+        let (parsed, record, keys) = try verifyToken(
+            request, allowed: [.possession, .possessionKnowledge, .possessionBiometry])
+        keys.destroy()
+        guard let token = try store.token(tokenId: parsed.tokenId) else { throw .tokenInvalid }
+        try acceptTokenNonce(parsed)
+        return VerifiedAuthorization(
+            activationId: record.activationId, userId: record.userId, factorSet: token.factorSet)
+    }
+
     /// Verifies an offline authentication code (decimal components over the
     /// offline data: `POST`, application secret `offline`), counting the
     /// attempt like any other. Possession alone is refused. A V4 activation's code is checked

@@ -64,3 +64,32 @@ public enum SignedRequestHeader: Sendable, Equatable {
         return .v3(try AuthorizationHeader.parse(value))
     }
 }
+
+/// The `X-PowerAuth-Token` header of one request, in the generation of the activation whose
+/// token made it: a V3.3 header (`token_digest`, HMAC-SHA256) or a V4 header (KMAC-256 digest,
+/// `version="4.0"`).
+public enum SignedTokenHeader: Sendable, Equatable {
+    /// A V3.3 header (`LEGACY_P256`).
+    case v3(TokenHeader)
+    /// A V4 header (the `EC_P384` suites).
+    case v4(V4TokenHeader)
+
+    /// The header name, `X-PowerAuth-Token`.
+    public static var name: String { TokenHeader.name }
+
+    /// The header value.
+    public var value: String {
+        switch self {
+        case .v3(let header): header.value
+        case .v4(let header): header.value
+        }
+    }
+
+    /// The token the header names.
+    public var tokenId: String {
+        switch self {
+        case .v3(let header): header.tokenId
+        case .v4(let header): header.tokenId
+        }
+    }
+}

@@ -121,13 +121,13 @@ struct V4EndpointTests {
         let digest = try V4TokenDigest.compute(tokenSecret: tokenSecret, nonce: nonce, timestampMilliseconds: now)
         let tokenHeader = V4TokenHeader(tokenId: tokenId, digest: digest, nonce: nonce, timestampMilliseconds: now)
         #expect(try V4TokenHeader.parse(tokenHeader.value) == tokenHeader)
-        let byToken = try server.verifyV4Token(header: tokenHeader.value)
+        let byToken = try server.verifyToken(header: tokenHeader.value)
         #expect(byToken.activationId == device.activationId && byToken.factorSet == .possessionKnowledge)
-        #expect(throws: ActivationServerError.tokenInvalid) { try server.verifyV4Token(header: tokenHeader.value) }
+        #expect(throws: ActivationServerError.tokenInvalid) { try server.verifyToken(header: tokenHeader.value) }
         let forged = V4TokenHeader(
             tokenId: tokenId, digest: try SecureRandom.bytes(count: 32), nonce: try SecureRandom.bytes(count: 16),
             timestampMilliseconds: now)
-        #expect(throws: ActivationServerError.tokenInvalid) { try server.verifyV4Token(header: forged.value) }
+        #expect(throws: ActivationServerError.tokenInvalid) { try server.verifyToken(header: forged.value) }
 
         // ... and a V4 code over its own resource identifier.
         let payment = V4API.Endpoint(path: "/pay", uriIdentifier: "/pa/payment", sharedInfo1: nil)

@@ -127,7 +127,7 @@ struct V4ConfirmOfflineTokenTests {
         }
     }
 
-    @Test("the V4 token header: a fresh digest per request, accepted once by verifyV4Token")
+    @Test("the V4 token header: a fresh digest per request, accepted once by verifyToken")
     func tokenHeader() async throws {
         let setup = try Setup()
         let service = try setup.service()
@@ -137,15 +137,18 @@ struct V4ConfirmOfflineTokenTests {
         try setup.server.commitActivation(prepared.activationId)
         let token = try await service.createToken(authentication: .possessionWithPassword(pinCode))
         defer { token.destroy() }
-        let first = try await service.v4TokenHeader(for: token)
+        let first = try await service.tokenHeader(for: token)
+        guard case .v4 = first else {
+            Issue.record("a V4 activation made a V3.3 token header")
+            return
+        }
         let second = try await service.tokenHeaderValue(for: token)
         #expect(first.value != second)
         #expect(first.value.contains("version=\"4.0\""))
-        let verified = try setup.server.verifyV4Token(header: first.value)
+        let verified = try setup.server.verifyToken(header: first.value)
         #expect(verified.userId == "petr" && verified.factorSet == .possessionKnowledge)
-        #expect(try setup.server.verifyV4Token(header: second).activationId == prepared.activationId)
-        #expect(throws: ActivationServerError.tokenInvalid) { try setup.server.verifyV4Token(header: first.value) }
-        await #expect(throws: ActivationError.self) { try await service.tokenHeader(for: token) }
+        #expect(try setup.server.verifyToken(header: second).activationId == prepared.activationId)
+        #expect(throws: ActivationServerError.tokenInvalid) { try setup.server.verifyToken(header: first.value) }
     }
 
     @Test("/pa/v4/status, /pa/v4/user/info and /pa/v4/activation/detail (V4 token), and token/remove")

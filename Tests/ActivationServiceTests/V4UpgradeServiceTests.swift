@@ -179,7 +179,7 @@ struct V4UpgradeServiceTests {
                 reason: "a V3.3 token does not work after the upgrade to V4: create a new token")
         ) { try await service.tokenHeaderValue(for: kept) }
         let fresh = try await service.createToken(authentication: .possessionWithPassword(setup.pinCode))
-        let verified = try setup.server.verifyV4Token(header: try await service.tokenHeaderValue(for: fresh))
+        let verified = try setup.server.verifyToken(header: try await service.tokenHeaderValue(for: fresh))
         #expect(verified.activationId == setup.activationId)
     }
 

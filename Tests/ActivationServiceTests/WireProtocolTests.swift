@@ -32,7 +32,7 @@ final class CatchingTransport: ActivationTransport, @unchecked Sendable {
     }
 }
 
-@Suite("PowerAuth V3.3 endpoints between the client and the server")
+@Suite("PowerAuth endpoints between the client and the server (V3.3, and every suite where a test says so)")
 struct WireProtocolTests {
     struct Setup {
         let h: Harness
@@ -41,8 +41,8 @@ struct WireProtocolTests {
         let sensor: SimulatedBiometricAuthenticator
     }
 
-    func setup() async throws -> (Setup, String) {
-        let h = try Harness()
+    func setup(_ algorithm: ProtocolAlgorithm = .legacyP256) async throws -> (Setup, String) {
+        let h = try Harness(algorithm: algorithm)
         let transport = CatchingTransport(server: h.server)
         let sensor = SimulatedBiometricAuthenticator()
         let service = try ActivationService(
@@ -102,7 +102,7 @@ struct WireProtocolTests {
         "activation/remove takes two factors: possession alone is refused, uncounted, and nothing is removed",
         arguments: ProtocolAlgorithm.allCases)
     func removeNeedsTwoFactors(algorithm: ProtocolAlgorithm) async throws {
-        let (s, id) = try await setup()
+        let (s, id) = try await setup(algorithm)
         await #expect(throws: ActivationError.authentication) {
             try await s.service.removeActivation(authentication: .possession())
         }
@@ -130,11 +130,38 @@ struct WireProtocolTests {
 
     @Test("a token cannot be created with a wrong PIN, and the attempt counts", arguments: ProtocolAlgorithm.allCases)
     func tokenWrongPin(algorithm: ProtocolAlgorithm) async throws {
-        let (s, id) = try await setup()
+        let (s, id) = try await setup(algorithm)
         await #expect(throws: ActivationError.authentication) {
             try await s.service.createToken(authentication: .possessionWithPassword(try pin("9999")))
         }
         #expect(try s.h.server.activationDetail(id).failedAttempts == 1)
+    }
+
+    @Test(
+        "a token's header verifies once, in the activation's generation; a replay and another token's digest are refused",
+        arguments: ProtocolAlgorithm.allCases)
+    func tokenHeaderVerifiesOnce(algorithm: ProtocolAlgorithm) async throws {
+        let (s, id) = try await setup(algorithm)
+        let token = try await s.service.createToken(authentication: .possessionWithPassword(try pin("1234")))
+        defer { token.destroy() }
+        let header = try await s.service.tokenHeader(for: token)
+        switch header {
+        case .v3(let v3): #expect(v3.version == .v3_3 && !algorithm.isV4)
+        case .v4: #expect(algorithm.isV4)
+        }
+        #expect(header.tokenId == token.tokenId)
+        let verified = try s.h.server.verifyToken(header: header.value)
+        #expect(verified.activationId == id && verified.factorSet == .possessionKnowledge)
+        #expect(throws: ActivationServerError.tokenInvalid) { try s.h.server.verifyToken(header: header.value) }
+        // A fresh header of the same token verifies; one of another token's id does not.
+        let fresh = try await s.service.tokenHeaderValue(for: token)
+        _ = try s.h.server.verifyToken(header: fresh)
+        let other = try await s.service.createToken(authentication: .possession())
+        defer { other.destroy() }
+        let swapped = try await s.service.tokenHeaderValue(for: other).replacingOccurrences(
+            of: other.tokenId, with: token.tokenId)
+        #expect(throws: ActivationServerError.tokenInvalid) { try s.h.server.verifyToken(header: swapped) }
+        #expect(try s.h.server.activationDetail(id).failedAttempts == 0)
     }
 
     @Test("user info, server status, and the upgrade endpoints refuse as upstream does for a V3 activation")

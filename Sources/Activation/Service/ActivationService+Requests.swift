@@ -17,7 +17,7 @@ extension ActivationService {
     ///   - uriIdentifier: the resource identifier the server expects.
     ///   - body: the exact body bytes that will be sent.
     ///   - authentication: the factors.
-    /// - Returns: the header; send its `value` under ``SignedRequestHeader/name``.
+    /// - Returns: the header; send its `value` under `SignedRequestHeader.name`.
     /// - Throws: ``ActivationError/missingActivation``, ``ActivationError/credentialsRejected``,
     ///   ``ActivationError/credentialsExpired``, the biometry errors, ``ActivationError/storage(operation:errno:)``,
     ///   ``ActivationError/protocolError(_:)`` for a method or body the protocol refuses (for example

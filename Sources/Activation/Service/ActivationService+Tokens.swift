@@ -50,13 +50,22 @@ extension ActivationService {
         return ActivationToken(tokenId: tokenId, factorSet: factorSet, secret: secret)
     }
 
-    /// The `X-PowerAuth-Token` header for one request: a fresh nonce, the current
-    /// time, and the digest for protocol 3.3.
-    /// - Parameter token: the token.
-    /// - Returns: the header.
-    /// - Throws: ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)``.
-    public func tokenHeader(for token: ActivationToken) throws(ActivationError) -> TokenHeader {
-        if isV4 { throw v4Unsupported("V3.3 token headers (use v4TokenHeader(for:))") }
+    /// The `X-PowerAuth-Token` header for one request, in the activation's generation: a fresh
+    /// 16-byte nonce, the current time in milliseconds and the digest under the token's secret
+    /// (HMAC-SHA256, version `3.3`, for `LEGACY_P256`; KMAC-256 `"PA4DIGEST"`, version `4.0`, for
+    /// the `EC_P384` suites).
+    /// - Parameter token: a token of this activation (from ``createToken(authentication:)``).
+    /// - Returns: the header; send its `value` under `SignedTokenHeader.name`.
+    /// - Throws: ``ActivationError/invalidActivationState(reason:)`` for a token created in V3.3
+    ///   before an upgrade to V4 (its 16-byte secret makes no V4 digest: create a new token),
+    ///   ``ActivationError/core(_:)``, ``ActivationError/protocolError(_:)``.
+    public func tokenHeader(for token: ActivationToken) throws(ActivationError) -> SignedTokenHeader {
+        if isV4 { return .v4(try v4TokenHeader(for: token)) }
+        return .v3(try v3TokenHeader(for: token))
+    }
+
+    /// The V3.3 header of ``tokenHeader(for:)``.
+    func v3TokenHeader(for token: ActivationToken) throws(ActivationError) -> TokenHeader {
         let nonce = try coreStep { () throws(SecureCoreError) in
             try SecureRandom.bytes(count: ProtocolConstants.nonceByteCount)
         }
@@ -69,15 +78,8 @@ extension ActivationService {
             tokenId: token.tokenId, tokenDigest: digest, nonce: nonce, timestamp: timestamp, version: .v3_3)
     }
 
-    /// The V4 `X-PowerAuth-Token` header for one request: a fresh 16-byte nonce, the current
-    /// time in milliseconds and the KMAC-256 digest (`"PA4DIGEST"`) under the token's 32-byte
-    /// secret, version `4.0`.
-    /// - Parameter token: a token of a V4 activation (from ``createToken(authentication:)``).
-    /// - Returns: the header.
-    /// - Throws: ``ActivationError/protocolError(_:)`` for a V3.3 activation,
-    ///   ``ActivationError/invalidActivationState(reason:)`` for a token created in V3.3 before an
-    ///   upgrade (its 16-byte secret makes no V4 digest), ``ActivationError/core(_:)``.
-    public func v4TokenHeader(for token: ActivationToken) throws(ActivationError) -> V4TokenHeader {
+    /// The V4 header of ``tokenHeader(for:)``.
+    func v4TokenHeader(for token: ActivationToken) throws(ActivationError) -> V4TokenHeader {
         guard isV4 else {
             throw .protocolError(
                 .unsupportedAlgorithm(name: configuration.algorithm.rawValue, missing: "V4 token headers need V4"))
@@ -97,13 +99,12 @@ extension ActivationService {
         return V4TokenHeader(tokenId: token.tokenId, digest: digest, nonce: nonce, timestampMilliseconds: milliseconds)
     }
 
-    /// The `X-PowerAuth-Token` header value in the activation's protocol: ``v4TokenHeader(for:)``
-    /// for a V4 activation, ``tokenHeader(for:)`` otherwise.
+    /// The `X-PowerAuth-Token` header value for one request: ``tokenHeader(for:)``'s `value`.
     /// - Parameter token: the token.
     /// - Returns: the header value.
-    /// - Throws: as the two functions named.
+    /// - Throws: as ``tokenHeader(for:)``.
     public func tokenHeaderValue(for token: ActivationToken) throws(ActivationError) -> String {
-        isV4 ? try v4TokenHeader(for: token).value : try tokenHeader(for: token).value
+        try tokenHeader(for: token).value
     }
 
     /// Removes a token on the server (`token/remove`, signed with any factors).
