@@ -689,7 +689,8 @@ fuzz-smoke: fuzz-build
 ## is a release `securepin server` process; the bench process is the load generator (keep-alive
 ## connections writing pre-built requests; --urlsession for the client transport instead), and the
 ## CPU time of each side is reported. BENCH_SERVER_ARGS="--json" for machines (only the JSON goes to
-## standard output: `make -s bench-server BENCH_SERVER_ARGS=--json > bench.json`); --clients N, --requests N.
+## standard output: `make -s bench-server BENCH_SERVER_ARGS=--json > bench.json`); --clients N, --requests N;
+## --algorithm NAME (repeatable; default LEGACY_P256 and EC_P384_ML_L3 side by side, with their ratio).
 bench-server: deps
 	@$(SWIFT) build -c release --product securepin-bench >&2
 	@$(SWIFT) build -c release --product securepin >&2

@@ -41,6 +41,8 @@ enum ServerBench {
 
     /// One configuration's figures (the `--json` form).
     struct Scenario: Codable, Sendable {
+        /// The suite the server serves and every device activated with.
+        var algorithm: String
         var store: String
         var instances: Int
         /// `raw-http` (``RawHTTPLoad``) or `urlsession` (the client transport).
@@ -62,6 +64,10 @@ enum ServerBench {
         var failedAttempts: Int
         /// Accepted audit rows = requests answered 200, and no other rows, no failed attempts.
         var auditCheck: Bool
+        /// Activations per second while preparing, one device at a time over HTTP: keystore/create
+        /// and activation/create with the device's key generation and the server's (ML-KEM and
+        /// ML-DSA in a hybrid suite), plus the commit (and V4's activation/confirm).
+        var activationsPerSecond: Double
         /// The server alone: one request at a time through `respond(to:)`, no HTTP.
         var serverAloneMicroseconds: Double
         /// Of which CPU time of the answering thread (the rest is waiting, mostly `fsync`).
@@ -98,7 +104,12 @@ enum ServerBench {
         /// The client transport (URLSession) instead of ``RawHTTPLoad``.
         var urlSession: Bool
         var json: Bool
+        /// The suites measured, each over every store configuration.
+        var algorithms: [ProtocolAlgorithm]
     }
+
+    /// What `make bench-server` compares by default: the V3.3 suite and the library's default.
+    static let defaultAlgorithms: [ProtocolAlgorithm] = [.legacyP256, .ecP384MLL3]
 
     static func run(_ setup: Setup) throws {
         let signals = ServerProcess.stopChildrenOnSignals()
@@ -107,11 +118,19 @@ enum ServerBench {
         let result = Mutex<Result<[Scenario], any Error>?>(nil)
         Task {
             do {
-                var scenarios = [try await measure(setup, backend: nil, instances: 1)]
-                if let file = setup.postgresDSNFile {
-                    let dsn = try DSNFile.load(at: file)
-                    scenarios.append(try await measure(setup, backend: dsn, instances: 1))
-                    scenarios.append(try await measure(setup, backend: dsn, instances: 2))
+                var scenarios: [Scenario] = []
+                let dsn = try setup.postgresDSNFile.map { (file) throws in try DSNFile.load(at: file) }
+                // Store by store, each suite in turn, so the suites of one store run close in time.
+                for algorithm in setup.algorithms {
+                    scenarios.append(try await measure(setup, backend: nil, instances: 1, algorithm: algorithm))
+                }
+                if let dsn {
+                    for instances in [1, 2] {
+                        for algorithm in setup.algorithms {
+                            scenarios.append(
+                                try await measure(setup, backend: dsn, instances: instances, algorithm: algorithm))
+                        }
+                    }
                 }
                 result.withLock { $0 = .success(scenarios) }
             } catch {
@@ -180,11 +199,13 @@ enum ServerBench {
         }
     }
 
-    static func measure(_ setup: Setup, backend: SecureBytes?, instances: Int) async throws -> Scenario {
+    static func measure(_ setup: Setup, backend: SecureBytes?, instances: Int, algorithm: ProtocolAlgorithm)
+        async throws -> Scenario
+    {
         let clients = setup.clients
         let requests = setup.requests
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "securepin-bench-server-\(getpid())-\(backend == nil ? "sqlite" : "pg\(instances)")"
+            "securepin-bench-server-\(getpid())-\(backend == nil ? "sqlite" : "pg\(instances)")-\(algorithm.rawValue)"
         )
         .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -204,6 +225,7 @@ enum ServerBench {
             try writeSecretFile(databaseDSN, to: directory + "/server.dsn")
             storeArguments = ["--store", "postgres", "--dsn-file", directory + "/server.dsn", "--key-file", keyFile]
         }
+        storeArguments += ["--algorithm", algorithm.rawValue]
         let token = try AdminToken.random()
         defer { token.destroy() }
         try AdminToken.store(token, to: directory + "/admin.token")
@@ -226,11 +248,21 @@ enum ServerBench {
             configurations.append(
                 try ActivationConfiguration(
                     instanceId: "bench", baseEndpointURL: "http://127.0.0.1:\(child.port)",
-                    configuration: try await office.configurationString(), algorithm: "LEGACY_P256",
+                    configuration: try await office.configurationString(), algorithm: algorithm.rawValue,
                     knowledgeKeyParameters: .testing))
         }
-        let body = try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "BENCH")))
-        let label = backend == nil ? "SQLite" : "PostgreSQL, \(instances) instance\(instances == 1 ? "" : "s")"
+        // Each generation's validate endpoint with the body its SDK sends (V4: `{}`).
+        let (path, uriIdentifier) =
+            algorithm.isV4
+            ? (V4API.validate.path, V4API.validate.uriIdentifier ?? "")
+            : (ActivationAPI.validateSignature.path, ActivationAPI.validateSignature.uriIdentifier ?? "")
+        let body =
+            algorithm.isV4
+            ? Array("{}".utf8)
+            : try WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "BENCH")))
+        let label =
+            (backend == nil ? "SQLite" : "PostgreSQL, \(instances) instance\(instances == 1 ? "" : "s")")
+            + ", \(algorithm.rawValue)"
         let generator = setup.urlSession ? "urlsession" : "raw-http"
         if !setup.json {
             print(
@@ -242,6 +274,8 @@ enum ServerBench {
         // holds a kept-alive connection, and the server allows 128 per client address.
         var plans: [(lane: Int, transport: HTTPActivationTransport?, headers: [String], id: String)] = []
         var direct: [String] = []
+        var activationNs: UInt64 = 0
+        var confirmations = 0
         for c in 0..<clients {
             let lane = c % instances
             let storage = try FileActivationStorage(directory: directory + "/device-\(c)")
@@ -253,13 +287,20 @@ enum ServerBench {
             for s in "1234".unicodeScalars { try p.addCharacter(s) }
             let password = try p.copyToImmutable()
             p.destroy()
+            let activationStart = now()
             _ = try await service.createActivation(
                 activationCode: prepared.activationCode, name: "bench \(c)", password: password)
             try await offices[lane].commit(prepared.activationId)
+            // V4: the app confirms after the commit (one code, counted as any other).
+            if await service.needsConfirmation() {
+                try await service.confirmActivation(password: password)
+                confirmations += 1
+            }
+            activationNs += now() - activationStart
             var headers: [String] = []
             for _ in 0..<requests {
                 let header = try await service.signRequest(
-                    method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+                    method: "POST", uriIdentifier: uriIdentifier, body: body,
                     authentication: .possessionWithPassword(password))
                 headers.append(header.value)
             }
@@ -269,14 +310,13 @@ enum ServerBench {
                 for _ in 0..<requests {
                     direct.append(
                         try await service.signRequest(
-                            method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+                            method: "POST", uriIdentifier: uriIdentifier, body: body,
                             authentication: .possessionWithPassword(password)
                         ).value)
                 }
             }
             plans.append((lane, setup.urlSession ? transport : nil, headers, prepared.activationId))
         }
-        let path = ActivationAPI.validateSignature.path
         let lanes = plans.map { plan in
             RawHTTPLoad.Lane(
                 port: children[plan.lane].port,
@@ -352,6 +392,7 @@ enum ServerBench {
                 connectionString: databaseDSN,
                 pool: PostgresPool.Configuration(maximumConnections: 4, acquireTimeoutSeconds: 30))
         }
+        options.algorithm = algorithm
         let first = try ReferenceServer(options: options)
 
         // The server alone: the same requests answered by respond(to:) in this thread, no HTTP,
@@ -398,16 +439,19 @@ enum ServerBench {
             auditRows += trail.count
             accepted += trail.filter { $0.outcome == .accepted }.count
         }
-        let expected = total - non200 - transportFailures + direct.count - directFailures
+        // Every 200, every direct answer, and each V4 device's activation/confirm code.
+        let expected = total - non200 - transportFailures + direct.count - directFailures + confirmations
         let perRequest = { (ns: Double) in ns / Double(max(1, total)) / 1000 }
         return Scenario(
-            store: backend == nil ? "sqlite" : "postgres", instances: instances, loadGenerator: generator,
+            algorithm: algorithm.rawValue, store: backend == nil ? "sqlite" : "postgres", instances: instances,
+            loadGenerator: generator,
             clients: clients, requests: total, seconds: elapsed, requestsPerSecond: Double(total) / elapsed,
             p50Milliseconds: percentile(0.50), p99Milliseconds: percentile(0.99),
             maxMilliseconds: Double(latencies.last ?? 0) / 1e6, non200: non200, transportFailures: transportFailures,
             reconnects: outcomes.map(\.reconnects).reduce(0, +), acceptedAuditRows: accepted, auditRows: auditRows,
             expectedAcceptedRows: expected, failedAttempts: failedAttempts,
             auditCheck: accepted == expected && auditRows == accepted && failedAttempts == 0,
+            activationsPerSecond: Double(clients) / (Double(max(1, activationNs)) / 1e9),
             serverAloneMicroseconds: directNs / 1000, serverAloneCPUMicroseconds: directCPUNs / 1000,
             storeFetchMicroseconds: fetchNs / 1000, countedAttemptMicroseconds: attemptNs / 1000,
             loadGeneratorCPUMicrosecondsPerRequest: perRequest(benchCPU),
@@ -494,6 +538,7 @@ enum ServerBench {
         }
         print("")
         row("") { $0.store == "sqlite" ? "SQLite" : "PostgreSQL ×\($0.instances)" }
+        row("suite") { $0.algorithm }
         row("requests (clients)") { "\($0.requests) (\($0.clients))" }
         row("throughput req/s") { String(format: "%.0f", $0.requestsPerSecond) }
         row("latency p50 ms") { String(format: "%.2f", $0.p50Milliseconds) }
@@ -515,10 +560,29 @@ enum ServerBench {
         row("  of which CPU µs") { String(format: "%.0f", $0.serverAloneCPUMicroseconds) }
         row("store fetch µs") { String(format: "%.0f", $0.storeFetchMicroseconds) }
         row("one counted attempt µs") { String(format: "%.0f", $0.countedAttemptMicroseconds) }
+        row("activations/s (one at a time)") { String(format: "%.1f", $0.activationsPerSecond) }
         print("")
+        // Each suite against LEGACY_P256 on the same store, measured in this run.
+        for scenario in scenarios where scenario.algorithm != ProtocolAlgorithm.legacyP256.rawValue {
+            guard
+                let reference = scenarios.first(where: {
+                    $0.algorithm == ProtocolAlgorithm.legacyP256.rawValue && $0.store == scenario.store
+                        && $0.instances == scenario.instances
+                })
+            else { continue }
+            let where_ = scenario.store == "sqlite" ? "SQLite" : "PostgreSQL ×\(scenario.instances)"
+            print(
+                "\(where_): \(scenario.algorithm) / LEGACY_P256 request rate "
+                    + String(format: "%.2f", scenario.requestsPerSecond / max(1, reference.requestsPerSecond))
+                    + String(format: ", p99 %.2f ms vs %.2f ms", scenario.p99Milliseconds, reference.p99Milliseconds)
+                    + String(
+                        format: ", activations/s %.2f×",
+                        scenario.activationsPerSecond / max(0.001, reference.activationsPerSecond)))
+        }
         print(
             "load generator: \(scenarios.first?.loadGenerator ?? "") in the bench process; servers: securepin server processes"
         )
         print("goal: SQLite ≥ 5000 req/s with p99 ≤ 20 ms; PostgreSQL ≥ 3000 req/s across two instances")
+        print("goal: EC_P384_ML_L3 signed requests ≥ 0.9× the LEGACY_P256 rate, p99 ≤ 20 ms on SQLite")
     }
 }

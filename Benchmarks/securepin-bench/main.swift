@@ -10,6 +10,7 @@ import BenchmarkKit
 import CSodium
 import Foundation
 import PinVault
+import PowerAuthProtocol
 import SecureCore
 
 #if canImport(Glibc)
@@ -215,6 +216,7 @@ var requests = 200
 var postgresDSNFile: String?
 var securepinPath: String?
 var urlSession = false
+var algorithms: [ProtocolAlgorithm] = []
 var rest = Array(CommandLine.arguments.dropFirst())
 while !rest.isEmpty {
     let a = rest.removeFirst()
@@ -244,6 +246,15 @@ while !rest.isEmpty {
         }
         securepinPath = file
         rest.removeFirst()
+    case "--algorithm":
+        guard let name = rest.first, let algorithm = ProtocolAlgorithm(rawValue: name) else {
+            print(
+                "securepin-bench: --algorithm needs one of "
+                    + ProtocolAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))
+            exit(2)
+        }
+        if !algorithms.contains(algorithm) { algorithms.append(algorithm) }
+        rest.removeFirst()
     case "--postgres":
         guard let file = rest.first else {
             print("securepin-bench: --postgres needs a file that holds the cluster's connection string")
@@ -262,7 +273,7 @@ while !rest.isEmpty {
         print(
             "usage: securepin-bench [memory|vault] [--json] [--rounds N] | securepin-bench kdf [--out DIR] [--quick]"
                 + " | securepin-bench server [--clients N] [--requests N] [--postgres DSN-FILE] [--securepin PATH]"
-                + " [--urlsession] [--json]")
+                + " [--algorithm NAME]... [--urlsession] [--json]")
         exit(2)
     }
 }
@@ -283,7 +294,8 @@ do {
         try ServerBench.run(
             .init(
                 clients: clients, requests: requests, postgresDSNFile: postgresDSNFile, securepin: securepin,
-                urlSession: urlSession, json: json))
+                urlSession: urlSession, json: json,
+                algorithms: algorithms.isEmpty ? ServerBench.defaultAlgorithms : algorithms))
     default: report(try memoryFigures(rounds: rounds), json: json)
     }
 } catch {

@@ -780,11 +780,18 @@ extension SQLiteActivationStore {
 /// layout: `01` `EC_P384` (all rows written before the hybrid suites), `02` `EC_P384_ML_L3`, `03`
 /// `EC_P384_ML_L5`. Built and read in secure memory.
 ///
+/// Bit 6 (`0x40`) of the first byte says that the server's 97-byte public key ends the layout, so
+/// reading a row needs no scalar multiplication; every row written now has it, rows written before
+/// it recompute the key from the private one (and gain it on their next write).
+///
 /// A state with a pending upgrade to a stronger suite (`ActivationRecord.v4Upgrade`) sets the
 /// first byte's top bit and is followed by the pending state's own encoding and its length
 /// (`u32be`), so rows without one read as before.
 enum V4StateCoding {
     static let fixed = 86
+    /// The first byte's flag for the stored server public key at the end.
+    static let storedPublicKeyFlag: UInt8 = 0x40
+    static let publicKeyCount = 97
     /// The suites by their first byte (index + 1); never reorder.
     static let suites: [ProtocolAlgorithm] = [.ecP384, .ecP384MLL3, .ecP384MLL5]
 
@@ -809,7 +816,11 @@ enum V4StateCoding {
             devicePostQuantum.isEmpty
                 || devicePostQuantum.count == state.algorithm.signatureParameterSet?.publicKeyByteCount
         else { throw .corruptRecord(reason: "the device's ML-DSA key") }
-        let count = fixed + 32 * present.count + device.count + (seed == nil ? 0 : 32) + devicePostQuantum.count
+        let serverPublic = state.serverKeyPair.publicKey
+        guard serverPublic.count == publicKeyCount else { throw .corruptRecord(reason: "the server's P-384 key") }
+        let count =
+            fixed + 32 * present.count + device.count + (seed == nil ? 0 : 32) + devicePostQuantum.count
+            + publicKeyCount
         let out: SecureBytes
         do throws(SecureCoreError) {
             out = try SecureBytes(count: count)
@@ -818,7 +829,7 @@ enum V4StateCoding {
         }
         let generation = withUnsafeBytes(of: state.keyGeneration.bigEndian) { Array($0) }
         out.withUnsafeMutableBytes { target in
-            target[0] = UInt8(version + 1)
+            target[0] = UInt8(version + 1) | storedPublicKeyFlag
             target[1] = flags
             state.serverKeyPair.privateKey.withUnsafeBytes { key in
                 for i in 0..<48 { target[2 + i] = key[key.count - 48 + i] }
@@ -838,6 +849,8 @@ enum V4StateCoding {
             }
             at += seed == nil ? 0 : 32
             for (i, byte) in devicePostQuantum.enumerated() { target[at + i] = byte }
+            at += devicePostQuantum.count
+            for (i, byte) in serverPublic.enumerated() { target[at + i] = byte }
         }
         return out
     }
@@ -900,8 +913,15 @@ enum V4StateCoding {
         let bad = ReferenceServerError.corruptRecord(reason: "the V4 state")
         guard plain.count >= fixed else { throw bad }
         let header: (UInt8, UInt8, [UInt8], [UInt8]) = plain.withUnsafeBytes {
-            ($0[0], $0[1], Array($0[50..<82]), Array($0[82..<86]))
+            ($0[0] & ~storedPublicKeyFlag, $0[1], Array($0[50..<82]), Array($0[82..<86]))
         }
+        let storedPublic: [UInt8]? = plain.withUnsafeBytes { bytes in
+            guard bytes[0] & storedPublicKeyFlag != 0, bytes.count >= fixed + publicKeyCount else { return nil }
+            return Array(bytes[(bytes.count - publicKeyCount)...])
+        }
+        if plain.withUnsafeBytes({ $0[0] & storedPublicKeyFlag != 0 }), storedPublic == nil { throw bad }
+        // The layout before the stored public key (the bytes the older form had).
+        let length = plain.count - (storedPublic == nil ? 0 : publicKeyCount)
         let flags = header.1
         let present = [1, 3, 4, 5, 6].map { flags & (1 << $0) != 0 }
         let hasDevice = flags & 4 != 0
@@ -911,7 +931,7 @@ enum V4StateCoding {
         let hybrid = algorithm.signatureParameterSet != nil
         let base = fixed + 32 * secretCount + (hasDevice ? 97 : 0) + (hybrid ? 32 : 0)
         let devicePostQuantumCount = algorithm.signatureParameterSet?.publicKeyByteCount ?? 0
-        guard plain.count == base || (hybrid && plain.count == base + devicePostQuantumCount) else { throw bad }
+        guard length == base || (hybrid && length == base + devicePostQuantumCount) else { throw bad }
         do {
             let privateKey = try SecureBytes(count: 48)
             var secrets: [SecureBytes?] = []
@@ -938,9 +958,13 @@ enum V4StateCoding {
                 return device
             }
             let devicePostQuantum: [UInt8]? =
-                plain.count == base ? nil : plain.withUnsafeBytes { Array($0[base..<plain.count]) }
+                length == base ? nil : plain.withUnsafeBytes { Array($0[base..<length]) }
+            let serverKeyPair =
+                try storedPublic.map { (key) throws(ProtocolError) in
+                    try ECP384KeyPair(privateKey: privateKey, storedPublicKey: key)
+                } ?? ECP384KeyPair(privateKey: privateKey)
             var state = V4ActivationState(
-                algorithm: algorithm, serverKeyPair: try ECP384KeyPair(privateKey: privateKey),
+                algorithm: algorithm, serverKeyPair: serverKeyPair,
                 activationSecret: secrets[0], devicePublicKey: device,
                 counter: try V4HashCounter(bytes: header.2), confirmationPending: flags & 1 != 0)
             state.knowledgeKey = secrets[1]

@@ -26,6 +26,22 @@ public struct ECP384KeyPair: Sendable {
         self.init(checked: privateKey, publicKey: publicKey)
     }
 
+    /// The pair of a stored private key and the public key stored with it, for storage that
+    /// authenticates both together (a sealed row): nothing is recomputed, only the shapes are
+    /// checked. A server reads its activations' keys this way on every request, where deriving
+    /// the public key again (a P-384 scalar multiplication) would be most of the request's work.
+    /// - Parameters:
+    ///   - privateKey: 48 bytes.
+    ///   - storedPublicKey: the 97-byte SEC1 uncompressed key written with it.
+    /// - Throws: ``ProtocolError/invalidKey(field:)`` for a wrong size or prefix.
+    package init(privateKey: SecureBytes, storedPublicKey: [UInt8]) throws(ProtocolError) {
+        guard privateKey.count == 48 else { throw .invalidKey(field: "privateKey") }
+        guard storedPublicKey.count == 97, storedPublicKey.first == 0x04 else {
+            throw .invalidKey(field: "publicKey")
+        }
+        self.init(checked: privateKey, publicKey: storedPublicKey)
+    }
+
     private init(checked privateKey: SecureBytes, publicKey: [UInt8]) {
         self.privateKey = privateKey
         self.publicKey = publicKey
