@@ -164,6 +164,29 @@ struct WireProtocolTests {
         #expect(try s.h.server.activationDetail(id).failedAttempts == 0)
     }
 
+    @Test(
+        "the vault key: the same key at each unlock with the PIN; a wrong PIN refused and counted, possession alone refused",
+        arguments: ProtocolAlgorithm.allCases)
+    func vaultOnEverySuite(algorithm: ProtocolAlgorithm) async throws {
+        let (s, id) = try await setup(algorithm)
+        let first = try await s.service.unlockVault(authentication: .possessionWithPassword(try pin("1234")))
+        defer { first.destroy() }
+        let second = try await s.service.unlockVault(authentication: .possessionWithPassword(try pin("1234")))
+        defer { second.destroy() }
+        // KEY_ENCRYPTION_VAULT is 16 bytes in V3.3, KDK_APP_VAULT_2FA 32 in V4.
+        #expect(first.count == (algorithm.isV4 ? 32 : 16))
+        #expect(first.withUnsafeBytes { a in second.withUnsafeBytes { b in a.elementsEqual(b) } })
+        await #expect(throws: ActivationError.authentication) {
+            try await s.service.unlockVault(authentication: .possessionWithPassword(try pin("9999")))
+        }
+        #expect(try s.h.server.activationDetail(id).failedAttempts == 1)
+        await #expect(throws: ActivationError.self) {
+            try await s.service.unlockVault(authentication: .possession())
+        }
+        #expect(try s.h.server.activationDetail(id).failedAttempts == 1)
+        #expect(await s.service.hasValidActivation())
+    }
+
     @Test("user info, server status, and the upgrade endpoints refuse as upstream does for a V3 activation")
     func userInfoStatusUpgrade() async throws {
         let (s, _) = try await setup()
