@@ -165,7 +165,7 @@ struct WireProtocolTests {
     }
 
     @Test(
-        "the vault key: the same key at each unlock with the PIN; a wrong PIN refused and counted, possession alone refused",
+        "the vault key: the same key at each unlock; a wrong PIN counted, possession alone and unknown reasons refused",
         arguments: ProtocolAlgorithm.allCases)
     func vaultOnEverySuite(algorithm: ProtocolAlgorithm) async throws {
         let (s, id) = try await setup(algorithm)
@@ -180,10 +180,17 @@ struct WireProtocolTests {
             try await s.service.unlockVault(authentication: .possessionWithPassword(try pin("9999")))
         }
         #expect(try s.h.server.activationDetail(id).failedAttempts == 1)
-        await #expect(throws: ActivationError.self) {
+        await #expect(throws: ActivationError.wrongParameter(reason: "the vault opens with two factors")) {
             try await s.service.unlockVault(authentication: .possession())
         }
-        #expect(try s.h.server.activationDetail(id).failedAttempts == 1)
+        await #expect(throws: ActivationError.wrongParameter(reason: "unknown vault unlock reason")) {
+            try await s.service.unlockVault(authentication: .possessionWithPassword(try pin("1234")), reason: "OTHER")
+        }
+        // Another of upstream's reasons is sent as given and answered.
+        let signing = try await s.service.unlockVault(
+            authentication: .possessionWithPassword(try pin("1234")), reason: "SIGN_WITH_DEVICE_PRIVATE_KEY")
+        signing.destroy()
+        #expect(try s.h.server.activationDetail(id).failedAttempts == 0)
         #expect(await s.service.hasValidActivation())
     }
 

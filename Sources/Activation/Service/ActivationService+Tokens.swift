@@ -285,10 +285,10 @@ extension ActivationService {
     public func unlockVault(authentication: ActivationAuthentication, reason: String = "FETCH_ENCRYPTION_KEY")
         async throws(ActivationError) -> SecureBytes
     {
-        if isV4 { return try await v4UnlockVault(authentication: authentication) }
         guard ActivationAPI.vaultUnlockReasons.contains(reason) else {
             throw .wrongParameter(reason: "unknown vault unlock reason")
         }
+        if isV4 { return try await v4UnlockVault(authentication: authentication, reason: reason) }
         guard authentication.factorSet != .possession else {
             throw .wrongParameter(reason: "the vault opens with two factors")
         }

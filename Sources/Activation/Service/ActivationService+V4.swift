@@ -693,12 +693,14 @@ extension ActivationService {
         return ActivationToken(tokenId: tokenId, factorSet: authentication.factorSet, secret: secret)
     }
 
-    func v4UnlockVault(authentication: ActivationAuthentication) async throws(ActivationError) -> SecureBytes {
+    func v4UnlockVault(authentication: ActivationAuthentication, reason: String = "FETCH_ENCRYPTION_KEY")
+        async throws(ActivationError) -> SecureBytes
+    {
         guard authentication.factorSet != .possession else {
             throw .wrongParameter(reason: "the vault opens with two factors")
         }
         let request = try securePlaintext(
-            V4VaultUnlockRequest(keyIdentifier: "KDK_APP_VAULT_2FA", reason: "FETCH_ENCRYPTION_KEY"))
+            V4VaultUnlockRequest(keyIdentifier: "KDK_APP_VAULT_2FA", reason: reason))
         defer { request.destroy() }
         let answer = try await v4SendEncrypted(V4API.vaultUnlock, plaintext: request, authentication: authentication)
         guard let answer, let current = v4 else { throw .invalidResponse(reason: "vault/unlock: empty response") }
