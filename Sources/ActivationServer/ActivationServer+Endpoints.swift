@@ -215,9 +215,10 @@ extension ActivationServer {
     /// digest. The time window and the nonce are checked by ``acceptTokenNonce(_:)``,
     /// after the request's cryptogram opened, so a request refused for its cryptogram
     /// does not burn the token's nonce.
-    /// - Returns: the header, the activation and its keys (the caller destroys them).
+    /// - Returns: the header, the activation, its keys (the caller destroys them) and the factors
+    ///   the token was created with.
     func verifyToken(_ request: TransportRequest, allowed: Set<FactorSet>) throws(ActivationServerError) -> (
-        TokenHeader, ActivationRecord, FactorKeys
+        TokenHeader, ActivationRecord, FactorKeys, FactorSet
     ) {
         guard let value = request.header(TokenHeader.name), let header = try? TokenHeader.parse(value),
             header.timestampMilliseconds != nil, let token = try store.token(tokenId: header.tokenId),
@@ -238,7 +239,7 @@ extension ActivationServer {
             keys.destroy()
             throw .tokenInvalid
         }
-        return (header, record, keys)
+        return (header, record, keys, token.factorSet)
     }
 
     /// A verified token's timestamp within the window and its nonce used once.
@@ -256,7 +257,7 @@ extension ActivationServer {
     }
 
     func activationDetailEndpoint(_ request: TransportRequest) throws(ActivationServerError) -> TransportResponse {
-        let (token, record, keys) = try verifyToken(request, allowed: [.possessionBiometry, .possessionKnowledge])
+        let (token, record, keys, _) = try verifyToken(request, allowed: [.possessionBiometry, .possessionKnowledge])
         defer { keys.destroy() }
         let context: EncryptionHeader
         if request.header(EncryptionHeader.name) != nil {

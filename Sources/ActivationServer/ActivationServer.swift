@@ -219,13 +219,11 @@ public final class ActivationServer: Sendable {
     public func verifyToken(header: String) throws(ActivationServerError) -> VerifiedAuthorization {
         if (try? V4TokenHeader.parse(header)) != nil { return try verifyV4Token(header: header) }
         let request = TransportRequest(path: "", headers: [TokenHeader.name: header], body: [])
-        let (parsed, record, keys) = try verifyToken(
+        let (parsed, record, keys, factorSet) = try verifyToken(
             request, allowed: [.possession, .possessionKnowledge, .possessionBiometry])
         keys.destroy()
-        guard let token = try store.token(tokenId: parsed.tokenId) else { throw .tokenInvalid }
         try acceptTokenNonce(parsed)
-        return VerifiedAuthorization(
-            activationId: record.activationId, userId: record.userId, factorSet: token.factorSet)
+        return VerifiedAuthorization(activationId: record.activationId, userId: record.userId, factorSet: factorSet)
     }
 
     /// Verifies an offline authentication code (decimal components over the

@@ -53,16 +53,6 @@ public enum SignedRequestHeader: Sendable, Equatable {
         case .v4(let header): header.authenticationCode
         }
     }
-
-    /// Parses a header value of either generation: `pa_version="4.0"` is read as a V4 header,
-    /// any other as a V3.x header.
-    /// - Parameter value: the header value (without the name).
-    /// - Returns: the header.
-    /// - Throws: the errors of ``AuthorizationHeader/parse(_:)`` or ``V4AuthorizationHeader/parse(_:)``.
-    public static func parse(_ value: String) throws(ProtocolError) -> SignedRequestHeader {
-        if let v4 = try? V4AuthorizationHeader.parse(value) { return .v4(v4) }
-        return .v3(try AuthorizationHeader.parse(value))
-    }
 }
 
 /// The `X-PowerAuth-Token` header of one request, in the generation of the activation whose

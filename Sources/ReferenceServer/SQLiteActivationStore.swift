@@ -915,11 +915,10 @@ enum V4StateCoding {
         let header: (UInt8, UInt8, [UInt8], [UInt8]) = plain.withUnsafeBytes {
             ($0[0] & ~storedPublicKeyFlag, $0[1], Array($0[50..<82]), Array($0[82..<86]))
         }
-        let storedPublic: [UInt8]? = plain.withUnsafeBytes { bytes in
-            guard bytes[0] & storedPublicKeyFlag != 0, bytes.count >= fixed + publicKeyCount else { return nil }
-            return Array(bytes[(bytes.count - publicKeyCount)...])
-        }
-        if plain.withUnsafeBytes({ $0[0] & storedPublicKeyFlag != 0 }), storedPublic == nil { throw bad }
+        let hasStoredPublic = plain.withUnsafeBytes { $0[0] & storedPublicKeyFlag != 0 }
+        guard !hasStoredPublic || plain.count >= fixed + publicKeyCount else { throw bad }
+        let storedPublic: [UInt8]? =
+            hasStoredPublic ? plain.withUnsafeBytes { Array($0[($0.count - publicKeyCount)...]) } : nil
         // The layout before the stored public key (the bytes the older form had).
         let length = plain.count - (storedPublic == nil ? 0 : publicKeyCount)
         let flags = header.1

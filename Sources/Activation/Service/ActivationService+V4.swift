@@ -693,8 +693,8 @@ extension ActivationService {
         return ActivationToken(tokenId: tokenId, factorSet: authentication.factorSet, secret: secret)
     }
 
-    func v4UnlockVault(authentication: ActivationAuthentication, reason: String = "FETCH_ENCRYPTION_KEY")
-        async throws(ActivationError) -> SecureBytes
+    func v4UnlockVault(authentication: ActivationAuthentication, reason: String) async throws(ActivationError)
+        -> SecureBytes
     {
         guard authentication.factorSet != .possession else {
             throw .wrongParameter(reason: "the vault opens with two factors")
