@@ -42,6 +42,10 @@ public struct ActivationRecord: Sendable {
     /// for `upgrade/confirm`: until then ``v4`` keeps working and this one only confirms; the
     /// confirmation makes it ``v4``. Stores keep it sealed with ``v4``.
     public var v4Upgrade: V4ActivationState?
+    /// The store's mark of the sealed V4 state as it was read (its nonce, fresh at every sealing):
+    /// a conditional write (`recordAttemptIfUnchanged`) applies only while the stored state is
+    /// still the one read. `nil` for a V3.3 record or one not read from a store.
+    package var sealedStateMark: [UInt8]? = nil
 
     /// Creates a record in the `PowerAuthProtocol.ProtocolActivationState.created` state.
     /// - Parameters:
@@ -209,6 +213,7 @@ extension ActivationRecord {
         copy.biometryEnabled = biometryEnabled
         copy.v4 = v4
         copy.v4Upgrade = v4Upgrade
+        copy.sealedStateMark = sealedStateMark
         return copy
     }
 
@@ -355,6 +360,37 @@ public struct V4ActivationState: Sendable {
         } catch {
             throw .protocolFailure(.invalidKey(field: "the activation's ML-DSA seed"))
         }
+    }
+
+    /// The same state with its secrets copied into secure memory that may outlive the current
+    /// request scope (a snapshot kept in ``FactorKeyCache``).
+    /// - Returns: the copy.
+    /// - Throws: ``ActivationServerError/protocolFailure(_:)`` when secure memory runs out.
+    package func lastingCopy() throws(ActivationServerError) -> V4ActivationState {
+        func keep(_ key: SecureBytes?) throws(ActivationServerError) -> SecureBytes? {
+            do throws(SecureCoreError) {
+                return try key?.copy(lasting: true)
+            } catch {
+                throw .protocolFailure(.core(error))
+            }
+        }
+        let privateKey = try keep(serverKeyPair.privateKey) ?? serverKeyPair.privateKey
+        let publicKey = serverKeyPair.publicKey
+        let pair = try protocolStep { () throws(ProtocolError) in
+            try ECP384KeyPair(privateKey: privateKey, storedPublicKey: publicKey)
+        }
+        var copy = V4ActivationState(
+            algorithm: algorithm, serverKeyPair: pair, activationSecret: try keep(activationSecret),
+            devicePublicKey: devicePublicKey, counter: counter, confirmationPending: confirmationPending)
+        copy.knowledgeKey = try keep(knowledgeKey)
+        copy.knowledgeNext = try keep(knowledgeNext)
+        copy.biometryKey = try keep(biometryKey)
+        copy.biometryNext = try keep(biometryNext)
+        copy.keyGeneration = keyGeneration
+        copy.upgradePending = upgradePending
+        copy.postQuantumSeed = try keep(postQuantumSeed)
+        copy.devicePostQuantumPublicKey = devicePostQuantumPublicKey
+        return copy
     }
 
     /// The public facts a store compares to see whether a change happened (the secret is set

@@ -729,10 +729,17 @@ extension ActivationServer {
     }
 
     /// After an accepted code: a match with a next key promotes it to current; a match with the
-    /// current key drops a pending next key of that factor.
-    func v4SettleFactorKeys(_ activationId: String, match: V4AuthenticationCodeMatch) throws(ActivationServerError) {
-        guard match.knowledgeIndex != nil || match.biometryIndex != nil else { return }
-        try store.update(activationId: activationId) { r in
+    /// current key drops a pending next key of that factor. Nothing to do (no transaction) when
+    /// the state the code was verified against had no next key of a factor the code used.
+    func v4SettleFactorKeys(_ verified: ActivationRecord, match: V4AuthenticationCodeMatch)
+        throws(ActivationServerError)
+    {
+        guard let verifiedState = verified.v4,
+            (match.knowledgeIndex != nil && verifiedState.knowledgeNext != nil)
+                || (match.biometryIndex != nil && verifiedState.biometryNext != nil)
+        else { return }
+        factorKeyCache.forgetSnapshot(verified.activationId)
+        try store.update(activationId: verified.activationId) { r in
             guard var state = r.v4 else { return }
             var changed = false
             if let index = match.knowledgeIndex, state.knowledgeNext != nil {
@@ -789,10 +796,20 @@ extension ActivationServer {
     /// only `activation/confirm`, which the SDK sends in its persist step, right after
     /// `activation/create` and before the operator commits (upstream's server: PENDING_COMMIT
     /// verifies only where the endpoint allows it and the confirmation is pending).
+    ///
+    /// The path is V3.3's (``verifyCode(_:activationId:factorSet:data:format:)``): first against
+    /// the snapshot the last conditional write left, counted by a conditional write; else the row
+    /// is read, the key tree taken from the cache or derived, and the attempt counted
+    /// conditionally or, when the row changed meanwhile, under its lock.
     func v4CountCode(
         _ code: String, activationId: String, factorSet: FactorSet, format: V4AuthenticationCodeFormat,
         upgradeConfirm: Bool, pendingCommit: Bool = false, data: () throws(ProtocolError) -> [UInt8]
     ) throws(ActivationServerError) -> (ActivationRecord, V4ActivationKeys) {
+        if let verified = try v4VerifyFromSnapshot(
+            code, activationId: activationId, factorSet: factorSet, format: format, data: data)
+        {
+            return verified
+        }
         let now = clock.now()
         guard var record = try store.fetch(activationId: activationId) else { throw .authenticationFailed }
         record.expireBlock(now: now)
@@ -806,7 +823,73 @@ extension ActivationServer {
         // A code naming biometry the activation does not have is refused before any key is
         // tried, and not counted (upstream: `AuthenticationSharedServiceBehavior.checkBiometryAvailable`).
         if factorSet.factors.contains(.biometry), !record.biometryEnabled { throw .authenticationFailed }
+        let keys = try v4Keys(record, secret: secret, now: now)
+        let (outcome, match) = v4Outcome(
+            of: code, record: record, state: state, keys: keys, factorSet: factorSet, format: format, data: data)
+        let result: AttemptResult
+        do throws(ActivationServerError) {
+            result = try recordCounted(outcome, record: record)
+            guard result.accepted else { throw .authenticationFailed }
+            if let match { try v4SettleFactorKeys(record, match: match) }
+        } catch {
+            keys.destroy()
+            throw error
+        }
+        return (record, keys)
+    }
+
+    /// The short path of a V4 code, as ``verifyFromSnapshot(_:activationId:factorSet:data:format:)``
+    /// is V3.3's: verified against the snapshot, written on condition that the row is still
+    /// exactly the snapshot (its sealed state the same sealing), so the answer and the count are
+    /// those a fresh read would give. `nil` (nothing written) when there is no snapshot, when the
+    /// snapshot does not admit the code without a fresh read (an upgrade waiting, biometry it
+    /// lacks: refusals the read path makes uncounted), or when the row changed.
+    func v4VerifyFromSnapshot(
+        _ code: String, activationId: String, factorSet: FactorSet, format: V4AuthenticationCodeFormat,
+        data: () throws(ProtocolError) -> [UInt8]
+    ) throws(ActivationServerError) -> (ActivationRecord, V4ActivationKeys)? {
+        guard store.writesConditionally,
+            let (snapshot, keys) = factorKeyCache.v4Snapshot(activationId, now: clock.now()),
+            let state = snapshot.v4, !state.upgradePending,
+            !factorSet.factors.contains(.biometry) || snapshot.biometryEnabled
+        else { return nil }
+        let (outcome, match) = v4Outcome(
+            of: code, record: snapshot, state: state, keys: keys, factorSet: factorSet, format: format, data: data)
+        let now = clock.now()
+        guard
+            let result = try store.recordAttemptIfUnchanged(
+                activationId: activationId, outcome: outcome, now: now,
+                failureBlockDuration: configuration.failureBlockDuration, observed: snapshot)
+        else {
+            factorKeyCache.forgetSnapshot(activationId)
+            return nil
+        }
+        remember(result, of: outcome, on: snapshot, at: now)
+        guard result.accepted else { throw .authenticationFailed }
+        if let match { try v4SettleFactorKeys(snapshot, match: match) }
+        return (snapshot, keys)
+    }
+
+    /// The activation's V4 key tree, from the cache (lent) or derived from `secret` (and a copy
+    /// cached); the caller destroys what it gets (which does nothing to lent keys). A cache that
+    /// cannot allocate is passed by.
+    func v4Keys(_ record: ActivationRecord, secret: SecureBytes, now: Date) throws(ActivationServerError)
+        -> V4ActivationKeys
+    {
+        if let cached = factorKeyCache.v4Keys(record, now: now) { return cached }
         let keys = try protocolStep { () throws(ProtocolError) in try V4ActivationKeys(activationSecret: secret) }
+        try? factorKeyCache.putV4(keys, record: record, now: now)
+        return keys
+    }
+
+    /// What a V4 code concludes against `state`'s counter, with the look-ahead over the current
+    /// and "next" factor keys: accepted at the index it matched (and the match, to settle a next
+    /// key), or a failure (uncounted when it claims possession alone). `data` failing to build
+    /// is a failed code.
+    func v4Outcome(
+        of code: String, record: ActivationRecord, state: V4ActivationState, keys: V4ActivationKeys,
+        factorSet: FactorSet, format: V4AuthenticationCodeFormat, data: () throws(ProtocolError) -> [UInt8]
+    ) -> (AttemptOutcome, V4AuthenticationCodeMatch?) {
         let knowledge = [state.knowledgeKey ?? keys.knowledge] + (state.knowledgeNext.map { [$0] } ?? [])
         let biometry =
             record.biometryEnabled ? [state.biometryKey ?? keys.biometry] + (state.biometryNext.map { [$0] } ?? []) : []
@@ -817,36 +900,12 @@ extension ActivationServer {
                 knowledgeCandidates: knowledge, biometryCandidates: biometry, counter: state.counter,
                 lookAhead: lookAhead, data: try data())
         }
-        let outcome: AttemptOutcome
-        if let found = match ?? nil {
-            outcome = .accepted(
+        guard let found = match ?? nil else { return (factorSet == .possession ? .rejectedUncounted : .rejected, nil) }
+        return (
+            .accepted(
                 codeIndex: record.counterIndex + UInt64(found.steps), nextCounter: record.counter,
-                resetsFailures: factorSet != .possession)
-        } else {
-            outcome = factorSet == .possession ? .rejectedUncounted : .rejected
-        }
-        let result: AttemptResult
-        do throws(ActivationServerError) {
-            result = try store.recordAttempt(
-                activationId: record.activationId, outcome: outcome, now: now,
-                failureBlockDuration: configuration.failureBlockDuration)
-        } catch {
-            keys.destroy()
-            throw error
-        }
-        guard result.accepted else {
-            keys.destroy()
-            throw .authenticationFailed
-        }
-        if let found = match ?? nil {
-            do throws(ActivationServerError) {
-                try v4SettleFactorKeys(record.activationId, match: found)
-            } catch {
-                keys.destroy()
-                throw error
-            }
-        }
-        return (record, keys)
+                resetsFailures: factorSet != .possession), found
+        )
     }
 
     /// Decodes a plain V4 body; `enveloped` also accepts `{"requestObject": …}`.

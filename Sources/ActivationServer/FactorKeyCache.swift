@@ -22,8 +22,14 @@ import Synchronization
 ///
 /// `lifetime` 0 turns the cache off. See `docs/security.md` for what the cache trades.
 public final class FactorKeyCache: Sendable {
+    /// The keys of one generation: V3.3's five factor keys, or V4's key tree.
+    private enum Keys {
+        case v3(FactorKeys)
+        case v4(V4ActivationKeys)
+    }
+
     private struct Entry {
-        let keys: FactorKeys
+        let keys: Keys
         let serverPublicKey: [UInt8]
         let devicePublicKey: [UInt8]
         let expires: Date
@@ -96,12 +102,51 @@ public final class FactorKeyCache: Sendable {
         let (found, dropped): (FactorKeys?, Entry?) = shard(record.activationId).state.withLock { s in
             guard let entry = s.entries[record.activationId] else { return (nil, nil) }
             guard entry.expires > now, entry.devicePublicKey == devicePublicKey,
-                entry.serverPublicKey == record.serverPublicKey
+                entry.serverPublicKey == record.serverPublicKey, case .v3(let keys) = entry.keys
             else { return (nil, s.entries.removeValue(forKey: record.activationId)) }
-            return (entry.keys.lent(), nil)
+            return (keys.lent(), nil)
         }
         _ = dropped
         return found
+    }
+
+    /// The public keys a V4 entry answers for: the activation's V4 server key and device key.
+    private static func v4Identity(_ state: V4ActivationState) -> (server: [UInt8], device: [UInt8]) {
+        (state.serverKeyPair.publicKey, state.devicePublicKey ?? [])
+    }
+
+    /// The cached V4 key tree of `record`'s V4 state, lent, or `nil` (none, expired, or derived
+    /// for other keys: another suite's state after an upgrade, another device key).
+    /// - Parameters:
+    ///   - record: the activation, with its V4 state.
+    ///   - now: the time.
+    /// - Returns: lent keys, or `nil`.
+    func v4Keys(_ record: ActivationRecord, now: Date) -> V4ActivationKeys? {
+        guard lifetime > 0, let state = record.v4 else { return nil }
+        let identity = Self.v4Identity(state)
+        let (found, dropped): (V4ActivationKeys?, Entry?) = shard(record.activationId).state.withLock { s in
+            guard let entry = s.entries[record.activationId] else { return (nil, nil) }
+            guard entry.expires > now, entry.devicePublicKey == identity.device,
+                entry.serverPublicKey == identity.server, case .v4(let keys) = entry.keys
+            else { return (nil, s.entries.removeValue(forKey: record.activationId)) }
+            return (keys.lent(), nil)
+        }
+        _ = dropped
+        return found
+    }
+
+    /// Keeps a copy of a V4 key tree for `record`'s V4 state (the caller keeps and destroys its own).
+    /// - Parameters:
+    ///   - keys: the tree just derived.
+    ///   - record: the activation, with its V4 state.
+    ///   - now: the time of the derivation.
+    /// - Throws: `SecureCoreError.outOfMemory`.
+    func putV4(_ keys: V4ActivationKeys, record: ActivationRecord, now: Date) throws(SecureCoreError) {
+        guard lifetime > 0, let state = record.v4 else { return }
+        let identity = Self.v4Identity(state)
+        try insert(
+            .v4(try keys.copy(lasting: true)), activationId: record.activationId, serverPublicKey: identity.server,
+            devicePublicKey: identity.device, now: now)
     }
 
     /// Keeps a copy of `keys` for `record` (the caller keeps and destroys its own).
@@ -116,10 +161,18 @@ public final class FactorKeyCache: Sendable {
     {
         guard lifetime > 0 else { return }
         // Made inside the request's scope but kept for `lifetime`: off the scratch slabs.
-        let kept = try keys.copy(lasting: true)
-        let dropped: [Entry] = shard(record.activationId).state.withLock { s in
+        try insert(
+            .v3(try keys.copy(lasting: true)), activationId: record.activationId,
+            serverPublicKey: record.serverPublicKey, devicePublicKey: devicePublicKey, now: now)
+    }
+
+    /// Stores an entry (replacing the activation's, or evicting the shard's oldest when full).
+    private func insert(
+        _ kept: Keys, activationId: String, serverPublicKey: [UInt8], devicePublicKey: [UInt8], now: Date
+    ) throws(SecureCoreError) {
+        let dropped: [Entry] = shard(activationId).state.withLock { s in
             var dropped = Self.drop(expiredAt: now, from: &s)
-            if s.entries[record.activationId] == nil, s.entries.count >= shardCapacity,
+            if s.entries[activationId] == nil, s.entries.count >= shardCapacity,
                 let oldest = s.entries.min(by: { $0.value.expires < $1.value.expires })?.key,
                 let evicted = s.entries.removeValue(forKey: oldest)
             {
@@ -127,8 +180,8 @@ public final class FactorKeyCache: Sendable {
             }
             if let replaced = s.entries.updateValue(
                 Entry(
-                    keys: kept, serverPublicKey: record.serverPublicKey, devicePublicKey: devicePublicKey,
-                    expires: now.addingTimeInterval(lifetime)), forKey: record.activationId)
+                    keys: kept, serverPublicKey: serverPublicKey, devicePublicKey: devicePublicKey,
+                    expires: now.addingTimeInterval(lifetime)), forKey: activationId)
             {
                 dropped.append(replaced)
             }
@@ -151,26 +204,67 @@ public final class FactorKeyCache: Sendable {
         guard lifetime > 0 else { return nil }
         return shard(activationId).state.withLock { s in
             guard let entry = s.entries[activationId], let snapshot = entry.snapshot, entry.expires > now,
-                snapshot.devicePublicKey == entry.devicePublicKey, snapshot.serverPublicKey == entry.serverPublicKey
+                snapshot.devicePublicKey == entry.devicePublicKey, snapshot.serverPublicKey == entry.serverPublicKey,
+                case .v3(let keys) = entry.keys
             else { return nil }
-            return (snapshot, entry.keys.lent())
+            return (snapshot, keys.lent())
+        }
+    }
+
+    /// The V4 counterpart of ``snapshot(_:now:)``: the activation's record as this server's last
+    /// conditional write left it, its V4 state's secrets in lasting secure memory, with its key
+    /// tree (lent); `nil` when there is none.
+    /// - Parameters:
+    ///   - activationId: the activation.
+    ///   - now: the time.
+    /// - Returns: the record and the lent keys, or `nil`.
+    func v4Snapshot(_ activationId: String, now: Date) -> (ActivationRecord, V4ActivationKeys)? {
+        guard lifetime > 0 else { return nil }
+        return shard(activationId).state.withLock { s in
+            guard let entry = s.entries[activationId], let snapshot = entry.snapshot, entry.expires > now,
+                let state = snapshot.v4, case .v4(let keys) = entry.keys,
+                Self.v4Identity(state) == (entry.serverPublicKey, entry.devicePublicKey)
+            else { return nil }
+            return (snapshot, keys.lent())
         }
     }
 
     /// Keeps `record` as the activation's snapshot, if its keys are held for the same server and
-    /// device keys and it is an active V3.3 record; otherwise forgets any snapshot.
+    /// device keys (of its generation) and it is active (a V4 one settled: confirmed, no upgrade
+    /// waiting); otherwise forgets any snapshot.
     /// - Parameter record: the record as a conditional write just stored it.
     func keep(snapshot record: ActivationRecord) {
         let sealedForever = ServerPrivateKey { () throws(ActivationServerError) -> SecureBytes in
             throw .storage(reason: "a kept snapshot holds no private key")
         }
-        let kept = record.replacingPrivateKey(sealedForever)
+        var kept = record.replacingPrivateKey(sealedForever)
+        if let state = record.v4 {
+            // A V4 snapshot keeps its state's secrets: made lasting once, then shared by the
+            // snapshots that follow from it (the same objects).
+            let current = shard(record.activationId).state.withLock { $0.entries[record.activationId]?.snapshot?.v4 }
+            if current?.activationSecret == nil || current?.activationSecret !== state.activationSecret {
+                guard let lasting = try? state.lastingCopy() else { return forgetSnapshot(record.activationId) }
+                kept.v4 = lasting
+            }
+        }
         // The snapshot it replaces is released after the lock (its storage freed outside it).
         let replaced: ActivationRecord? = shard(record.activationId).state.withLock { s in
             guard let entry = s.entries[record.activationId] else { return nil }
-            let usable =
-                record.state == .active && record.v4 == nil && record.devicePublicKey == entry.devicePublicKey
-                && record.serverPublicKey == entry.serverPublicKey
+            let usable: Bool
+            switch (entry.keys, kept.v4) {
+            case (.v3, nil):
+                usable =
+                    record.state == .active && record.devicePublicKey == entry.devicePublicKey
+                    && record.serverPublicKey == entry.serverPublicKey
+            case (.v4, let state?):
+                // Only a settled V4 activation: no upgrade waiting, confirmed, from a store.
+                usable =
+                    record.state == .active && !state.upgradePending && !state.confirmationPending
+                    && record.v4Upgrade == nil && record.sealedStateMark != nil
+                    && Self.v4Identity(state) == (entry.serverPublicKey, entry.devicePublicKey)
+            default:
+                usable = false
+            }
             defer { s.entries[record.activationId]?.snapshot = usable ? kept : nil }
             return entry.snapshot
         }

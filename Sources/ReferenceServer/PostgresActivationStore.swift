@@ -144,6 +144,11 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         CREATE INDEX oprf_vault_pending ON oprf_vault(state, created);
         CREATE INDEX oprf_vault_audit_vault ON oprf_vault_audit(vault_id);
         """,
+        // 7: a V4 activation's SHA3 counter beside its sealed state, as SQLite's step 5 (one
+        // conditional UPDATE counts an attempt; when set it is newer than the sealed copy).
+        """
+        ALTER TABLE activation ADD COLUMN v4_counter bytea;
+        """,
     ]
 
     /// The schema version this code writes.
@@ -303,8 +308,8 @@ public final class PostgresActivationStore: ReferenceActivationStore {
                     """
                     INSERT INTO activation(id, code, user_id, name, state, server_public_key, server_private_nonce,
                     server_private_sealed, device_public_key, counter, counter_index, failed_attempts,
-                    max_failed_attempts, blocked_until, biometry_enabled, v4_nonce, v4_sealed)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+                    max_failed_attempts, blocked_until, biometry_enabled, v4_nonce, v4_sealed, v4_counter)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
                     """,
                     [
                         .text(record.activationId), .text(record.activationCode), .text(record.userId),
@@ -445,10 +450,11 @@ public final class PostgresActivationStore: ReferenceActivationStore {
     static let conditionalStatement = """
         WITH changed AS (
         UPDATE activation SET state = $1, counter = $2, counter_index = $3, failed_attempts = $4,
-        blocked_until = $5 WHERE id = $6 AND state = $7 AND counter = $8 AND counter_index = $9
+        blocked_until = $5, v4_counter = COALESCE($17::bytea, v4_counter)
+        WHERE id = $6 AND state = $7 AND counter = $8 AND counter_index = $9
         AND failed_attempts = $10 AND max_failed_attempts = $11
         AND blocked_until IS NOT DISTINCT FROM $12 AND device_public_key IS NOT DISTINCT FROM $13
-        AND biometry_enabled = $14 AND v4_sealed IS NULL RETURNING id)
+        AND biometry_enabled = $14 AND v4_nonce IS NOT DISTINCT FROM $18::bytea RETURNING id)
         INSERT INTO attempt_audit(activation_id, at, outcome) SELECT id, $15, $16 FROM changed
         RETURNING activation_id
         """
@@ -465,6 +471,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             observed.blockedUntil.map { .double($0.timeIntervalSince1970) } ?? .null,
             observed.devicePublicKey.map { .bytes($0) } ?? .null, .bool(observed.biometryEnabled),
             .double(w.now.timeIntervalSince1970), .text(w.label.rawValue),
+            record.v4.map { .bytes($0.counter.bytes) } ?? .null, observed.sealedStateMark.map { .bytes($0) } ?? .null,
         ]
     }
 
@@ -481,7 +488,8 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         ("old_state", "bigint"), ("old_counter", "bytea"), ("old_index", "bigint"), ("old_failed", "bigint"),
         ("old_max", "bigint"), ("old_blocked_set", "boolean"), ("old_blocked", "double precision"),
         ("old_device_set", "boolean"), ("old_device", "bytea"), ("old_biometry", "boolean"),
-        ("at", "double precision"), ("outcome", "text"),
+        ("at", "double precision"), ("outcome", "text"), ("new_v4_counter_set", "boolean"),
+        ("new_v4_counter", "bytea"), ("old_v4_mark_set", "boolean"), ("old_v4_mark", "bytea"),
     ]
 
     /// The batch statement for each size 2 … ``batchLimit`` (index = size): the conditional write
@@ -505,13 +513,15 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             SELECT a.id FROM activation a JOIN input i ON a.id = i.id ORDER BY a.id FOR UPDATE OF a),
             changed AS (
             UPDATE activation a SET state = i.new_state, counter = i.new_counter, counter_index = i.new_index,
-            failed_attempts = i.new_failed, blocked_until = CASE WHEN i.new_blocked_set THEN i.new_blocked END
+            failed_attempts = i.new_failed, blocked_until = CASE WHEN i.new_blocked_set THEN i.new_blocked END,
+            v4_counter = CASE WHEN i.new_v4_counter_set THEN i.new_v4_counter ELSE a.v4_counter END
             FROM input i JOIN locked l ON l.id = i.id
             WHERE a.id = i.id AND a.state = i.old_state AND a.counter = i.old_counter
             AND a.counter_index = i.old_index AND a.failed_attempts = i.old_failed AND a.max_failed_attempts = i.old_max
             AND a.blocked_until IS NOT DISTINCT FROM (CASE WHEN i.old_blocked_set THEN i.old_blocked END)
             AND a.device_public_key IS NOT DISTINCT FROM (CASE WHEN i.old_device_set THEN i.old_device END)
-            AND a.biometry_enabled = i.old_biometry AND a.v4_sealed IS NULL
+            AND a.biometry_enabled = i.old_biometry
+            AND a.v4_nonce IS NOT DISTINCT FROM (CASE WHEN i.old_v4_mark_set THEN i.old_v4_mark END)
             RETURNING a.id, i.at, i.outcome)
             INSERT INTO attempt_audit(activation_id, at, outcome) SELECT id, at, outcome FROM changed ORDER BY id
             RETURNING activation_id
@@ -530,7 +540,9 @@ public final class PostgresActivationStore: ReferenceActivationStore {
             .integer(Int64(observed.maxFailedAttempts)), .bool(observed.blockedUntil != nil),
             .double(observed.blockedUntil?.timeIntervalSince1970 ?? 0), .bool(observed.devicePublicKey != nil),
             .bytes(observed.devicePublicKey ?? []), .bool(observed.biometryEnabled),
-            .double(w.now.timeIntervalSince1970), .text(w.label.rawValue),
+            .double(w.now.timeIntervalSince1970), .text(w.label.rawValue), .bool(record.v4 != nil),
+            .bytes(record.v4?.counter.bytes ?? []), .bool(observed.sealedStateMark != nil),
+            .bytes(observed.sealedStateMark ?? []),
         ]
     }
 
@@ -544,7 +556,8 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         let before = record
         let accepted = record.apply(outcome, now: now, failureBlockDuration: failureBlockDuration)
         let label = AuditOutcome.of(accepted: accepted, before: before, after: record, now: now)
-        try write(record, on: c)
+        // The rule moves only plain columns and the V4 counter: the sealed V4 state stays as it is.
+        try write(record, on: c, resealing: false)
         try run { () throws(PostgresError) in
             try c.query(
                 "INSERT INTO attempt_audit(activation_id, at, outcome) VALUES ($1, $2, $3)",
@@ -682,7 +695,7 @@ public final class PostgresActivationStore: ReferenceActivationStore {
     static let selectRecord = """
         SELECT id, code, user_id, name, state, server_public_key, server_private_nonce, server_private_sealed,
         device_public_key, counter, counter_index, failed_attempts, max_failed_attempts, blocked_until,
-        biometry_enabled, v4_nonce, v4_sealed FROM activation WHERE id = $1
+        biometry_enabled, v4_nonce, v4_sealed, v4_counter FROM activation WHERE id = $1
         """
 
     /// name, state, device key, counter, index, failures, limit, block end, biometry.
@@ -706,29 +719,32 @@ public final class PostgresActivationStore: ReferenceActivationStore {
         return try decodeRecord(row)
     }
 
-    /// The row and its V4 blob in one statement (a V3.3 record keeps its null V4 columns).
-    private func write(_ r: ActivationRecord, on c: PostgresConnection) throws(ActivationServerError) {
-        let v4 = try v4Values(r)
+    /// The row and its V4 blob in one statement (a V3.3 record keeps its null V4 columns);
+    /// without `resealing` the sealed V4 state stays and only the V4 counter moves.
+    private func write(_ r: ActivationRecord, on c: PostgresConnection, resealing: Bool = true)
+        throws(ActivationServerError)
+    {
+        let v4 = resealing ? try v4Values(r) : [.null, .null, r.v4.map { .bytes($0.counter.bytes) } ?? .null]
         try run { () throws(PostgresError) in
             try c.query(
                 """
                 UPDATE activation SET name = $1, state = $2, device_public_key = $3, counter = $4, counter_index = $5,
                 failed_attempts = $6, max_failed_attempts = $7, blocked_until = $8, biometry_enabled = $9,
-                v4_nonce = COALESCE($11::bytea, v4_nonce), v4_sealed = COALESCE($12::bytea, v4_sealed)
-                WHERE id = $10
+                v4_nonce = COALESCE($11::bytea, v4_nonce), v4_sealed = COALESCE($12::bytea, v4_sealed),
+                v4_counter = COALESCE($13::bytea, v4_counter) WHERE id = $10
                 """, Self.mutableValues(r) + [.text(r.activationId)] + v4)
         }
     }
 
     /// The record's V4 state sealed as SQLite seals it (`V4StateCoding`, same label): nonce and
-    /// ciphertext, or two nulls for a V3.3 record.
+    /// ciphertext and the plain V4 counter, or three nulls for a V3.3 record.
     private func v4Values(_ r: ActivationRecord) throws(ActivationServerError) -> [PostgresValue] {
-        guard let state = r.v4 else { return [.null, .null] }
+        guard let state = r.v4 else { return [.null, .null, .null] }
         do throws(ReferenceServerError) {
             let plain = try V4StateCoding.encode(state, upgrade: r.v4Upgrade)
             defer { plain.destroy() }
             let box = try seal(plain, label: SQLiteActivationStore.v4Label(r.activationId))
-            return [.bytes(box.nonce), .bytes(box.ciphertext)]
+            return [.bytes(box.nonce), .bytes(box.ciphertext), .bytes(state.counter.bytes)]
         } catch {
             throw .storage(reason: "sealing the V4 state failed")
         }
@@ -765,6 +781,8 @@ public final class PostgresActivationStore: ReferenceActivationStore {
                 let plain = try open(nonce: v4Nonce, sealed: v4Sealed, label: SQLiteActivationStore.v4Label(id))
                 defer { plain.destroy() }
                 (record.v4, record.v4Upgrade) = try V4StateCoding.decodeWithUpgrade(plain)
+                if let column = row[17].bytes { record.v4?.counter = try V4StateCoding.counter(column) }
+                record.sealedStateMark = v4Nonce
             } catch {
                 throw .storage(reason: "the V4 state does not open under this key file")
             }

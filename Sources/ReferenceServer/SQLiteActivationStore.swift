@@ -83,6 +83,12 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
             seed_nonce BLOB NOT NULL,
             seed_sealed BLOB NOT NULL);
         """,
+        // 5: a V4 activation's SHA3 counter (CTR_DATA) beside its sealed state, as the V3 counter is,
+        // so that counting an attempt is one conditional UPDATE; when set it is newer than the copy
+        // in the sealed state (null on rows written before this step).
+        """
+        ALTER TABLE activation ADD COLUMN v4_counter BLOB;
+        """,
     ]
 
     /// The schema version this code writes.
@@ -326,7 +332,8 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         let before = record
         let accepted = record.apply(
             attempt.outcome, now: attempt.now, failureBlockDuration: attempt.failureBlockDuration)
-        try write(record)
+        // The rule moves only plain columns and the V4 counter: the sealed V4 state stays as it is.
+        try write(record, resealing: false)
         try audit(attempt, AuditOutcome.of(accepted: accepted, before: before, after: record, now: attempt.now))
         return AttemptResult(
             accepted: accepted, state: record.state, failedAttempts: record.failedAttempts,
@@ -347,20 +354,23 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         let changed = try sqlStep { () throws(SQLiteError) in
             try database.run(
                 """
-                UPDATE activation SET state = ?, counter = ?, counter_index = ?, failed_attempts = ?, blocked_until = ?
+                UPDATE activation SET state = ?, counter = ?, counter_index = ?, failed_attempts = ?, blocked_until = ?,
+                v4_counter = COALESCE(?, v4_counter)
                 WHERE id = ? AND state = ? AND counter = ? AND counter_index = ? AND failed_attempts = ?
                 AND max_failed_attempts = ? AND blocked_until IS ? AND device_public_key IS ? AND biometry_enabled = ?
-                AND v4_sealed IS NULL
+                AND v4_nonce IS ?
                 """,
                 [
                     .integer(Int64(record.state.rawValue)), .blob(record.counter.bytes),
                     .integer(Int64(bitPattern: record.counterIndex)), .integer(Int64(record.failedAttempts)),
                     record.blockedUntil.map { .real($0.timeIntervalSince1970) } ?? .null,
+                    record.v4.map { .blob($0.counter.bytes) } ?? .null,
                     .text(observed.activationId), .integer(Int64(observed.state.rawValue)),
                     .blob(observed.counter.bytes), .integer(Int64(bitPattern: observed.counterIndex)),
                     .integer(Int64(observed.failedAttempts)), .integer(Int64(observed.maxFailedAttempts)),
                     observed.blockedUntil.map { .real($0.timeIntervalSince1970) } ?? .null,
                     observed.devicePublicKey.map { .blob($0) } ?? .null, .integer(observed.biometryEnabled ? 1 : 0),
+                    observed.sealedStateMark.map { .blob($0) } ?? .null,
                 ])
         }
         guard changed == 1 else { return nil }
@@ -451,7 +461,7 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
     static let selectRecord = """
         SELECT id, code, user_id, name, state, server_public_key, server_private_nonce, server_private_sealed,
         device_public_key, counter, counter_index, failed_attempts, max_failed_attempts, blocked_until,
-        biometry_enabled, v4_nonce, v4_sealed FROM activation WHERE id = ?
+        biometry_enabled, v4_nonce, v4_sealed, v4_counter FROM activation WHERE id = ?
         """
 
     static func recordLabel(_ activationId: String) -> [UInt8] {
@@ -474,22 +484,25 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         return record
     }
 
-    private func write(_ r: ActivationRecord) throws(ActivationServerError) {
+    /// Writes the row; `resealing` also seals and stores its V4 state again (a fresh nonce),
+    /// else only the V4 counter moves.
+    private func write(_ r: ActivationRecord, resealing: Bool = true) throws(ActivationServerError) {
         _ = try sqlStep { () throws(SQLiteError) in
             try database.run(
                 """
                 UPDATE activation SET name = ?, state = ?, device_public_key = ?, counter = ?, counter_index = ?,
-                failed_attempts = ?, max_failed_attempts = ?, blocked_until = ?, biometry_enabled = ? WHERE id = ?
-                """, Self.mutableValues(r) + [.text(r.activationId)])
+                failed_attempts = ?, max_failed_attempts = ?, blocked_until = ?, biometry_enabled = ?,
+                v4_counter = COALESCE(?, v4_counter) WHERE id = ?
+                """, Self.mutableValues(r) + [r.v4.map { .blob($0.counter.bytes) } ?? .null, .text(r.activationId)])
         }
-        try writeV4(r)
+        if resealing { try writeV4(r) }
     }
 
     static func v4Label(_ activationId: String) -> [UInt8] {
         Array("SecurePIN activation V4 state v1|".utf8) + Array(activationId.utf8)
     }
 
-    /// Seals and stores the record's V4 state (nothing for a V3.3 record).
+    /// Seals and stores the record's V4 state and its counter (nothing for a V3.3 record).
     private func writeV4(_ r: ActivationRecord) throws(ActivationServerError) {
         guard let state = r.v4 else { return }
         let box: AEAD.SealedBox
@@ -502,8 +515,8 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
         }
         _ = try sqlStep { () throws(SQLiteError) in
             try database.run(
-                "UPDATE activation SET v4_nonce = ?, v4_sealed = ? WHERE id = ?",
-                [.blob(box.nonce), .blob(box.ciphertext), .text(r.activationId)])
+                "UPDATE activation SET v4_nonce = ?, v4_sealed = ?, v4_counter = ? WHERE id = ?",
+                [.blob(box.nonce), .blob(box.ciphertext), .blob(state.counter.bytes), .text(r.activationId)])
         }
     }
 
@@ -542,6 +555,8 @@ public final class SQLiteActivationStore: ReferenceActivationStore {
             let plain = try open(nonce: v4Nonce, sealed: v4Sealed, label: Self.v4Label(id))
             defer { plain.destroy() }
             (record.v4, record.v4Upgrade) = try V4StateCoding.decodeWithUpgrade(plain)
+            if let column = row[17].bytes { record.v4?.counter = try V4StateCoding.counter(column) }
+            record.sealedStateMark = v4Nonce
         }
         return record
     }
@@ -642,9 +657,10 @@ public enum AuditOutcome: String, Sendable, Equatable, CaseIterable {
 /// verification used (all but the name and the V4 blob): a row whose values are still these
 /// is one no other attempt or change touched since it was read.
 enum ObservedRow {
-    /// Whether the one-statement path may serve this record: a V3.3 record (a V4 record's
-    /// counter lives in its sealed blob, which the locked path rewrites).
-    static func eligible(_ record: ActivationRecord) -> Bool { record.v4 == nil }
+    /// Whether the one-statement path may serve this record: every record whose V4 state, if
+    /// any, came from a store (its `sealedStateMark` says which sealing the write expects; the
+    /// V4 counter is a plain column, so the sealed state is not rewritten).
+    static func eligible(_ record: ActivationRecord) -> Bool { record.v4 == nil || record.sealedStateMark != nil }
 }
 
 /// One row of the audit table: when, and what happened. No code, no key.
@@ -788,6 +804,16 @@ extension SQLiteActivationStore {
 /// first byte's top bit and is followed by the pending state's own encoding and its length
 /// (`u32be`), so rows without one read as before.
 enum V4StateCoding {
+    /// The V4 counter of a row's plain column, which when set is newer than the copy in the
+    /// sealed state (a row written before the column has only that copy).
+    static func counter(_ column: [UInt8]) throws(ReferenceServerError) -> V4HashCounter {
+        do throws(ProtocolError) {
+            return try V4HashCounter(bytes: column)
+        } catch {
+            throw .corruptRecord(reason: "the V4 counter")
+        }
+    }
+
     static let fixed = 86
     /// The first byte's flag for the stored server public key at the end.
     static let storedPublicKeyFlag: UInt8 = 0x40

@@ -1,5 +1,6 @@
 import Activation
 import Foundation
+import PostgresStore
 import PowerAuthProtocol
 import TestSupport
 import Testing
@@ -32,19 +33,27 @@ struct ObservedAttemptTests {
     static let body: [UInt8] =
         (try? WireCoding.encode(RequestEnvelope(requestObject: ValidateSignatureRequest(reason: "OBSERVED")))) ?? []
 
-    /// A `signature/validate` authorization header signed by `device` with `text` as its PIN.
+    /// The validate endpoint of the device's generation: its path and the `uriId` a code signs.
+    static func validateEndpoint(_ algorithm: ProtocolAlgorithm) -> (path: String, uriIdentifier: String) {
+        algorithm.isV4
+            ? (V4API.validate.path, V4API.validate.uriIdentifier ?? V4API.validate.path)
+            : (ActivationAPI.validateSignature.path, "/pa/signature/validate")
+    }
+
+    /// A validate authorization header signed by `device` with `text` as its PIN.
     static func signed(_ device: Device, pin text: String = "1234") async throws -> String {
         try await device.service.signRequest(
-            method: "POST", uriIdentifier: "/pa/signature/validate", body: body,
+            method: "POST", uriIdentifier: validateEndpoint(device.configuration.algorithm).uriIdentifier, body: body,
             authentication: .possessionWithPassword(try pin(text))
         ).value
     }
 
-    /// The status the server answers `header` with (in process, no HTTP).
+    /// The status the server answers `header` with (in process, no HTTP), on the validate
+    /// endpoint of the server's generation.
     static func validate(_ s: InProcessServer, _ header: String) -> Int {
-        s.server.activationServer.respond(
-            to: TransportRequest(
-                path: ActivationAPI.validateSignature.path, headers: [AuthorizationHeader.name: header], body: body)
+        let path = validateEndpoint(s.server.activationServer.configuration.algorithm).path
+        return s.server.activationServer.respond(
+            to: TransportRequest(path: path, headers: [AuthorizationHeader.name: header], body: body)
         ).statusCode
     }
 
@@ -66,12 +75,23 @@ struct ObservedAttemptTests {
         #expect(trail.filter { $0 == .refused }.count == refused, sourceLocation: sourceLocation)
     }
 
+    /// The audit outcomes after the first `prior` (a V4 activation's confirmation is one).
+    static func trail(_ store: any ReferenceActivationStore, _ id: String, after prior: Int) throws -> [AuditOutcome] {
+        Array(try store.auditTrail(activationId: id).map(\.outcome).dropFirst(prior))
+    }
+
+    /// The activation's snapshot the server holds (of either generation), if any.
     static func snapshot(_ s: InProcessServer, _ id: String) throws -> ActivationRecord? {
-        guard let (record, keys) = s.server.activationServer.factorKeyCache.snapshot(id, now: Date()) else {
-            return nil
+        let cache = s.server.activationServer.factorKeyCache
+        if let (record, keys) = cache.snapshot(id, now: Date()) {
+            keys.destroy()
+            return record
         }
-        keys.destroy()
-        return record
+        if let (record, keys) = cache.v4Snapshot(id, now: Date()) {
+            keys.destroy()
+            return record
+        }
+        return nil
     }
 
     @Test(
@@ -151,9 +171,11 @@ struct ObservedAttemptTests {
         #expect(stored.state == .blocked)
     }
 
-    @Test("a signed request through the server takes the one-statement path", arguments: StoreBackend.available)
-    func serverUsesTheShortPath(_ backend: StoreBackend) async throws {
-        let s = try InProcessServer(backend: backend)
+    @Test(
+        "a signed request through the server takes the one-statement path, on every suite",
+        arguments: StoreBackend.available, ProtocolAlgorithm.allCases)
+    func serverUsesTheShortPath(_ backend: StoreBackend, _ algorithm: ProtocolAlgorithm) async throws {
+        let s = try InProcessServer(backend: backend, algorithm: algorithm)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         func shortPath() -> Int {
@@ -167,19 +189,21 @@ struct ObservedAttemptTests {
         }
         let before = shortPath()
         #expect(before >= 0)
+        let prior = try s.server.store.auditTrail(activationId: id).count
         for _ in 0..<3 { #expect(Self.validate(s, try await Self.signed(device)) == 200) }
         #expect(shortPath() == before + 3)
-        #expect(try s.server.store.auditTrail(activationId: id).filter { $0.outcome == .accepted }.count == 3)
+        #expect(try Self.trail(s.server.store, id, after: prior) == [.accepted, .accepted, .accepted])
     }
 
     @Test(
         "a verified request without a read: a snapshot the row no longer matches is never trusted",
-        arguments: StoreBackend.available)
-    func snapshotIsOnlyAHint(_ backend: StoreBackend) async throws {
-        let s = try InProcessServer(backend: backend)
+        arguments: StoreBackend.available, ProtocolAlgorithm.allCases)
+    func snapshotIsOnlyAHint(_ backend: StoreBackend, _ algorithm: ProtocolAlgorithm) async throws {
+        let s = try InProcessServer(backend: backend, algorithm: algorithm)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         let store = s.server.store
+        let prior = try store.auditTrail(activationId: id).count
         func signed() async throws -> String { try await Self.signed(device) }
         func validate(_ header: String) -> Int { Self.validate(s, header) }
         func snapshot() throws -> ActivationRecord? { try Self.snapshot(s, id) }
@@ -202,8 +226,10 @@ struct ObservedAttemptTests {
         let next = try await signed()
         let current = try #require(try store.fetch(activationId: id))
         let moved = try current.counter.advanced(by: 2)
+        let movedV4 = try current.v4?.counter.advanced(by: 2)
         try store.update(activationId: id) { r in
             r.counter = moved
+            if let movedV4 { r.v4?.counter = movedV4 }
             r.counterIndex += 2
         }
         #expect(validate(replayed) == 401)
@@ -211,18 +237,19 @@ struct ObservedAttemptTests {
         #expect(validate(next) == 401)
         #expect(validate(try await signed()) == 200)
         #expect(try store.fetch(activationId: id)?.failedAttempts == 0)
-        let trail = try store.auditTrail(activationId: id).map(\.outcome)
+        let trail = try Self.trail(store, id, after: prior)
         #expect(trail == [.accepted, .accepted, .accepted, .failure, .failure, .accepted])
     }
 
     @Test(
         "a blocked activation tells nothing about a code: a right and a wrong PIN leave the same trace",
-        arguments: StoreBackend.available)
-    func blockedActivationIsNoOracle(_ backend: StoreBackend) async throws {
-        let s = try InProcessServer(backend: backend)
+        arguments: StoreBackend.available, ProtocolAlgorithm.allCases)
+    func blockedActivationIsNoOracle(_ backend: StoreBackend, _ algorithm: ProtocolAlgorithm) async throws {
+        let s = try InProcessServer(backend: backend, algorithm: algorithm)
         defer { s.server.stop() }
         let (device, id) = try await s.activeDevice()
         let store = s.server.store
+        let prior = try store.auditTrail(activationId: id).count
         func validate(pin text: String) async throws -> Int {
             Self.validate(s, try await Self.signed(device, pin: text))
         }
@@ -247,7 +274,7 @@ struct ObservedAttemptTests {
         #expect(!afterWrong)
         // Refused, never counted: the block is what answered.
         #expect(try store.fetch(activationId: id)?.failedAttempts == 0)
-        let trail = try store.auditTrail(activationId: id).map(\.outcome)
+        let trail = try Self.trail(store, id, after: prior)
         #expect(trail == [.accepted, .accepted])
     }
 
@@ -265,5 +292,34 @@ struct ObservedAttemptTests {
         #expect(try store.fetch(activationId: first)?.failedAttempts == 0)
         #expect(try store.fetch(activationId: second)?.failedAttempts == 1)
         #expect(try store.auditTrail(activationId: first).isEmpty)
+    }
+
+    @Test(
+        "a V4 row written before the counter column: its counter read from the sealed state, then the column's",
+        arguments: StoreBackend.available, [ProtocolAlgorithm.ecP384, .ecP384MLL3, .ecP384MLL5])
+    func v4RowBeforeTheCounterColumn(_ backend: StoreBackend, _ algorithm: ProtocolAlgorithm) async throws {
+        let s = try InProcessServer(backend: backend, algorithm: algorithm)
+        defer { s.server.stop() }
+        let (device, id) = try await s.activeDevice()
+        let store = s.server.store
+        // A change that seals the state again, so the sealed copy is current, as every row
+        // written before the column is; then the column as such a row has it: none.
+        try store.update(activationId: id) { $0.name = "before the column" }
+        let sealedCounter = try #require(try store.fetch(activationId: id)?.v4?.counter)
+        if let sqlite = store as? SQLiteActivationStore {
+            _ = try sqlite.database.run("UPDATE activation SET v4_counter = NULL WHERE id = ?", [.text(id)])
+        } else if let postgres = store as? PostgresActivationStore {
+            _ = try postgres.pool.withConnection { (c) throws(PostgresError) in
+                try c.query("UPDATE activation SET v4_counter = NULL WHERE id = $1", [.text(id)])
+            }
+        }
+        s.server.activationServer.factorKeyCache.remove(id)
+        #expect(try store.fetch(activationId: id)?.v4?.counter == sealedCounter)
+        // Signed requests count as before; the one-statement path fills the column.
+        for _ in 0..<3 { #expect(Self.validate(s, try await Self.signed(device)) == 200) }
+        let after = try #require(try store.fetch(activationId: id))
+        #expect(after.v4?.counter == (try sealedCounter.advanced(by: 3)))
+        #expect(Self.validate(s, try await Self.signed(device, pin: "0000")) == 401)
+        #expect(try store.fetch(activationId: id)?.failedAttempts == 1)
     }
 }

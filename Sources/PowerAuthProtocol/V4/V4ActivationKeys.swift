@@ -39,6 +39,8 @@ public struct V4ActivationKeys: Sendable {
     public let personalizedDataMAC: SecureBytes
     /// `KEY_E2EE_SHARED_INFO2` (activation-scope end-to-end encryption).
     public let sharedInfo2: SecureBytes
+    /// `true` for keys lent by their owner (``lent()``): ``destroy()`` leaves them to the owner.
+    public private(set) var isLent = false
 
     /// Derives the whole tree.
     /// - Parameter activationSecret: `KEY_ACTIVATION_SECRET` (32 bytes), in secure memory.
@@ -97,14 +99,45 @@ public struct V4ActivationKeys: Sendable {
         return try V4KDF.derive(key, label: .applicationTemporaryKeyMAC)
     }
 
-    /// Wipes every key.
-    public func destroy() {
-        for key in [
+    /// Every key, in the order of the stored properties.
+    private var all: [SecureBytes] {
+        [
             possession, knowledge, biometry, devicePrivateKEK, appVaultKnowledge, appVault2FA, counterDataMAC,
             statusMAC, activationTemporaryKeyMAC, personalizedDataMAC, sharedInfo2,
-        ] {
-            key.destroy()
-        }
+        ]
+    }
+
+    private init(keys: [SecureBytes]) {
+        (possession, knowledge, biometry, devicePrivateKEK) = (keys[0], keys[1], keys[2], keys[3])
+        (appVaultKnowledge, appVault2FA, counterDataMAC, statusMAC) = (keys[4], keys[5], keys[6], keys[7])
+        (activationTemporaryKeyMAC, personalizedDataMAC, sharedInfo2) = (keys[8], keys[9], keys[10])
+    }
+
+    /// Wipes every key now; does nothing for lent keys (``lent()``), which are their owner's.
+    public func destroy() {
+        guard !isLent else { return }
+        for key in all { key.destroy() }
+    }
+
+    /// The same keys, lent out: no copy is made, and ``destroy()`` on the result does nothing
+    /// (as `FactorKeys.lent()`: an owner that lends drops its keys rather than destroying them,
+    /// and each key wipes itself when its last holder lets go of it).
+    /// - Returns: the lent keys.
+    public func lent() -> V4ActivationKeys {
+        var keys = self
+        keys.isLent = true
+        return keys
+    }
+
+    /// The keys copied into secure memory that may outlive the current request scope (a cache
+    /// entry) when `lasting`; the copy is the caller's to destroy.
+    /// - Parameter lasting: `true` to keep the copy out of the scratch pool.
+    /// - Returns: the copy.
+    /// - Throws: `SecureCoreError.outOfMemory`; `SecureCoreError.destroyed` once these were destroyed.
+    package func copy(lasting: Bool) throws(SecureCoreError) -> V4ActivationKeys {
+        var copies: [SecureBytes] = []
+        for key in all { copies.append(try key.copy(lasting: lasting)) }
+        return V4ActivationKeys(keys: copies)
     }
 }
 
