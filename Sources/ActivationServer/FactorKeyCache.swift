@@ -97,14 +97,26 @@ public final class FactorKeyCache: Sendable {
     ///   - now: the time.
     /// - Returns: lent keys (the caller may `destroy()` them: that does nothing), or `nil`.
     func get(_ record: ActivationRecord, devicePublicKey: [UInt8], now: Date) -> FactorKeys? {
+        lookUp(record.activationId, serverPublicKey: record.serverPublicKey, devicePublicKey: devicePublicKey, now: now)
+        {
+            if case .v3(let keys) = $0 { keys.lent() } else { nil }
+        }
+    }
+
+    /// The entry's keys as `lend` gives them, when it answers for these public keys and is not
+    /// expired; an entry that does not (or whose keys are of the other generation) is dropped.
+    private func lookUp<K>(
+        _ activationId: String, serverPublicKey: [UInt8], devicePublicKey: [UInt8], now: Date,
+        lend: (Keys) -> K?
+    ) -> K? {
         guard lifetime > 0 else { return nil }
         // A dropped entry is let go after the lock: its keys' wipe and free run outside it.
-        let (found, dropped): (FactorKeys?, Entry?) = shard(record.activationId).state.withLock { s in
-            guard let entry = s.entries[record.activationId] else { return (nil, nil) }
+        let (found, dropped): (K?, Entry?) = shard(activationId).state.withLock { s in
+            guard let entry = s.entries[activationId] else { return (nil, nil) }
             guard entry.expires > now, entry.devicePublicKey == devicePublicKey,
-                entry.serverPublicKey == record.serverPublicKey, case .v3(let keys) = entry.keys
-            else { return (nil, s.entries.removeValue(forKey: record.activationId)) }
-            return (keys.lent(), nil)
+                entry.serverPublicKey == serverPublicKey, let keys = lend(entry.keys)
+            else { return (nil, s.entries.removeValue(forKey: activationId)) }
+            return (keys, nil)
         }
         _ = dropped
         return found
@@ -122,17 +134,11 @@ public final class FactorKeyCache: Sendable {
     ///   - now: the time.
     /// - Returns: lent keys, or `nil`.
     func v4Keys(_ record: ActivationRecord, now: Date) -> V4ActivationKeys? {
-        guard lifetime > 0, let state = record.v4 else { return nil }
+        guard let state = record.v4 else { return nil }
         let identity = Self.v4Identity(state)
-        let (found, dropped): (V4ActivationKeys?, Entry?) = shard(record.activationId).state.withLock { s in
-            guard let entry = s.entries[record.activationId] else { return (nil, nil) }
-            guard entry.expires > now, entry.devicePublicKey == identity.device,
-                entry.serverPublicKey == identity.server, case .v4(let keys) = entry.keys
-            else { return (nil, s.entries.removeValue(forKey: record.activationId)) }
-            return (keys.lent(), nil)
-        }
-        _ = dropped
-        return found
+        return lookUp(
+            record.activationId, serverPublicKey: identity.server, devicePublicKey: identity.device, now: now
+        ) { if case .v4(let keys) = $0 { keys.lent() } else { nil } }
     }
 
     /// Keeps a copy of a V4 key tree for `record`'s V4 state (the caller keeps and destroys its own).
@@ -201,13 +207,24 @@ public final class FactorKeyCache: Sendable {
     ///   - now: the time.
     /// - Returns: the record and the lent keys, or `nil`.
     func snapshot(_ activationId: String, now: Date) -> (ActivationRecord, FactorKeys)? {
+        lentSnapshot(activationId, now: now) { record, keys in
+            guard case .v3(let lent) = keys, let device = record.devicePublicKey else { return nil }
+            return ((record.serverPublicKey, device), lent.lent())
+        }
+    }
+
+    /// The entry's snapshot and its keys as `lend` gives them, with the public keys the snapshot
+    /// names, when those are the entry's and it is not expired.
+    private func lentSnapshot<K>(
+        _ activationId: String, now: Date, lend: (ActivationRecord, Keys) -> (([UInt8], [UInt8]), K)?
+    ) -> (ActivationRecord, K)? {
         guard lifetime > 0 else { return nil }
         return shard(activationId).state.withLock { s in
             guard let entry = s.entries[activationId], let snapshot = entry.snapshot, entry.expires > now,
-                snapshot.devicePublicKey == entry.devicePublicKey, snapshot.serverPublicKey == entry.serverPublicKey,
-                case .v3(let keys) = entry.keys
+                let (identity, keys) = lend(snapshot, entry.keys),
+                identity == (entry.serverPublicKey, entry.devicePublicKey)
             else { return nil }
-            return (snapshot, keys.lent())
+            return (snapshot, keys)
         }
     }
 
@@ -219,13 +236,9 @@ public final class FactorKeyCache: Sendable {
     ///   - now: the time.
     /// - Returns: the record and the lent keys, or `nil`.
     func v4Snapshot(_ activationId: String, now: Date) -> (ActivationRecord, V4ActivationKeys)? {
-        guard lifetime > 0 else { return nil }
-        return shard(activationId).state.withLock { s in
-            guard let entry = s.entries[activationId], let snapshot = entry.snapshot, entry.expires > now,
-                let state = snapshot.v4, case .v4(let keys) = entry.keys,
-                Self.v4Identity(state) == (entry.serverPublicKey, entry.devicePublicKey)
-            else { return nil }
-            return (snapshot, keys.lent())
+        lentSnapshot(activationId, now: now) { record, keys in
+            guard case .v4(let lent) = keys, let state = record.v4 else { return nil }
+            return (Self.v4Identity(state), lent.lent())
         }
     }
 
